@@ -1,0 +1,1 @@
+# bench: build rules (included from the top Makefile.am)

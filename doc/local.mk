@@ -1,0 +1,1 @@
+# doc: build rules (included from the top Makefile.am)

@@ -1,0 +1,213 @@
+/*
+ * coordl.h: libcoordl, a CoorDL-style data loader for DNN training.
+ *
+ * A loader reads a dataset of JPEG images (an ImageFolder tree, a file list,
+ * or a packed shard set), keeps encoded items in a no-eviction (MinIO) cache
+ * bounded in bytes, decodes and augments them with libjpeg-turbo on worker
+ * threads, and hands out batches from pre-allocated buffers.
+ *
+ * Sample order depends only on (seed, epoch, rank, world_size): never on the
+ * thread count, the cache size or timing. Knobs left unset by the caller are
+ * read from the Synergy environment contract (synergy_env.h), then derived
+ * from the process's cpuset and memory limit.
+ *
+ * Conventions: functions return 0 / a pointer on success and -1 / NULL on
+ * failure with errno set; when the caller passes a coordl_error_t, its text
+ * says what went wrong and names the bad input. A failed call has no side
+ * effects. The library never logs, exits or aborts on bad input.
+ */
+#ifndef COORDL_H
+#define COORDL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COORDL_VERSION_MAJOR 0
+#define COORDL_VERSION_MINOR 1
+
+/* Human-readable detail for a failed call; owned by the caller. */
+typedef struct coordl_error {
+	char text[160];
+} coordl_error_t;
+
+typedef struct coordl_loader coordl_loader_t;
+
+enum coordl_source_kind {
+	COORDL_SOURCE_AUTO = 0,    /* directory -> imagefolder, *.cdx -> shards, else file list */
+	COORDL_SOURCE_IMAGEFOLDER, /* root/<class>/<file>.jpg, labels from sorted class names */
+	COORDL_SOURCE_FILELIST,    /* text file: "<path> <label>" per line, paths relative to the list */
+	COORDL_SOURCE_SHARDS,      /* packed shards: path of the .cdx index written by coordl-pack */
+};
+
+enum coordl_layout {
+	COORDL_LAYOUT_NCHW_F32 = 0, /* float32, normalized with mean/std */
+	COORDL_LAYOUT_NHWC_U8,      /* uint8, not normalized (normalize on the GPU) */
+};
+
+enum coordl_mode {
+	COORDL_MODE_TRAIN = 0, /* RandomResizedCrop + horizontal flip */
+	COORDL_MODE_EVAL,      /* resize short side to out_size*256/224, center crop */
+	COORDL_MODE_RAW,       /* no decode: batches carry only labels and encoded sizes
+	                          (used by the profiler to measure fetch alone) */
+	COORDL_MODE_SYNTHETIC, /* no fetch, no decode: constant tensors (GPU ingestion rate) */
+};
+
+/*
+ * Loader configuration. Initialise with coordl_config_init() and set only
+ * what you need; "unset" values come from the environment contract, then
+ * from defaults.
+ */
+typedef struct coordl_config {
+	const char *path;      /* dataset: directory, file list, or shard index (required) */
+	int source;            /* enum coordl_source_kind */
+	int batch_size;        /* samples per batch (default 32) */
+	int out_size;          /* output height = width (default 224) */
+	int layout;            /* enum coordl_layout */
+	int mode;              /* enum coordl_mode */
+	int threads;           /* worker threads; 0 = SYNERGY_THREADS, else cores in the cpuset */
+	int64_t cache_bytes;   /* MinIO cache bound; -1 = SYNERGY_CACHE_BYTES, else 0 (off) */
+	const char *cache_name;/* shared cache name; NULL = SYNERGY_CACHE_NAME, else private */
+	uint64_t seed;         /* shuffle and augmentation seed (default 0) */
+	int shuffle;           /* 1 = new random order each epoch (default 1) */
+	int rank;              /* this process's shard, 0..world_size-1 (default 0) */
+	int world_size;        /* number of shards (default 1) */
+	int drop_last;         /* 1 = drop a partial last batch (default 0) */
+	int prefetch;          /* batches in flight ahead of the consumer (default 2*threads, >= 2) */
+	float scale_min, scale_max; /* RandomResizedCrop area range (default 0.08, 1.0) */
+	float ratio_min, ratio_max; /* aspect range (default 3/4, 4/3) */
+	float flip_prob;       /* horizontal flip probability (default 0.5) */
+	float mean[3], std[3]; /* normalization (default ImageNet) */
+	int pin_memory;        /* 1 = CUDA pinned batch buffers (needs CUDA at build and run time) */
+} coordl_config_t;
+
+/* Fill cfg with defaults (all knobs unset). Never fails. */
+void coordl_config_init(coordl_config_t *cfg);
+
+/*
+ * Create a loader: scan the dataset, attach or create the cache, start the
+ * workers (they idle until the first coordl_next()). Returns NULL with errno
+ * (ENOENT missing dataset, EINVAL bad config or environment value, ENOMEM)
+ * and err->text naming the bad input.
+ */
+coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err);
+
+/* Stop the workers, free buffers, detach from the cache (removing it when
+ * this was its last user). Accepts NULL; preserves errno. */
+void coordl_destroy(coordl_loader_t *ld);
+
+/* Samples in this rank's shard per epoch (equal for every rank). */
+size_t coordl_num_samples(const coordl_loader_t *ld);
+
+/* Batches per epoch for this rank (honours drop_last). */
+size_t coordl_num_batches(const coordl_loader_t *ld);
+
+/* Items in the whole dataset and its total encoded size in bytes. */
+size_t coordl_dataset_items(const coordl_loader_t *ld);
+uint64_t coordl_dataset_bytes(const coordl_loader_t *ld);
+
+/* Number of classes (labels are 0..n-1). */
+int coordl_num_classes(const coordl_loader_t *ld);
+
+/* The effective configuration after environment and defaults. */
+const coordl_config_t *coordl_config(const coordl_loader_t *ld);
+
+/*
+ * Begin epoch `epoch` (restarts the sample order at position 0). Batches of
+ * an unfinished previous epoch are discarded. Returns 0, or -1 (EINVAL).
+ */
+int coordl_set_epoch(coordl_loader_t *ld, uint64_t epoch, coordl_error_t *err);
+
+/* One batch, valid until coordl_release(). */
+typedef struct coordl_batch {
+	void *data;            /* n x 3 x S x S float32, or n x S x S x 3 uint8 */
+	int32_t *labels;       /* n labels */
+	uint64_t *indices;     /* n dataset indices (for checking order) */
+	int n;                 /* samples in this batch (< batch_size only for a last partial batch) */
+	size_t data_bytes;     /* bytes at data */
+	uint64_t epoch;        /* epoch this batch belongs to */
+	uint64_t seq;          /* batch number within the epoch, from 0 */
+	int replaced;          /* items of this batch that were corrupt and replaced */
+	void *device_data;     /* device copy when coordl_to_device() was used, else NULL */
+} coordl_batch_t;
+
+/*
+ * Wait for the next batch of the current epoch. Returns 1 and sets *out,
+ * 0 at the end of the epoch (call coordl_set_epoch for the next one), or -1
+ * on a fatal error (e.g. the dataset vanished) with err filled.
+ * The time spent waiting is counted as stall time.
+ */
+int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err);
+
+/* Give a batch's buffer back to the loader. Accepts NULL. */
+void coordl_release(coordl_loader_t *ld, coordl_batch_t *b);
+
+/*
+ * Change the number of worker threads while running (the profiler sweeps
+ * cores in one launch; the plugin may lend idle cores). Takes effect before
+ * the next batch is started; sample order is unaffected. 1..1024.
+ */
+int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err);
+int coordl_get_threads(const coordl_loader_t *ld);
+
+/* Resumable position (CheckFreq-style): restoring it yields exactly the
+ * samples that had not been handed out yet. */
+typedef struct coordl_state {
+	uint64_t seed;
+	uint64_t epoch;
+	uint64_t position;     /* samples of this rank's epoch already consumed */
+	uint32_t rank, world_size;
+} coordl_state_t;
+
+int coordl_get_state(const coordl_loader_t *ld, coordl_state_t *st);
+/* Fails with EINVAL if seed/rank/world_size differ from the loader's or
+ * position is beyond the epoch. */
+int coordl_set_state(coordl_loader_t *ld, const coordl_state_t *st, coordl_error_t *err);
+
+/* Counters, from the loader's own clocks. Times in seconds. */
+typedef struct coordl_stats {
+	uint64_t epoch;             /* current epoch */
+	uint64_t samples;           /* samples delivered this epoch */
+	uint64_t batches;           /* batches delivered this epoch */
+	double epoch_wall;          /* since set_epoch (or create) */
+	double stall;               /* consumer waited inside coordl_next this epoch */
+	double prep_time;           /* worker time decoding+augmenting this epoch, summed */
+	double fetch_time;          /* worker time reading from storage this epoch, summed */
+	uint64_t storage_bytes;     /* bytes read from storage this epoch */
+	uint64_t cache_hits;        /* items served from the cache this epoch */
+	uint64_t cache_misses;
+	uint64_t cache_bytes_used;  /* bytes in the cache now (whole job on this node) */
+	uint64_t cache_bytes_limit;
+	uint64_t corrupt;           /* items skipped and replaced this epoch */
+	int threads;
+	double images_per_s;        /* samples / epoch_wall */
+	double images_per_s_per_core;
+	/* Totals over the loader's life. */
+	uint64_t total_samples;
+	uint64_t total_corrupt;
+	double total_stall;
+	double total_wall;
+} coordl_stats_t;
+
+int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
+
+/* Description of the last corrupt item (path and reason), or NULL. */
+const char *coordl_last_corrupt(const coordl_loader_t *ld);
+
+/*
+ * CUDA ingestion: copy a batch to the device on the loader's stream
+ * (asynchronously when pin_memory was set) and set b->device_data.
+ * Returns -1 with ENOTSUP when built without CUDA or no device exists.
+ */
+int coordl_to_device(coordl_loader_t *ld, coordl_batch_t *b, coordl_error_t *err);
+
+/* Library version string, e.g. "0.1.0". */
+const char *coordl_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

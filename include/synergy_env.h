@@ -1,0 +1,49 @@
+/*
+ * synergy_env.h: the plugin -> loader environment contract.
+ *
+ * The SPANK plugin exports these variables into each task of a job that
+ * Synergy sized; libcoordl reads them for every knob its caller left unset
+ * (an explicit API argument always wins). Without the plugin none is set
+ * and the loader falls back to its cpuset and memory limit.
+ *
+ * Every value is plain ASCII. Readers must validate, since a user can set
+ * these by hand: a malformed value is an error naming the variable, never
+ * a silent default.
+ */
+#ifndef SYNERGY_ENV_H
+#define SYNERGY_ENV_H
+
+/* Granted core list in cpuset syntax, e.g. "0-3,8". Informational for the
+ * loader (its affinity is already set); the thread count below rules. */
+#define SYNERGY_ENV_CPUS "SYNERGY_CPUS"
+
+/* Worker threads to run: a decimal integer, 1..1024. */
+#define SYNERGY_ENV_THREADS "SYNERGY_THREADS"
+
+/* Loader cache grant in bytes: a decimal integer >= 0, optional suffix
+ * K, M, G, T (powers of 1024). 0 disables the cache. */
+#define SYNERGY_ENV_CACHE_BYTES "SYNERGY_CACHE_BYTES"
+
+/* Directory for the job's cache files (tmpfs or local disk), created by
+ * the plugin per job and removed at job end. */
+#define SYNERGY_ENV_CACHE_DIR "SYNERGY_CACHE_DIR"
+
+/* Name of the shared cache (one per job and node; ranks of the job on a node
+ * share it). Safe charset [A-Za-z0-9_.-], at most 64 characters. */
+#define SYNERGY_ENV_CACHE_NAME "SYNERGY_CACHE_NAME"
+
+/* Profiling mode: unset or "0" = normal training; "1" = the loader runs the
+ * profiling protocol and writes its report to SYNERGY_PROFILE_OUT. */
+#define SYNERGY_ENV_PROFILE_MODE "SYNERGY_PROFILE_MODE"
+
+/* Path of the profiling report the loader writes in profiling mode. */
+#define SYNERGY_ENV_PROFILE_OUT "SYNERGY_PROFILE_OUT"
+
+/* The job's profile key (what the user gave with --synergy-profile). */
+#define SYNERGY_ENV_PROFILE_KEY "SYNERGY_PROFILE_KEY"
+
+/* Set to "1" by the plugin when Synergy sized this job, "0" when it ran
+ * GPU-proportional (no profile, --synergy=off, or a fallback). */
+#define SYNERGY_ENV_ACTIVE "SYNERGY_ACTIVE"
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * synergy_profile.h: the data-stall sensitivity profile, the one schema that
+ * the profiler writes, the store keeps, and the policy, simulator and plugins
+ * read.
+ *
+ * A profile gives a job's training throughput PER GPU over a grid of CPU
+ * cores per GPU x cache memory per GPU, normalised to 1.0 at a stated
+ * GPU-proportional share (prop_cpus, prop_mem_gb). Between grid points the
+ * value is interpolated bilinearly; outside the grid it is clamped to the
+ * nearest edge (more resources than profiled never predict more throughput
+ * than the largest profiled point).
+ *
+ * On disk (JSON, written and read by the profile store, see synergy_store.h):
+ *   {
+ *     "schema": 1,
+ *     "key": "resnet18",                 -- [A-Za-z0-9_.-]{1,64}
+ *     "model": "free text",
+ *     "cpus": [1, 2, 3, ...],            -- strictly increasing, > 0
+ *     "mem_gb": [0, 20.8, 62.5, ...],    -- strictly increasing, >= 0
+ *     "tput": [[...], ...],              -- n_cpu rows of n_mem values, >= 0
+ *     "prop_cpus": 3, "prop_mem_gb": 62.5,
+ *     "base_tput": 812.5,                -- images/s per GPU at the proportional share
+ *     "rates": { "gpu": ..., "prep_per_core": ..., "fetch_storage_bps": ...,
+ *                "fetch_memory_bps": ... },
+ *     "dataset": { "bytes": ..., "items": ... },
+ *     "machine": "...", "date": "2026-11-22T15:00:00Z", "tool": "synergy-profile 0.1.0"
+ *   }
+ */
+#ifndef SYNERGY_PROFILE_H
+#define SYNERGY_PROFILE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SYN_PROFILE_SCHEMA 1
+#define SYN_PROFILE_MAX_CPU 32
+#define SYN_PROFILE_MAX_MEM 16
+#define SYN_PROFILE_KEY_MAX 64
+
+typedef struct syn_profile {
+	char key[SYN_PROFILE_KEY_MAX + 1];
+	char model[128];
+	int n_cpu, n_mem;
+	double cpus[SYN_PROFILE_MAX_CPU];     /* cores per GPU, strictly increasing */
+	double mem_gb[SYN_PROFILE_MAX_MEM];   /* cache GB per GPU, strictly increasing */
+	double tput[SYN_PROFILE_MAX_CPU][SYN_PROFILE_MAX_MEM]; /* normalised per-GPU throughput */
+	double prop_cpus, prop_mem_gb;        /* share the table is normalised to (tput 1.0) */
+	double base_tput;                     /* absolute samples/s per GPU at that share, 0 if unknown */
+	/* Raw DS-Analyzer rates (0 if unknown). */
+	double gpu_rate;                      /* samples/s the GPU ingests */
+	double prep_rate_per_core;            /* samples/s one core preps */
+	double fetch_storage_bps;             /* bytes/s from storage */
+	double fetch_memory_bps;              /* bytes/s from the cache */
+	uint64_t dataset_bytes, dataset_items;
+	char machine[128];
+	char date[32];
+	char tool[64];
+} syn_profile_t;
+
+/* A valid key: 1..64 characters of [A-Za-z0-9_.-], not starting with '.'. */
+int syn_profile_key_valid(const char *key);
+
+/*
+ * Check a profile's invariants (grid sizes, monotone axes, finite
+ * non-negative values, valid key). Returns 0, or -1 and writes a message
+ * naming the offending field into msg (size msglen).
+ */
+int syn_profile_check(const syn_profile_t *p, char *msg, int msglen);
+
+/* Normalised per-GPU throughput at (cpus, mem_gb) per GPU, interpolated. */
+double syn_profile_eval(const syn_profile_t *p, double cpus, double mem_gb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

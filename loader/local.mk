@@ -1,0 +1,1 @@
+# loader: build rules (included from the top Makefile.am)

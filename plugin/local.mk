@@ -1,0 +1,1 @@
+# plugin: build rules (included from the top Makefile.am)

@@ -1,0 +1,1 @@
+# policy: build rules (included from the top Makefile.am)

@@ -1,0 +1,1 @@
+# profiler: build rules (included from the top Makefile.am)

@@ -1,0 +1,1 @@
+# python: the ctypes binding (included from the top Makefile.am)

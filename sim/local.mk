@@ -1,0 +1,1 @@
+# sim: build rules (included from the top Makefile.am)

@@ -1,0 +1,1 @@
+# tests: build rules (included from the top Makefile.am)

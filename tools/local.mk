@@ -1,0 +1,1 @@
+# tools: dataset generator and converters (included from the top Makefile.am)
