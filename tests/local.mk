@@ -1,1 +1,6 @@
 # tests: build rules (included from the top Makefile.am)
+# Integration tests: each starts its own throwaway Slurm cluster through
+# tests/lib/cluster.sh (root only; skipped otherwise).
+EXTRA_DIST += tests/lib/cluster.sh
+INTEGRATION_TESTS += tests/integration/cluster-basic.sh
+dist_noinst_SCRIPTS += tests/integration/cluster-basic.sh

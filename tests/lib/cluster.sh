@@ -1,0 +1,379 @@
+# cluster.sh: a throwaway Slurm cluster for integration tests (sourced).
+#
+# cluster_start N starts, in a private directory under /tmp, its own munged
+# (own socket and key), one slurmctld and N slurmd (multiple-slurmd, all on
+# 127.0.0.1) on free ports, with fake GPUs (character devices listed in
+# gres.conf), cgroup v1 enforcement, and the Synergy plugins from the build
+# tree. Node names carry a random tag so that the cgroup paths of two
+# clusters, or of a leftover earlier run, never collide. Everything is torn
+# down on EXIT/INT/TERM, whatever happened: daemons are stopped by their
+# recorded PIDs, processes left in our nodes' cgroups are killed and those
+# cgroups removed, and the directory is deleted.
+#
+# Without root, or without munged/slurmctld/slurmd, the test file is skipped
+# (TAP "1..0 # SKIP"), never passed.
+#
+# Knobs (set before cluster_start):
+#   CLUSTER_GPUS      fake GPUs per node (default 2)
+#   CLUSTER_CPUS      cores per node (default: the real count; enforcement
+#                     needs the real one, see SLURM-NOTES.md)
+#   CLUSTER_MEM       RealMemory per node in MB (default 4096)
+#   CLUSTER_SYNERGY   1: load our SPANK and job_submit plugins (required),
+#                     0: plain Slurm (default 1)
+#   CLUSTER_PLUGSTACK_ARGS  extra key=value arguments for the SPANK plugin
+#   CLUSTER_PARTITION_EXTRA extra PartitionName= settings
+# After cluster_start: C (the directory), CLUSTER_NODES (names),
+# CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
+
+# shellcheck source=tap.sh
+. "${top_srcdir:?}/tests/lib/tap.sh"
+
+: "${top_builddir:?}"
+CLUSTER_GPUS=${CLUSTER_GPUS:-2}
+CLUSTER_CPUS=${CLUSTER_CPUS:-$(nproc)}
+CLUSTER_MEM=${CLUSTER_MEM:-4096}
+CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-1}
+CLUSTER_PLUGSTACK_ARGS=${CLUSTER_PLUGSTACK_ARGS:-}
+CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
+CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
+C=
+CLUSTER_NODES=
+CLUSTER_TAG=
+cluster_pids=
+
+# cluster_require: skip the whole file when a prerequisite is missing.
+cluster_require() {
+	[ "$(id -u)" = 0 ] || skip_all "needs root (cgroups, munged, slurmd)"
+	local p
+	for p in munged slurmctld slurmd sbatch srun scontrol squeue scancel; do
+		PATH=$PATH:/usr/sbin command -v "$p" >/dev/null 2>&1 ||
+			skip_all "$p not installed"
+	done
+	[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] ||
+		skip_all "needs cgroup v1 cpuset and memory controllers"
+	if [ "$CLUSTER_SYNERGY" = 1 ]; then
+		[ -f "$top_builddir/plugin/.libs/spank_synergy.so" ] ||
+			bail "plugin/.libs/spank_synergy.so not built"
+		[ -f "$top_builddir/plugin/.libs/job_submit_synergy.so" ] ||
+			bail "plugin/.libs/job_submit_synergy.so not built"
+	fi
+}
+
+bail() { echo "Bail out! $*"; exit 1; }
+
+# cluster__port: a TCP port nobody listens on at 127.0.0.1, not yet used by
+# this cluster. Random rather than derived from $$ alone, and probed, so that
+# clusters started side by side do not collide.
+cluster__used_ports=
+cluster__port() {
+	local p i
+	for i in $(seq 1 200); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		case " $cluster__used_ports " in *" $p "*) continue ;; esac
+		if [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ]; then
+			cluster__used_ports="$cluster__used_ports $p"
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# cluster__wait TIMEOUT CMD...: poll CMD every 100 ms until it succeeds.
+cluster__wait() {
+	local limit=$(($1 * 10)) i=0
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -ge "$limit" ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+cluster__all_idle() {
+	local n pid
+	for pid in $cluster_pids; do
+		kill -0 "$pid" 2>/dev/null || return 2
+	done
+	n=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle"' | wc -l)
+	[ "$n" -eq "$cluster_n" ]
+}
+
+cluster__write_conf() {
+	local host ctld_port n i port nodelist last
+	host=$(hostname)
+	ctld_port=$(cluster__port) || return 1
+	n=$1
+	last=$((CLUSTER_GPUS - 1))
+	mkdir -p "$C/etc" "$C/log" "$C/run" "$C/state" "$C/spool" "$C/dev" \
+		"$C/cache" "$C/store" "$C/requests" "$C/munge-key"
+	chmod 0755 "$C/run"
+	chmod 0700 "$C/munge-key"
+	for i in $(seq 0 "$last"); do
+		mknod "$C/dev/nvidia$i" c 1 3
+	done
+	cat >"$C/etc/slurm.conf" <<EOF
+ClusterName=$CLUSTER_TAG
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$C/run/munge.socket
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$C/state
+SlurmdSpoolDir=$C/spool/%n
+SlurmctldPidFile=$C/run/slurmctld.pid
+SlurmdPidFile=$C/run/slurmd.%n.pid
+SlurmctldLogFile=$C/log/slurmctld.log
+SlurmdLogFile=$C/log/slurmd.%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$C/jobcomp.txt
+MpiDefault=none
+ReturnToService=2
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=2
+MinJobAge=300
+PlugStackConfig=$C/etc/plugstack.conf
+EOF
+	if [ "$CLUSTER_SYNERGY" = 1 ]; then
+		echo "PluginDir=/usr/lib/x86_64-linux-gnu/slurm-wlm:$top_builddir/plugin/.libs" >>"$C/etc/slurm.conf"
+		echo "JobSubmitPlugins=synergy" >>"$C/etc/slurm.conf"
+	fi
+	nodelist=
+	for i in $(seq 1 "$n"); do
+		port=$(cluster__port) || return 1
+		echo "NodeName=${CLUSTER_TAG}n$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$CLUSTER_CPUS Sockets=1 CoresPerSocket=$CLUSTER_CPUS ThreadsPerCore=1 RealMemory=$CLUSTER_MEM Gres=gpu:$CLUSTER_GPUS State=UNKNOWN" \
+			>>"$C/etc/slurm.conf"
+		nodelist="$nodelist${nodelist:+ }${CLUSTER_TAG}n$i"
+		echo "NodeName=${CLUSTER_TAG}n$i Name=gpu File=$C/dev/nvidia[0-$last]" >>"$C/etc/gres.conf"
+	done
+	CLUSTER_NODES=$nodelist
+	# GPU-proportional defaults: each GPU brings its share of cores and memory.
+	echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP DefCpuPerGPU=1 DefMemPerGPU=512 $CLUSTER_PARTITION_EXTRA" \
+		>>"$C/etc/slurm.conf"
+	sed -i '1i AutoDetect=off' "$C/etc/gres.conf"
+	cat >"$C/etc/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+CgroupMountpoint=/sys/fs/cgroup
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+EOF
+	cat >"$C/etc/synergy.conf" <<EOF
+store_dir=$C/store
+request_dir=$C/requests
+cache_dir=$C/cache
+EOF
+	if [ "$CLUSTER_SYNERGY" = 1 ]; then
+		echo "required $top_builddir/plugin/.libs/spank_synergy.so conf=$C/etc/synergy.conf $CLUSTER_PLUGSTACK_ARGS" \
+			>"$C/etc/plugstack.conf"
+	else
+		: >"$C/etc/plugstack.conf"
+	fi
+	SYNERGY_TEST_STORE=$C/store
+	SYNERGY_TEST_SPOOL=$C/requests
+}
+
+# cluster_start N: bring up munged, slurmctld and N slurmd; wait until all
+# nodes are idle. Fails the test file (Bail out) if the cluster cannot start.
+cluster_start() {
+	cluster_n=${1:-1}
+	cluster_require
+	C=$(mktemp -d /tmp/syncl.XXXXXX) || bail "mktemp failed"
+	chmod 0755 "$C"
+	CLUSTER_TAG=c$(printf '%04x' $((RANDOM % 65536)))
+	trap cluster_stop EXIT
+	trap 'cluster_stop; exit 130' INT
+	trap 'cluster_stop; exit 143' TERM
+	cluster__write_conf "$cluster_n" || bail "no free ports"
+	export SLURM_CONF=$C/etc/slurm.conf
+	# Jobs must not inherit the outer test environment's Slurm state.
+	unset SLURM_JOB_ID SLURM_JOBID SYNERGY SYNERGY_PROFILE
+
+	dd if=/dev/urandom of="$C/munge-key/munge.key" bs=1024 count=1 status=none
+	chmod 0400 "$C/munge-key/munge.key"
+	/usr/sbin/munged --socket="$C/run/munge.socket" \
+		--key-file="$C/munge-key/munge.key" \
+		--log-file="$C/log/munged.log" --pid-file="$C/run/munged.pid" \
+		--seed-file="$C/run/munge.seed" --force ||
+		bail "munged failed: $(tail -n 3 "$C/log/munged.log" 2>/dev/null)"
+	cluster__wait 5 test -s "$C/run/munged.pid" || bail "munged wrote no pid file"
+	cluster_pids="$(cat "$C/run/munged.pid")"
+
+	setsid /usr/sbin/slurmctld -D -c -f "$SLURM_CONF" \
+		>"$C/log/slurmctld.out" 2>&1 </dev/null &
+	cluster_pids="$cluster_pids $!"
+	local node
+	for node in $CLUSTER_NODES; do
+		mkdir -p "$C/spool/$node"
+		setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF" \
+			>"$C/log/slurmd.$node.out" 2>&1 </dev/null &
+		cluster_pids="$cluster_pids $!"
+	done
+	local i=0 rv
+	while :; do
+		cluster__all_idle
+		rv=$?
+		[ "$rv" = 0 ] && break
+		i=$((i + 1))
+		if [ "$rv" = 2 ] || [ "$i" -ge $((CLUSTER_TIMEOUT * 10)) ]; then
+			diag "cluster did not come up (a daemon died or timeout); logs:"
+			tail -n 5 "$C"/log/*.out "$C/log/slurmctld.log" 2>/dev/null | sed 's/^/#   /'
+			bail "cluster did not come up"
+		fi
+		sleep 0.1
+	done
+}
+
+# cluster__node_cgroups: the cgroup directories Slurm made for our nodes.
+cluster__node_cgroups() {
+	local node
+	for node in $CLUSTER_NODES; do
+		ls -d /sys/fs/cgroup/*/slurm_"$node" 2>/dev/null
+	done
+}
+
+# cluster__cgroup_pids: every PID still inside our nodes' cgroups.
+cluster__cgroup_pids() {
+	local d
+	for d in $(cluster__node_cgroups); do
+		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
+	done | sort -u
+}
+
+# cluster_stop: tear everything down (idempotent; installed as EXIT trap).
+cluster_stop() {
+	local pid i d
+	[ -n "$C" ] || return 0
+	trap - EXIT INT TERM
+	if [ -n "$cluster_pids" ]; then
+		# Let slurmctld cancel running jobs first so that the SPANK plugin's
+		# own cleanup runs; then stop the daemons by their recorded PIDs.
+		scancel --quiet -u "$(id -un)" >/dev/null 2>&1
+		cluster__wait 5 cluster__no_jobs
+		# shellcheck disable=SC2086
+		kill -TERM $cluster_pids 2>/dev/null
+		for i in $(seq 1 50); do
+			# shellcheck disable=SC2086
+			kill -0 $cluster_pids 2>/dev/null || break
+			sleep 0.1
+		done
+		# shellcheck disable=SC2086
+		kill -KILL $cluster_pids 2>/dev/null
+	fi
+	# slurmstepd and job processes are not our children: find them in our
+	# nodes' cgroups (only ours: node names carry this cluster's tag).
+	for i in $(seq 1 50); do
+		pid=$(cluster__cgroup_pids)
+		[ -z "$pid" ] && break
+		# shellcheck disable=SC2086
+		kill -KILL $pid 2>/dev/null
+		sleep 0.1
+	done
+	for d in $(cluster__node_cgroups); do
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
+	cd /
+	rm -rf "$C"
+	C=
+	cluster_stopped_pids=$cluster_pids
+	cluster_pids=
+}
+
+cluster__no_jobs() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
+
+# cluster_gone: after cluster_stop, succeed only if none of the cluster's
+# daemons runs any more and no cgroup of its nodes is left.
+cluster_gone() {
+	local pid d rv=0
+	for pid in $cluster_stopped_pids; do
+		if kill -0 "$pid" 2>/dev/null; then
+			diag "daemon $pid still running"
+			rv=1
+		fi
+	done
+	for d in $(cluster__node_cgroups); do
+		diag "cgroup left: $d"
+		rv=1
+	done
+	return $rv
+}
+
+# cluster_job_state ID: the job's state word (PENDING, RUNNING, COMPLETED...).
+cluster_job_state() {
+	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p'
+}
+
+# cluster_job_field ID FIELD: one field of `scontrol -o show job`.
+cluster_job_field() {
+	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# cluster_wait_job ID [TIMEOUT]: poll every 100 ms until the job has ended;
+# prints the final state. Returns 1 on timeout.
+cluster_wait_job() {
+	local id=$1 limit=$((${2:-30} * 10)) i=0 st
+	while :; do
+		st=$(cluster_job_state "$id")
+		case "$st" in
+		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
+			echo "$st"
+			return 0 ;;
+		esac
+		i=$((i + 1))
+		[ "$i" -ge "$limit" ] && { echo "${st:-UNKNOWN}"; return 1; }
+		sleep 0.1
+	done
+}
+
+# cluster_wait_state ID STATE [TIMEOUT]: poll until the job is in STATE.
+cluster_wait_state() {
+	local limit=$((${3:-30} * 10)) i=0
+	while [ "$(cluster_job_state "$1")" != "$2" ]; do
+		i=$((i + 1))
+		[ "$i" -ge "$limit" ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+# cluster_sbatch ARGS...: submit a batch job from $C, print its id.
+cluster_sbatch() {
+	(cd "$C" && sbatch --parsable -o "$C/slurm-%j.out" "$@") | cut -d';' -f1
+}
+
+# cluster_out ID: the batch job's output file.
+cluster_out() { echo "$C/slurm-$1.out"; }
+
+# cluster_leftovers: print synergy cgroups, our nodes' job cgroups and our
+# daemons' processes that are still there; succeeds only if none is.
+cluster_leftovers() {
+	local left=0 d
+	for d in $(cluster__node_cgroups); do
+		if find "$d" -mindepth 1 -type d -name '*synergy*' | grep -q .; then
+			find "$d" -mindepth 1 -type d -name '*synergy*' | sed 's/^/# left: /'
+			left=1
+		fi
+		if find "$d" -mindepth 1 -type d -name 'job_*' | grep -q .; then
+			find "$d" -mindepth 1 -type d -name 'job_*' | sed 's/^/# left: /'
+			left=1
+		fi
+	done
+	if [ -n "$(ls -A "$C/cache" 2>/dev/null)" ]; then
+		ls -A "$C/cache" | sed 's/^/# left in cache dir: /'
+		left=1
+	fi
+	[ "$left" = 0 ]
+}
