@@ -1,1 +1,28 @@
 # python: the ctypes binding (included from the top Makefile.am)
+#
+# The package is plain Python over the C ABI, installed as data files. The
+# default directory is on Debian's sys.path when prefix=/usr; for another
+# prefix add $(libdir)/python3/dist-packages to PYTHONPATH, or override
+# coordlpythondir at make install time.
+coordlpythondir = $(libdir)/python3/dist-packages/coordl
+dist_coordlpython_DATA = \
+	python/coordl/__init__.py \
+	python/coordl/_abi.py \
+	python/coordl/loader.py
+# _installed.py records libdir so that an installed package finds the
+# installed libcoordl even where libdir is not on the linker's path.
+nodist_coordlpython_DATA = python/coordl/_installed.py
+python/coordl/_installed.py: Makefile
+	$(AM_V_GEN)$(MKDIR_P) python/coordl && \
+	{ echo '"""Written by make: where libcoordl was installed."""'; \
+	  echo 'LIBDIR = "$(libdir)"'; } >$@
+CLEANFILES += python/coordl/_installed.py
+
+# abi-layout prints the C layout of the public structs for abi.py.
+check_PROGRAMS += python/test/abi-layout
+python_test_abi_layout_SOURCES = python/test/abi-layout.c
+
+PYTHON_TESTS = \
+	python/test/abi.py
+UNIT_TESTS += $(PYTHON_TESTS)
+EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py

@@ -1,0 +1,30 @@
+"""coordl: Python binding of libcoordl, the Synergy data loader.
+
+A pure-ctypes binding over the C ABI in coordl.h (no compiled extension).
+Typical use in a PyTorch training loop:
+
+    import torch, coordl
+    with coordl.Loader("/data/imagenet/train", batch_size=64) as loader:
+        for epoch in range(epochs):
+            loader.set_epoch(epoch)
+            for images, labels in loader:     # torch tensors, NCHW float32
+                loss = criterion(model(images.cuda()), labels.cuda())
+                ...
+            print(loader.stats()["stall"])
+
+Images are zero-copy views of the loader's buffers, returned to it when the
+last reference goes away (see coordl.loader). libcoordl is found through
+$COORDL_LIBRARY, the build tree, the install libdir, or the system.
+"""
+
+from .loader import Batch, CoordlError, Loader
+from ._abi import library_path
+
+
+def version():
+    """The loaded libcoordl's version string, e.g. "0.1.0"."""
+    from . import _abi
+    return _abi.load().coordl_version().decode()
+
+
+__all__ = ["Loader", "Batch", "CoordlError", "version", "library_path"]

@@ -1,0 +1,427 @@
+"""The Loader class: libcoordl as a Python iterable of (images, labels).
+
+Images are zero-copy: each batch's image array is a numpy view of the
+loader's own pre-allocated buffer, and the buffer goes back to the loader
+when the last reference to the array (or to a torch tensor made from it)
+disappears. In the usual loop
+
+    for images, labels in loader:
+        train_step(images, labels)
+
+rebinding `images` to the next batch returns the previous buffer at once.
+Keeping batches alive keeps their buffers: holding more batches than the
+loader prefetches would starve it, so Loader raises CoordlError instead of
+blocking forever; pass copy=True to get private copies you may keep.
+Labels (int64, ready for torch's cross-entropy) and dataset indices
+(uint64) are small and always copied.
+
+Buffer release, the only call that may come from another thread (the
+garbage collector runs wherever the last reference dies), is deferred to
+the consumer thread, because libcoordl's consumer calls are not documented
+as safe to run concurrently with coordl_next().
+"""
+
+import errno as _errno
+import os
+import sys
+import threading
+
+import ctypes
+
+import numpy as np
+
+from . import _abi
+
+
+class CoordlError(OSError):
+    """A libcoordl call failed: errno from the C library, text from its
+    coordl_error_t (which names the bad input)."""
+
+    def __init__(self, err, text):
+        super().__init__(err, text or os.strerror(err))
+
+    def __str__(self):
+        return self.strerror
+
+
+def _raise(call, err_struct):
+    e = ctypes.get_errno() or _errno.EIO
+    text = err_struct.text.decode("utf-8", "replace") if err_struct else ""
+    raise CoordlError(e, text or "%s: %s" % (call, os.strerror(e)))
+
+
+_SOURCES = {"auto": _abi.SOURCE_AUTO, "imagefolder": _abi.SOURCE_IMAGEFOLDER,
+            "filelist": _abi.SOURCE_FILELIST, "shards": _abi.SOURCE_SHARDS}
+_LAYOUTS = {"nchw_f32": _abi.LAYOUT_NCHW_F32, "nhwc_u8": _abi.LAYOUT_NHWC_U8}
+_MODES = {"train": _abi.MODE_TRAIN, "eval": _abi.MODE_EVAL,
+          "raw": _abi.MODE_RAW, "synthetic": _abi.MODE_SYNTHETIC}
+_ENUMS = {"source": _SOURCES, "layout": _LAYOUTS, "mode": _MODES}
+_STATE_KEYS = ("seed", "epoch", "position", "rank", "world_size")
+
+
+def _config_to_dict(cfg):
+    out = {}
+    for name, _ in _abi.Config._fields_:
+        v = getattr(cfg, name)
+        if name in ("mean", "std"):
+            v = tuple(v)
+        elif isinstance(v, bytes):
+            v = v.decode("utf-8", "surrogateescape")
+        out[name] = v
+    return out
+
+
+class _Handle:
+    """Owns the coordl_loader_t and counts the batches handed out.
+
+    coordl_destroy() frees the batch buffers, so it waits until the caller
+    has closed the loader *and* every outstanding image view is gone."""
+
+    def __init__(self, lib, ptr, keep):
+        self.lib = lib
+        self.ptr = ptr
+        self.keep = keep          # bytes the C config points at
+        self.outstanding = 0
+        self.closed = False
+        # Reentrant: a garbage collection inside a locked section may drop
+        # the last reference to another batch and come back here.
+        self.lock = threading.RLock()
+        self.pending = []         # batches released from other threads
+        self.owner_thread = threading.get_ident()
+
+    def release(self, bptr):
+        """Called when a batch's last reference dies, from any thread."""
+        with self.lock:
+            if self.ptr is None:
+                return
+            if (threading.get_ident() == self.owner_thread
+                    or self.closed):
+                self.lib.coordl_release(self.ptr, bptr)
+                self.outstanding -= 1
+                self._maybe_destroy()
+            else:
+                self.pending.append(bptr)
+
+    def flush(self):
+        """Release batches whose references died in other threads; called
+        by the consumer thread before it asks for a batch."""
+        with self.lock:
+            while self.pending and self.ptr is not None:
+                self.lib.coordl_release(self.ptr, self.pending.pop())
+                self.outstanding -= 1
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+            if self.ptr is not None:
+                while self.pending:
+                    self.lib.coordl_release(self.ptr, self.pending.pop())
+                    self.outstanding -= 1
+            self._maybe_destroy()
+
+    def _maybe_destroy(self):
+        if self.closed and self.outstanding == 0 and self.ptr is not None:
+            self.lib.coordl_destroy(self.ptr)
+            self.ptr = None
+
+
+class _Buffer:
+    """Keeps one coordl_batch_t checked out while numpy views of its data
+    exist; exposes the data through the numpy array interface."""
+
+    def __init__(self, handle, bptr, shape, typestr):
+        self._handle = handle
+        self._bptr = bptr
+        self.__array_interface__ = {
+            "version": 3, "shape": shape, "typestr": typestr,
+            "data": (bptr.contents.data, False),
+        }
+
+    def release(self):
+        if self._bptr is not None:
+            bptr, self._bptr = self._bptr, None
+            self._handle.release(bptr)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            # At interpreter shutdown module globals may already be gone;
+            # the process is exiting, so the buffer is reclaimed anyway.
+            pass
+
+
+class Batch:
+    """One batch: images (numpy view or copy, None in raw mode), labels
+    (int64), indices (uint64 dataset indices), n, epoch, seq, replaced."""
+
+    __slots__ = ("images", "labels", "indices", "n", "epoch", "seq",
+                 "replaced", "data_bytes", "_buffer")
+
+    def release(self):
+        """Give the image buffer back now; `images` must not be used after.
+        Optional: dropping every reference does the same."""
+        self.images = None
+        if self._buffer is not None:
+            buf, self._buffer = self._buffer, None
+            buf.release()
+
+
+class Loader:
+    """Iterate over a dataset through libcoordl.
+
+    Loader(path, batch_size=..., threads=..., ...): every keyword is a field
+    of coordl_config_t (see coordl.h); an omitted one keeps the library's
+    default or the Synergy environment's value. source, layout and mode
+    also take names: source="auto"|"imagefolder"|"filelist"|"shards",
+    layout="nchw_f32"|"nhwc_u8", mode="train"|"eval"|"raw"|"synthetic".
+
+    output="numpy" yields numpy arrays, "torch" torch tensors (sharing the
+    memory, via torch.from_numpy), "auto" torch tensors if torch is already
+    imported by the program, else numpy. copy=True yields private copies.
+
+    Iterating runs the current epoch from its current position. Once an
+    epoch is exhausted, iterating again starts the next epoch, so both
+    `for e in range(E): loader.set_epoch(e); for b in loader: ...` and
+    `for e in range(E): for b in loader: ...` work.
+    """
+
+    def __init__(self, path, output="auto", copy=False, **config):
+        self._handle = None
+        if output not in ("auto", "numpy", "torch"):
+            raise ValueError("output=%r: expected 'auto', 'numpy' or "
+                             "'torch'" % (output,))
+        self._lib = _abi.load()
+        cfg = _abi.Config()
+        self._lib.coordl_config_init(ctypes.byref(cfg))
+        keep = [os.fsencode(path)]
+        cfg.path = keep[0]
+        fields = dict(_abi.Config._fields_)
+        for key, value in config.items():
+            if key not in fields or key == "path":
+                raise TypeError("Loader: unknown option %r" % (key,))
+            if value is None:
+                continue
+            if key in _ENUMS and isinstance(value, str):
+                table = _ENUMS[key]
+                if value not in table:
+                    raise ValueError("%s=%r: expected one of %s"
+                                     % (key, value, ", ".join(sorted(table))))
+                value = table[value]
+            elif key == "cache_name":
+                keep.append(os.fsencode(value))
+                value = keep[-1]
+            elif key in ("mean", "std"):
+                value = tuple(float(x) for x in value)
+                if len(value) != 3:
+                    raise ValueError("%s: expected 3 values" % key)
+                value = (ctypes.c_float * 3)(*value)
+            setattr(cfg, key, value)
+        err = _abi.Error()
+        ptr = self._lib.coordl_create(ctypes.byref(cfg), ctypes.byref(err))
+        if not ptr:
+            _raise("coordl_create", err)
+        self._handle = _Handle(self._lib, ptr, keep)
+        self._copy = bool(copy)
+        self._torch = None
+        if output == "torch" or (output == "auto" and "torch" in sys.modules):
+            import torch
+            self._torch = torch
+        self._exhausted = False
+        self._refresh_shape()
+
+    # -- helpers ---------------------------------------------------------
+    def _ptr(self):
+        h = self._handle
+        if h is None or h.closed:
+            raise ValueError("Loader is closed")
+        return h.ptr
+
+    def _refresh_shape(self):
+        cfg = self._lib.coordl_config(self._ptr()).contents
+        s = cfg.out_size
+        self._mode = cfg.mode
+        self._prefetch = max(cfg.prefetch, 1)
+        if cfg.layout == _abi.LAYOUT_NHWC_U8:
+            self._sample_shape, self._typestr = (s, s, 3), "|u1"
+        else:
+            self._sample_shape, self._typestr = (3, s, s), "<f4"
+
+    # -- sizes -----------------------------------------------------------
+    def __len__(self):
+        """Batches per epoch for this rank (honours drop_last)."""
+        return self._lib.coordl_num_batches(self._ptr())
+
+    @property
+    def num_samples(self):
+        """Samples per epoch in this rank's shard."""
+        return self._lib.coordl_num_samples(self._ptr())
+
+    @property
+    def num_classes(self):
+        return self._lib.coordl_num_classes(self._ptr())
+
+    @property
+    def dataset_items(self):
+        return self._lib.coordl_dataset_items(self._ptr())
+
+    @property
+    def dataset_bytes(self):
+        return self._lib.coordl_dataset_bytes(self._ptr())
+
+    @property
+    def config(self):
+        """The effective configuration (after environment and defaults)."""
+        return _config_to_dict(self._lib.coordl_config(self._ptr()).contents)
+
+    @property
+    def epoch(self):
+        return self.state_dict()["epoch"]
+
+    # -- control ---------------------------------------------------------
+    def set_epoch(self, epoch):
+        """Start epoch `epoch` from its beginning (order depends only on
+        seed, epoch, rank and world size)."""
+        err = _abi.Error()
+        if self._lib.coordl_set_epoch(self._ptr(), int(epoch),
+                                      ctypes.byref(err)) != 0:
+            _raise("coordl_set_epoch", err)
+        self._exhausted = False
+
+    def set_threads(self, threads):
+        """Change the number of worker threads (1..1024) while running."""
+        err = _abi.Error()
+        if self._lib.coordl_set_threads(self._ptr(), int(threads),
+                                        ctypes.byref(err)) != 0:
+            _raise("coordl_set_threads", err)
+
+    @property
+    def threads(self):
+        return self._lib.coordl_get_threads(self._ptr())
+
+    def state_dict(self):
+        """The resumable position: a dict of seed, epoch, position (samples
+        already handed out this epoch), rank and world_size."""
+        st = _abi.State()
+        if self._lib.coordl_get_state(self._ptr(), ctypes.byref(st)) != 0:
+            _raise("coordl_get_state", None)
+        return {k: int(getattr(st, k)) for k in _STATE_KEYS}
+
+    def load_state_dict(self, state):
+        """Resume from state_dict(): the next batches hold exactly the
+        samples that had not been handed out."""
+        missing = [k for k in _STATE_KEYS if k not in state]
+        if missing:
+            raise KeyError("load_state_dict: missing %s" % ", ".join(missing))
+        st = _abi.State(**{k: int(state[k]) for k in _STATE_KEYS})
+        err = _abi.Error()
+        if self._lib.coordl_set_state(self._ptr(), ctypes.byref(st),
+                                      ctypes.byref(err)) != 0:
+            _raise("coordl_set_state", err)
+        self._exhausted = False
+
+    def stats(self):
+        """The loader's counters (coordl_stats_t) as a dict; times in s."""
+        st = _abi.Stats()
+        if self._lib.coordl_get_stats(self._ptr(), ctypes.byref(st)) != 0:
+            _raise("coordl_get_stats", None)
+        return {name: getattr(st, name) for name, _ in _abi.Stats._fields_}
+
+    def last_corrupt(self):
+        """Path and reason of the last corrupt item skipped, or None."""
+        s = self._lib.coordl_last_corrupt(self._ptr())
+        return s.decode("utf-8", "replace") if s is not None else None
+
+    # -- iteration -------------------------------------------------------
+    def next_batch(self):
+        """The next Batch of the current epoch, or None at its end."""
+        ptr = self._ptr()
+        h = self._handle
+        h.flush()
+        if h.outstanding >= self._prefetch:
+            raise CoordlError(_errno.EDEADLK,
+                              "%d batches are still referenced and the loader "
+                              "prefetches only %d: drop old batches or use "
+                              "copy=True" % (h.outstanding, self._prefetch))
+        bptr = ctypes.POINTER(_abi.Batch)()
+        err = _abi.Error()
+        rc = self._lib.coordl_next(ptr, ctypes.byref(bptr), ctypes.byref(err))
+        if rc < 0:
+            _raise("coordl_next", err)
+        if rc == 0:
+            self._exhausted = True
+            return None
+        h.outstanding += 1
+        b = bptr.contents
+        n = b.n
+        shape = (n,) + self._sample_shape
+        buf = _Buffer(h, bptr, shape, self._typestr)
+        batch = Batch()
+        batch.n = n
+        batch.epoch = b.epoch
+        batch.seq = b.seq
+        batch.replaced = b.replaced
+        batch.data_bytes = b.data_bytes
+        batch.labels = np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64)
+        batch.indices = np.ctypeslib.as_array(b.indices, (n,)).copy()
+        need = n * int(np.prod(self._sample_shape)) * \
+            np.dtype(self._typestr).itemsize
+        if (not b.data or self._mode == _abi.MODE_RAW
+                or b.data_bytes < need):
+            batch.images, batch._buffer = None, None
+            buf.release()
+        elif self._copy:
+            batch.images, batch._buffer = np.array(buf, copy=True), None
+            buf.release()
+        else:
+            batch.images, batch._buffer = np.asarray(buf), buf
+        return batch
+
+    def batches(self):
+        """Iterate Batch objects (with indices, epoch, seq) over the rest
+        of the current epoch, or the next one if it is exhausted."""
+        self._advance_if_done()
+        while True:
+            b = self.next_batch()
+            if b is None:
+                return
+            yield b
+
+    def _advance_if_done(self):
+        if self._exhausted:
+            self.set_epoch(self.epoch + 1)
+
+    def __iter__(self):
+        self._advance_if_done()
+        return self
+
+    def __next__(self):
+        b = self.next_batch()
+        if b is None:
+            raise StopIteration
+        images, labels = b.images, b.labels
+        if self._torch is not None:
+            if images is not None:
+                images = self._torch.from_numpy(images)
+            labels = self._torch.from_numpy(labels)
+        return images, labels
+
+    # -- lifetime --------------------------------------------------------
+    def close(self):
+        """Stop the loader. Its memory is freed once no image view of it
+        remains. Safe to call twice."""
+        if self._handle is not None:
+            self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

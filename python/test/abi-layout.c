@@ -1,0 +1,105 @@
+/*
+ * abi-layout.c: print the size and field offsets of the public structs in
+ * coordl.h, as the C compiler lays them out.
+ *
+ * The Python binding mirrors these structs with ctypes by hand; a field
+ * added, removed or reordered in the header would silently shift every
+ * later field, and a renumbered enum would change meaning. python/test/abi.py
+ * runs this program and compares each line with what ctypes computes, so
+ * such drift fails a test instead of corrupting memory. Output, one item
+ * per line: "<struct> <size>", "<struct>.<field> <offset>", "<ENUM> <value>".
+ */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "coordl.h"
+
+#define SIZE(t) printf("%s %zu\n", #t, sizeof(t))
+#define FIELD(t, f) printf("%s.%s %zu\n", #t, #f, offsetof(t, f))
+#define ENUM(e) printf("%s %d\n", #e, (int)(e))
+
+int main(void)
+{
+	SIZE(coordl_error_t);
+	FIELD(coordl_error_t, text);
+
+	SIZE(coordl_config_t);
+	FIELD(coordl_config_t, path);
+	FIELD(coordl_config_t, source);
+	FIELD(coordl_config_t, batch_size);
+	FIELD(coordl_config_t, out_size);
+	FIELD(coordl_config_t, layout);
+	FIELD(coordl_config_t, mode);
+	FIELD(coordl_config_t, threads);
+	FIELD(coordl_config_t, cache_bytes);
+	FIELD(coordl_config_t, cache_name);
+	FIELD(coordl_config_t, seed);
+	FIELD(coordl_config_t, shuffle);
+	FIELD(coordl_config_t, rank);
+	FIELD(coordl_config_t, world_size);
+	FIELD(coordl_config_t, drop_last);
+	FIELD(coordl_config_t, prefetch);
+	FIELD(coordl_config_t, scale_min);
+	FIELD(coordl_config_t, scale_max);
+	FIELD(coordl_config_t, ratio_min);
+	FIELD(coordl_config_t, ratio_max);
+	FIELD(coordl_config_t, flip_prob);
+	FIELD(coordl_config_t, mean);
+	FIELD(coordl_config_t, std);
+	FIELD(coordl_config_t, pin_memory);
+
+	SIZE(coordl_batch_t);
+	FIELD(coordl_batch_t, data);
+	FIELD(coordl_batch_t, labels);
+	FIELD(coordl_batch_t, indices);
+	FIELD(coordl_batch_t, n);
+	FIELD(coordl_batch_t, data_bytes);
+	FIELD(coordl_batch_t, epoch);
+	FIELD(coordl_batch_t, seq);
+	FIELD(coordl_batch_t, replaced);
+	FIELD(coordl_batch_t, device_data);
+
+	SIZE(coordl_state_t);
+	FIELD(coordl_state_t, seed);
+	FIELD(coordl_state_t, epoch);
+	FIELD(coordl_state_t, position);
+	FIELD(coordl_state_t, rank);
+	FIELD(coordl_state_t, world_size);
+
+	SIZE(coordl_stats_t);
+	FIELD(coordl_stats_t, epoch);
+	FIELD(coordl_stats_t, samples);
+	FIELD(coordl_stats_t, batches);
+	FIELD(coordl_stats_t, epoch_wall);
+	FIELD(coordl_stats_t, stall);
+	FIELD(coordl_stats_t, prep_time);
+	FIELD(coordl_stats_t, fetch_time);
+	FIELD(coordl_stats_t, storage_bytes);
+	FIELD(coordl_stats_t, cache_hits);
+	FIELD(coordl_stats_t, cache_misses);
+	FIELD(coordl_stats_t, cache_bytes_used);
+	FIELD(coordl_stats_t, cache_bytes_limit);
+	FIELD(coordl_stats_t, corrupt);
+	FIELD(coordl_stats_t, threads);
+	FIELD(coordl_stats_t, images_per_s);
+	FIELD(coordl_stats_t, images_per_s_per_core);
+	FIELD(coordl_stats_t, total_samples);
+	FIELD(coordl_stats_t, total_corrupt);
+	FIELD(coordl_stats_t, total_stall);
+	FIELD(coordl_stats_t, total_wall);
+
+	ENUM(COORDL_SOURCE_AUTO);
+	ENUM(COORDL_SOURCE_IMAGEFOLDER);
+	ENUM(COORDL_SOURCE_FILELIST);
+	ENUM(COORDL_SOURCE_SHARDS);
+	ENUM(COORDL_LAYOUT_NCHW_F32);
+	ENUM(COORDL_LAYOUT_NHWC_U8);
+	ENUM(COORDL_MODE_TRAIN);
+	ENUM(COORDL_MODE_EVAL);
+	ENUM(COORDL_MODE_RAW);
+	ENUM(COORDL_MODE_SYNTHETIC);
+	printf("COORDL_VERSION %d.%d\n", COORDL_VERSION_MAJOR, COORDL_VERSION_MINOR);
+	return 0;
+}
