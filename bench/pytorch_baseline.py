@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""pytorch_baseline.py: images/s of the PyTorch DataLoader, or of coordl,
+on the same ImageFolder data with the same consumer loop.
+
+--loader torch (default) is the standard torchvision ImageNet training
+input pipeline: ImageFolder, RandomResizedCrop(224), RandomHorizontalFlip,
+ToTensor, Normalize(ImageNet mean/std), DataLoader(batch_size=64,
+shuffle=True, num_workers=cores, persistent_workers=True).
+--loader coordl runs the same augmentations in libcoordl through its
+Python binding, with threads=cores, float32 NCHW output and no cache.
+
+Both run --epochs + 1 epochs and time the last --epochs of them: the first,
+untimed, starts the workers and warms the page cache, so the timed epochs
+measure the steady state a training job sees. The consumer only receives
+each batch (an infinitely fast GPU). Prints one line of key=value pairs
+(or JSON with --json); bench/compare-pytorch.sh runs both interleaved and
+prints the table.
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("data", help="ImageFolder root (root/<class>/<file>.jpg)")
+    p.add_argument("--loader", choices=("torch", "coordl"), default="torch")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--cores", type=int, default=0,
+                   help="workers (torch) or threads (coordl); default: the "
+                        "cores in this process's affinity mask")
+    p.add_argument("--epochs", type=int, default=1,
+                   help="timed epochs after one untimed warm-up epoch")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    return p.parse_args(argv)
+
+
+def torch_epochs(args, cores):
+    import torch
+    import torchvision.datasets as datasets
+    import torchvision.transforms as T
+
+    torch.manual_seed(args.seed)
+    tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                    T.ToTensor(), T.Normalize(MEAN, STD)])
+    ds = datasets.ImageFolder(args.data, transform=tf)
+    dl = torch.utils.data.DataLoader(ds, batch_size=args.batch_size,
+                                     shuffle=True, num_workers=cores,
+                                     persistent_workers=cores > 0,
+                                     drop_last=False)
+    for epoch in range(args.epochs + 1):
+        start = time.perf_counter()
+        n = 0
+        for images, labels in dl:
+            n += images.shape[0]
+        yield epoch, n, time.perf_counter() - start
+    del dl
+
+
+def coordl_epochs(args, cores):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "python"))
+    import coordl
+
+    with coordl.Loader(args.data, batch_size=args.batch_size, threads=cores,
+                       cache_bytes=0, seed=args.seed, layout="nchw_f32",
+                       mean=MEAN, std=STD, output="numpy") as ld:
+        for epoch in range(args.epochs + 1):
+            start = time.perf_counter()
+            ld.set_epoch(epoch)
+            n = 0
+            for images, labels in ld:
+                n += images.shape[0]
+            yield epoch, n, time.perf_counter() - start
+
+
+def cpu_seconds():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def main(argv):
+    args = parse_args(argv)
+    if not os.path.isdir(args.data):
+        print("pytorch_baseline: %s: not a directory" % args.data,
+              file=sys.stderr)
+        return 2
+    cores = args.cores or len(os.sched_getaffinity(0))
+    run = torch_epochs if args.loader == "torch" else coordl_epochs
+    images = 0
+    seconds = 0.0
+    cpu0 = None
+    for epoch, n, dt in run(args, cores):
+        if epoch == 0:
+            cpu0 = cpu_seconds()
+            continue
+        images += n
+        seconds += dt
+    # Worker processes (torch) are counted in RUSAGE_CHILDREN only once
+    # they have exited, which happens when the loader is dropped above; the
+    # warm-up epoch's worker time is then included too, so cpu_s is an
+    # upper bound for torch.
+    cpu = cpu_seconds() - cpu0
+    res = {"loader": args.loader, "cores": cores,
+           "batch_size": args.batch_size, "epochs": args.epochs,
+           "images": images, "seconds": round(seconds, 4),
+           "images_per_s": round(images / seconds, 2) if seconds else 0.0,
+           "cpu_s": round(cpu, 3)}
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print(" ".join("%s=%s" % kv for kv in res.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

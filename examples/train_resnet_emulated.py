@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""train_resnet_emulated.py: a PyTorch training loop fed by coordl.
+
+THE GPU IS EMULATED. This machine has no GPU, so by default each batch is
+"trained on" by sleeping for batch_size / --gpu-rate seconds, the time a
+GPU that trains at that many images/s (ResNet-18 on a V100 is about 1200)
+would spend on it. Sleeping uses no CPU, like a real GPU, so the loader's
+worker threads keep the cores. With --model tiny the step is instead a real
+forward/backward/SGD step of a small CNN on the CPU (which then competes
+with the loader for cores).
+
+After each epoch the loop prints, from the loader's own counters, the
+throughput and the data stall: the share of the epoch the training loop
+spent waiting inside the loader for its next batch. A stall near 0% means
+the (emulated) GPU is the bottleneck; a large stall means the job needs more
+CPU cores (or cache) for its input pipeline, which is what Synergy grants.
+
+Example:
+    tools/coordl-datagen --out /tmp/data --classes 10 --images 1000 --seed 1
+    PYTHONPATH=python COORDL_LIBRARY=build/loader/.libs/libcoordl.so \\
+        /usr/bin/python3 examples/train_resnet_emulated.py /tmp/data \\
+        --epochs 2 --gpu-rate 1200 --threads 2
+"""
+
+import argparse
+import os
+import sys
+import time
+
+try:
+    import coordl
+except ImportError:
+    # Run from a source checkout: use the package beside this file.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "python"))
+    import coordl
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="Train (on an EMULATED GPU by default) with the coordl "
+                    "loader and report data stalls per epoch.")
+    p.add_argument("data", help="ImageFolder dataset root (or a .cdx shard "
+                   "index or a file list)")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=0,
+                   help="loader worker threads (0: SYNERGY_THREADS, else the "
+                        "cpuset)")
+    p.add_argument("--cache-bytes", type=int, default=-1,
+                   help="MinIO cache bytes (-1: SYNERGY_CACHE_BYTES, else "
+                        "none)")
+    p.add_argument("--gpu-rate", type=float, default=1200.0,
+                   help="images/s of the emulated GPU (default 1200, about "
+                        "ResNet-18 training on a V100)")
+    p.add_argument("--model", choices=("emulated", "tiny"),
+                   default="emulated",
+                   help="'emulated': sleep batch/gpu-rate per step; 'tiny': "
+                        "a real small CNN trained on the CPU")
+    p.add_argument("--max-batches", type=int, default=0,
+                   help="stop each epoch after this many batches (0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def tiny_model(torch, classes):
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 5, stride=4), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 16, 3, stride=2), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(16, classes))
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("train_resnet_emulated: needs torch (use /usr/bin/python3 "
+              "with Debian's python3-torch)", file=sys.stderr)
+        return 2
+    try:
+        loader = coordl.Loader(args.data, batch_size=args.batch_size,
+                               threads=args.threads,
+                               cache_bytes=args.cache_bytes, seed=args.seed,
+                               output="torch")
+    except (coordl.CoordlError, OSError) as e:
+        print("train_resnet_emulated: %s" % e, file=sys.stderr)
+        return 1
+
+    if args.model == "tiny":
+        torch.manual_seed(args.seed)
+        model = tiny_model(torch, max(loader.num_classes, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        what = "a tiny CNN trained for real on the CPU"
+    else:
+        what = "an EMULATED GPU at %.0f images/s (sleep per batch)" \
+            % args.gpu_rate
+    print("coordl %s (%s): %d samples, %d classes, %d batches/epoch, "
+          "%d loader threads; compute: %s"
+          % (coordl.version(), coordl.library_path(), loader.num_samples,
+             loader.num_classes, len(loader), loader.threads, what))
+    print("%5s %8s %9s %8s %8s %9s %10s" % ("epoch", "batches", "images/s",
+                                            "stall%", "loss", "hit%",
+                                            "storageMB"))
+    with loader:
+        for epoch in range(args.epochs):
+            loader.set_epoch(epoch)
+            loss_sum, steps = 0.0, 0
+            for images, labels in loader:
+                if args.model == "tiny":
+                    opt.zero_grad()
+                    loss = torch.nn.functional.cross_entropy(model(images),
+                                                             labels)
+                    loss.backward()
+                    opt.step()
+                    loss_sum += loss.item()
+                else:
+                    time.sleep(images.shape[0] / args.gpu_rate)
+                steps += 1
+                if args.max_batches and steps >= args.max_batches:
+                    break
+            st = loader.stats()
+            wall = st["epoch_wall"] or float("nan")
+            lookups = st["cache_hits"] + st["cache_misses"]
+            print("%5d %8d %9.1f %8.1f %8s %9s %10.1f"
+                  % (epoch, st["batches"], st["samples"] / wall,
+                     100.0 * st["stall"] / wall,
+                     "%.3f" % (loss_sum / steps) if args.model == "tiny"
+                     and steps else "-",
+                     "%.1f" % (100.0 * st["cache_hits"] / lookups)
+                     if lookups else "-",
+                     st["storage_bytes"] / 1e6))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
