@@ -1,1 +1,36 @@
-# profiler: build rules (included from the top Makefile.am)
+# profiler: the profile store (libsynstore), the DS-Analyzer model and
+# measurement (libsynprof), and the synergy-profile CLI.
+
+# The JSON profile reader/writer, the profile store and the synergy.conf
+# parser: linked by synergy-profile and by the Slurm plugins (so PIC, via
+# libtool). Users also link policy/libsynpolicy.la (syn_profile_check).
+noinst_LTLIBRARIES += profiler/libsynstore.la
+profiler_libsynstore_la_SOURCES = \
+	profiler/errprintf.c profiler/errprintf.h \
+	profiler/profile_json.c profiler/store.c profiler/conf.c
+profiler_libsynstore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+profiler_libsynstore_la_LIBADD = $(JANSSON_LIBS)
+noinst_HEADERS += include/synergy_store.h include/synergy_conf.h
+
+# The what-if model (pure arithmetic).
+noinst_LTLIBRARIES += profiler/libsynmodel.la
+profiler_libsynmodel_la_SOURCES = profiler/model.c profiler/model.h
+profiler_libsynmodel_la_LIBADD = $(LIBM)
+
+PROFILER_TEST_LIBS = profiler/libsynmodel.la profiler/libsynstore.la \
+	policy/libsynpolicy.la $(JANSSON_LIBS) $(LIBM)
+PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler \
+	-DPROFILER_TEST_DATA='"$(abs_top_srcdir)/profiler/test/data"'
+
+check_PROGRAMS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t
+UNIT_TESTS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t
+profiler_test_store_t_SOURCES = profiler/test/store.c tests/tap.h
+profiler_test_store_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
+profiler_test_store_t_LDADD = $(PROFILER_TEST_LIBS)
+profiler_test_model_t_SOURCES = profiler/test/model.c tests/tap.h
+profiler_test_model_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
+profiler_test_model_t_LDADD = $(PROFILER_TEST_LIBS)
+profiler_test_conf_t_SOURCES = profiler/test/conf.c tests/tap.h
+profiler_test_conf_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
+profiler_test_conf_t_LDADD = $(PROFILER_TEST_LIBS)
+EXTRA_DIST += profiler/test/data

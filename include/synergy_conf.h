@@ -1,0 +1,69 @@
+/*
+ * synergy_conf.h: a reader of synergy.conf, Synergy's own key=value file
+ * (default /etc/slurm/synergy.conf), shared by synergy-profile and the
+ * Slurm plugins.
+ *
+ * Format, as Slurm's own files: one `Key=Value` per line; blank lines and
+ * lines starting with '#' are ignored, as is a '#' comment after a value;
+ * spaces around key and value are trimmed; keys compare case-insensitively;
+ * a key given twice is an error (so a typo'd override is never silently
+ * lost). What the keys mean is up to each reader; this module only parses.
+ *
+ * Conventions: 0 / pointer on success, -1 / NULL with errno; the caller's
+ * syn_conf_error_t names the file and line. Nothing here logs or exits.
+ */
+#ifndef SYNERGY_CONF_H
+#define SYNERGY_CONF_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where synergy.conf lives unless SYNERGY_CONF names another file. */
+#define SYN_CONF_DEFAULT_PATH "/etc/slurm/synergy.conf"
+/* Environment variable that overrides the path. */
+#define SYN_CONF_ENV "SYNERGY_CONF"
+
+/* Key naming the profile store directory. */
+#define SYN_CONF_PROFILE_STORE "ProfileStore"
+
+/* Human-readable detail for a failed call; owned by the caller. */
+typedef struct syn_conf_error {
+	char text[160];
+} syn_conf_error_t;
+
+typedef struct syn_conf syn_conf_t;
+
+/*
+ * Parse the file at path (NULL: $SYNERGY_CONF, else SYN_CONF_DEFAULT_PATH).
+ * Returns a handle to free with syn_conf_destroy(), or NULL with errno:
+ * that of open(2) (ENOENT: no such file), EINVAL for a malformed line or a
+ * duplicate key (err names file:line), EFBIG for a file over 1 MiB.
+ */
+syn_conf_t *syn_conf_load(const char *path, syn_conf_error_t *err);
+
+/* Parse configuration text (NUL-terminated); `name` is used in messages. */
+syn_conf_t *syn_conf_parse(const char *text, const char *name, syn_conf_error_t *err);
+
+/* Free a handle. Accepts NULL; preserves errno. */
+void syn_conf_destroy(syn_conf_t *c);
+
+/* The path the configuration came from (or the name given to parse). */
+const char *syn_conf_path(const syn_conf_t *c);
+
+/* Value of key (case-insensitive), or NULL if absent. Valid until destroy. */
+const char *syn_conf_get(const syn_conf_t *c, const char *key);
+
+/*
+ * Call fn(key, value, line, arg) for every entry in file order, e.g. to
+ * reject keys the reader does not know. Stops when fn returns non-zero and
+ * returns that value; returns 0 after the last entry.
+ */
+int syn_conf_foreach(const syn_conf_t *c,
+                     int (*fn)(const char *key, const char *value, int line, void *arg),
+                     void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

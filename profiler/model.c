@@ -1,0 +1,177 @@
+/*
+ * model.c: the DS-Analyzer what-if model and the normalised grid (see
+ * model.h for the formulas). Pure arithmetic, no I/O: unit tested in
+ * profiler/test/model.t and shared by `synergy-profile run` and `what-if`.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "errprintf.h"
+
+double syn__model_prep(const syn__rates_t *r, double cpus)
+{
+	int n = r->n_prep;
+	if (n < 1 || !(cpus > 0))
+		return 0;
+	if (cpus <= r->prep_cpus[0])
+		return r->prep_rate[0] * cpus / r->prep_cpus[0];
+	if (cpus >= r->prep_cpus[n - 1])
+		return r->prep_rate[n - 1] * cpus / r->prep_cpus[n - 1];
+	int k = 0;
+	while (k + 1 < n - 1 && r->prep_cpus[k + 1] <= cpus)
+		k++;
+	double w = (cpus - r->prep_cpus[k]) / (r->prep_cpus[k + 1] - r->prep_cpus[k]);
+	return r->prep_rate[k] * (1 - w) + r->prep_rate[k + 1] * w;
+}
+
+double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes)
+{
+	if (r->dataset_bytes == 0)
+		return 1.0;
+	if (!(cache_bytes > 0))
+		return 0.0;
+	double h = cache_bytes / (double)r->dataset_bytes;
+	return h > 1.0 ? 1.0 : h;
+}
+
+double syn__model_fetch(const syn__rates_t *r, double cache_bytes)
+{
+	if (r->dataset_bytes == 0 || r->dataset_items == 0)
+		return INFINITY;
+	double h = syn__model_hit_rate(r, cache_bytes);
+	double d = (double)r->dataset_bytes, t = 0;
+	if (r->fetch_memory_bps > 0)
+		t += h * d / r->fetch_memory_bps;
+	if (r->fetch_storage_bps > 0)
+		t += (1 - h) * d / r->fetch_storage_bps;
+	if (!(t > 0))
+		return INFINITY;
+	return (double)r->dataset_items / t;
+}
+
+double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes)
+{
+	double t = syn__model_prep(r, cpus);
+	double f = syn__model_fetch(r, cache_bytes);
+	if (f < t)
+		t = f;
+	if (r->gpu > 0 && r->gpu < t)
+		t = r->gpu;
+	return t;
+}
+
+static double round_to(double v, double unit)
+{
+	return round(v / unit) * unit;
+}
+
+int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
+                    const double *mem_gb, int n_mem, double prop_cpus, double prop_mem_gb,
+                    syn_profile_t *p, char *msg, int msglen)
+{
+	if (n_cpu < 1 || n_cpu > SYN_PROFILE_MAX_CPU || n_mem < 1 || n_mem > SYN_PROFILE_MAX_MEM)
+		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
+		                      "grid of %d x %d points; expected 1..%d cpus x 1..%d mem",
+		                      n_cpu, n_mem, SYN_PROFILE_MAX_CPU, SYN_PROFILE_MAX_MEM);
+	for (int i = 0; i < n_cpu; i++)
+		if (!(cpus[i] > 0) || (i > 0 && !(cpus[i] > cpus[i - 1])))
+			return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
+			                      "cpus axis must be > 0 and strictly increasing (entry %d)", i);
+	for (int j = 0; j < n_mem; j++)
+		if (!(mem_gb[j] >= 0) || (j > 0 && !(mem_gb[j] > mem_gb[j - 1])))
+			return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
+			                      "mem axis must be >= 0 and strictly increasing (entry %d)", j);
+	if (r->n_prep < 1)
+		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "no measured prep rate");
+	if (!(prop_cpus > 0) || !(prop_mem_gb >= 0))
+		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
+		                      "proportional share %g cpus, %g GiB: cpus must be > 0, mem >= 0",
+		                      prop_cpus, prop_mem_gb);
+	double base = syn__model_tput(r, prop_cpus, prop_mem_gb * SYN__GIB);
+	if (!(base > 0) || !isfinite(base))
+		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
+		                      "predicted throughput at the proportional share is %g", base);
+	p->n_cpu = n_cpu;
+	p->n_mem = n_mem;
+	memcpy(p->cpus, cpus, (size_t)n_cpu * sizeof(double));
+	memcpy(p->mem_gb, mem_gb, (size_t)n_mem * sizeof(double));
+	for (int i = 0; i < n_cpu; i++)
+		for (int j = 0; j < n_mem; j++)
+			p->tput[i][j] = round_to(syn__model_tput(r, cpus[i], mem_gb[j] * SYN__GIB) / base,
+			                         1e-4);
+	p->prop_cpus = prop_cpus;
+	p->prop_mem_gb = prop_mem_gb;
+	p->base_tput = round_to(base, 0.1);
+	p->gpu_rate = round_to(r->gpu, 0.1);
+	int last = r->n_prep - 1;
+	p->prep_rate_per_core = round_to(r->prep_rate[last] / r->prep_cpus[last], 0.1);
+	p->fetch_storage_bps = round(r->fetch_storage_bps);
+	p->fetch_memory_bps = round(r->fetch_memory_bps);
+	p->dataset_bytes = r->dataset_bytes;
+	p->dataset_items = r->dataset_items;
+	return 0;
+}
+
+int syn__parse_list(const char *s, double *out, int max)
+{
+	int n = 0;
+	const char *q = s;
+	if (!s || !*s) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (;;) {
+		char *end;
+		errno = 0;
+		double v = strtod(q, &end);
+		if (end == q || errno || !isfinite(v) || v < 0 || n >= max ||
+		    (n > 0 && !(v > out[n - 1])) || (*end != ',' && *end != '\0')) {
+			errno = EINVAL;
+			return -1;
+		}
+		out[n++] = v;
+		if (*end == '\0')
+			return n;
+		q = end + 1;
+	}
+}
+
+int syn__parse_bytes(const char *s, double *out)
+{
+	char *end;
+	if (!s || !*s) {
+		errno = EINVAL;
+		return -1;
+	}
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	double mult = 1;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024.0; end++; break;
+	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mult = SYN__GIB; end++; break;
+	case 't': case 'T': mult = SYN__GIB * 1024; end++; break;
+	default: break;
+	}
+	if (mult > 1 && *end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0') {
+		errno = EINVAL;
+		return -1;
+	}
+	*out = v * mult;
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * model.h: the DS-Analyzer what-if model, internal to the profiler.
+ *
+ * From a handful of measured rates the model predicts a job's throughput
+ * at any (cores, cache) point:
+ *
+ *   tput(c, m) = min(R_gpu, R_prep(c), R_fetch(m))
+ *
+ * R_prep(c) is piecewise linear through the measured prep points (data in
+ * memory), through the origin below the first one, and extrapolated with
+ * the per-core rate of the largest measured point above the last one (the
+ * optimistic linear scaling DS-Analyzer assumes). R_fetch(m) follows the
+ * MinIO cache: a cache of m bytes holds the fraction h = min(1, m/D) of a
+ * dataset of D bytes and N items, every epoch reads each item once, so an
+ * epoch spends h*D/B_mem + (1-h)*D/B_disk fetching, and
+ * R_fetch = N / that. A rate of 0 means "not limiting" (unmeasured GPU).
+ *
+ * Memory in profiles is in GiB (2^30 bytes), as Slurm counts memory.
+ */
+#ifndef SYN_PROFILER_MODEL_H
+#define SYN_PROFILER_MODEL_H
+
+#include <stdint.h>
+
+#include "synergy_profile.h"
+
+#define SYN__GIB 1073741824.0
+#define SYN__MAX_POINTS SYN_PROFILE_MAX_CPU
+
+typedef struct syn__rates {
+	double gpu;                          /* samples/s the GPU ingests; 0 = unlimited */
+	int n_prep;                          /* measured prep points, cpus increasing */
+	double prep_cpus[SYN__MAX_POINTS];   /* worker threads at each point */
+	double prep_rate[SYN__MAX_POINTS];   /* samples/s with all data in memory */
+	double fetch_storage_bps;            /* bytes/s from storage (cold); 0 = unlimited */
+	double fetch_memory_bps;             /* bytes/s from the cache; 0 = unlimited */
+	uint64_t dataset_bytes, dataset_items;
+} syn__rates_t;
+
+/* Prep throughput (samples/s) at `cpus` worker threads; 0 with no points. */
+double syn__model_prep(const syn__rates_t *r, double cpus);
+
+/* Fetch throughput (samples/s) with a MinIO cache of cache_bytes;
+ * INFINITY when neither bandwidth limits or the dataset is unknown. */
+double syn__model_fetch(const syn__rates_t *r, double cache_bytes);
+
+/* The MinIO hit rate for a cache of cache_bytes: min(1, cache/dataset). */
+double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes);
+
+/* Predicted samples/s at (cpus, cache_bytes): the min of the three rates. */
+double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes);
+
+/*
+ * Fill the grid of p (cpus x mem_gb axes as given, mem in GiB per GPU)
+ * with predicted throughput normalised to the prediction at (prop_cpus,
+ * prop_mem_gb), rounded to 4 decimals; set prop_*, base_tput and the raw
+ * rates (prep_rate_per_core from the largest measured point). Leaves key,
+ * model, machine, date and tool alone. Returns 0, or -1 with errno EINVAL
+ * and msg (size msglen) naming the problem (bad axis, no prep points, a
+ * zero throughput at the proportional share).
+ */
+int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
+                    const double *mem_gb, int n_mem, double prop_cpus, double prop_mem_gb,
+                    syn_profile_t *p, char *msg, int msglen);
+
+/* Parse a comma-separated list of n >= 1 non-negative, strictly increasing
+ * numbers into out (at most max). Returns n or -1 (EINVAL). */
+int syn__parse_list(const char *s, double *out, int max);
+
+/* Parse a byte count: a number with optional suffix K, M, G, T (powers of
+ * 1024, optional trailing "B" or "iB"). Returns 0 or -1 (EINVAL). */
+int syn__parse_bytes(const char *s, double *out);
+
+#endif

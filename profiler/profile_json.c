@@ -1,0 +1,415 @@
+/*
+ * profile_json.c: the JSON reader and writer of syn_profile_t (the layout
+ * in synergy_profile.h), built on jansson.
+ *
+ * Reading is strict about what the schema promises and lenient about what
+ * it does not: a required field that is missing, of the wrong type or out
+ * of range is an error naming the file and the field; an unknown top-level
+ * field is ignored, so a later minor addition does not break older readers
+ * of the same schema version. The schema number itself must match exactly.
+ * The parsed profile is filled into a local copy and handed to the caller
+ * only after syn_profile_check() accepted it, so a caller never sees half
+ * of a file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "synergy_store.h"
+#include "errprintf.h"
+
+/* Doubles up to 2^53 with no fraction are written as JSON integers. */
+#define EXACT_INT_MAX 9007199254740992.0
+
+static const char *nm(const char *name)
+{
+	return name ? name : "<string>";
+}
+
+/* Fetch a number field; `required` decides whether absence is an error. */
+static int get_number(json_t *obj, const char *field, const char *where, int required,
+                      double *out, const char *name, syn_store_error_t *err)
+{
+	json_t *v = json_object_get(obj, field);
+	if (!v) {
+		if (required)
+			return SYN__ERR(err, EINVAL, "%s: missing field '%s%s'", nm(name), where, field);
+		return 0;
+	}
+	if (!json_is_number(v))
+		return SYN__ERR(err, EINVAL, "%s: field '%s%s' must be a number", nm(name), where, field);
+	double d = json_number_value(v);
+	if (!isfinite(d) || d < 0)
+		return SYN__ERR(err, EINVAL, "%s: field '%s%s' must be finite and >= 0, got %g",
+		                nm(name), where, field, d);
+	*out = d;
+	return 0;
+}
+
+static int get_string(json_t *obj, const char *field, int required, char *out, size_t outlen,
+                      const char *name, syn_store_error_t *err)
+{
+	json_t *v = json_object_get(obj, field);
+	if (!v) {
+		if (required)
+			return SYN__ERR(err, EINVAL, "%s: missing field '%s'", nm(name), field);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return SYN__ERR(err, EINVAL, "%s: field '%s' must be a string", nm(name), field);
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	if (n >= outlen || strlen(s) != n)
+		return SYN__ERR(err, EINVAL, "%s: field '%s' is longer than %zu bytes or contains NUL",
+		                nm(name), field, outlen - 1);
+	memcpy(out, s, n + 1);
+	return 0;
+}
+
+/* A JSON array of 1..max numbers >= 0 into out; returns its length or -1. */
+static int get_axis(json_t *obj, const char *field, int max, double *out,
+                    const char *name, syn_store_error_t *err)
+{
+	json_t *a = json_object_get(obj, field);
+	if (!a)
+		return SYN__ERR(err, EINVAL, "%s: missing field '%s'", nm(name), field);
+	if (!json_is_array(a))
+		return SYN__ERR(err, EINVAL, "%s: field '%s' must be an array", nm(name), field);
+	size_t n = json_array_size(a);
+	if (n < 1 || n > (size_t)max)
+		return SYN__ERR(err, EINVAL, "%s: field '%s' must have 1..%d entries, has %zu",
+		                nm(name), field, max, n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(a, i);
+		if (!json_is_number(v))
+			return SYN__ERR(err, EINVAL, "%s: field '%s[%zu]' must be a number", nm(name), field, i);
+		out[i] = json_number_value(v);
+		if (!isfinite(out[i]) || out[i] < 0)
+			return SYN__ERR(err, EINVAL, "%s: field '%s[%zu]' must be finite and >= 0",
+			                nm(name), field, i);
+		if (i > 0 && out[i] <= out[i - 1])
+			return SYN__ERR(err, EINVAL, "%s: field '%s' must be strictly increasing (entry %zu)",
+			                nm(name), field, i);
+	}
+	return (int)n;
+}
+
+static int get_count(json_t *obj, const char *field, const char *where, uint64_t *out,
+                     const char *name, syn_store_error_t *err)
+{
+	json_t *v = json_object_get(obj, field);
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return SYN__ERR(err, EINVAL, "%s: field '%s%s' must be an integer >= 0",
+		                nm(name), where, field);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_store_error_t *err)
+{
+	if (!json_is_object(root))
+		return SYN__ERR(err, EINVAL, "%s: top level must be a JSON object", nm(name));
+
+	json_t *schema = json_object_get(root, "schema");
+	if (!schema)
+		return SYN__ERR(err, EINVAL, "%s: missing field 'schema'", nm(name));
+	if (!json_is_integer(schema))
+		return SYN__ERR(err, EINVAL, "%s: field 'schema' must be an integer", nm(name));
+	if (json_integer_value(schema) != SYN_PROFILE_SCHEMA)
+		return SYN__ERR(err, EPROTONOSUPPORT,
+		                "%s: schema version %lld is not supported (this build reads %d)",
+		                nm(name), (long long)json_integer_value(schema), SYN_PROFILE_SCHEMA);
+
+	if (get_string(root, "key", 1, p->key, sizeof(p->key), name, err) < 0)
+		return -1;
+	if (!syn_profile_key_valid(p->key))
+		return SYN__ERR(err, EINVAL, "%s: field 'key' (\"%s\") must be 1..%d of [A-Za-z0-9_.-], "
+		                "not starting with '.'", nm(name), p->key, SYN_PROFILE_KEY_MAX);
+	if (get_string(root, "model", 0, p->model, sizeof(p->model), name, err) < 0 ||
+	    get_string(root, "machine", 0, p->machine, sizeof(p->machine), name, err) < 0 ||
+	    get_string(root, "date", 0, p->date, sizeof(p->date), name, err) < 0 ||
+	    get_string(root, "tool", 0, p->tool, sizeof(p->tool), name, err) < 0)
+		return -1;
+
+	if ((p->n_cpu = get_axis(root, "cpus", SYN_PROFILE_MAX_CPU, p->cpus, name, err)) < 0)
+		return -1;
+	if (p->cpus[0] <= 0)
+		return SYN__ERR(err, EINVAL, "%s: field 'cpus[0]' must be > 0", nm(name));
+	if ((p->n_mem = get_axis(root, "mem_gb", SYN_PROFILE_MAX_MEM, p->mem_gb, name, err)) < 0)
+		return -1;
+
+	json_t *t = json_object_get(root, "tput");
+	if (!t)
+		return SYN__ERR(err, EINVAL, "%s: missing field 'tput'", nm(name));
+	if (!json_is_array(t) || json_array_size(t) != (size_t)p->n_cpu)
+		return SYN__ERR(err, EINVAL, "%s: field 'tput' must be an array of %d rows (one per cpus entry)",
+		                nm(name), p->n_cpu);
+	for (int i = 0; i < p->n_cpu; i++) {
+		json_t *row = json_array_get(t, (size_t)i);
+		if (!json_is_array(row) || json_array_size(row) != (size_t)p->n_mem)
+			return SYN__ERR(err, EINVAL, "%s: field 'tput[%d]' must be an array of %d numbers "
+			                "(one per mem_gb entry)", nm(name), i, p->n_mem);
+		for (int j = 0; j < p->n_mem; j++) {
+			json_t *v = json_array_get(row, (size_t)j);
+			double d = json_is_number(v) ? json_number_value(v) : -1;
+			if (!json_is_number(v) || !isfinite(d) || d < 0)
+				return SYN__ERR(err, EINVAL, "%s: field 'tput[%d][%d]' must be a number >= 0",
+				                nm(name), i, j);
+			p->tput[i][j] = d;
+		}
+	}
+
+	if (get_number(root, "prop_cpus", "", 1, &p->prop_cpus, name, err) < 0 ||
+	    get_number(root, "prop_mem_gb", "", 1, &p->prop_mem_gb, name, err) < 0 ||
+	    get_number(root, "base_tput", "", 0, &p->base_tput, name, err) < 0)
+		return -1;
+
+	json_t *rates = json_object_get(root, "rates");
+	if (rates) {
+		if (!json_is_object(rates))
+			return SYN__ERR(err, EINVAL, "%s: field 'rates' must be an object", nm(name));
+		if (get_number(rates, "gpu", "rates.", 0, &p->gpu_rate, name, err) < 0 ||
+		    get_number(rates, "prep_per_core", "rates.", 0, &p->prep_rate_per_core, name, err) < 0 ||
+		    get_number(rates, "fetch_storage_bps", "rates.", 0, &p->fetch_storage_bps, name, err) < 0 ||
+		    get_number(rates, "fetch_memory_bps", "rates.", 0, &p->fetch_memory_bps, name, err) < 0)
+			return -1;
+	}
+	json_t *ds = json_object_get(root, "dataset");
+	if (ds) {
+		if (!json_is_object(ds))
+			return SYN__ERR(err, EINVAL, "%s: field 'dataset' must be an object", nm(name));
+		if (get_count(ds, "bytes", "dataset.", &p->dataset_bytes, name, err) < 0 ||
+		    get_count(ds, "items", "dataset.", &p->dataset_items, name, err) < 0)
+			return -1;
+	}
+
+	char msg[128];
+	if (syn_profile_check(p, msg, (int)sizeof(msg)) < 0)
+		return SYN__ERR(err, EINVAL, "%s: %s", nm(name), msg);
+	return 0;
+}
+
+int syn_profile_parse(const char *text, size_t len, const char *name,
+                      syn_profile_t *p, syn_store_error_t *err)
+{
+	int rv = -1;
+	json_t *root = NULL;
+	json_error_t jerr;
+	syn_profile_t *tmp = NULL;
+
+	if (!text || !p) {
+		SYN__ERR(err, EINVAL, "%s: no text or no profile to fill", nm(name));
+		goto out;
+	}
+	/* The profile is ~20 KiB at most; keep it off the caller's stack
+	 * (slurmctld threads have small stacks). */
+	if (!(tmp = calloc(1, sizeof(*tmp)))) {
+		SYN__ERR(err, ENOMEM, "%s: out of memory", nm(name));
+		goto out;
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		SYN__ERR(err, EINVAL, "%s: line %d: %s", nm(name), jerr.line, jerr.text);
+		goto out;
+	}
+	if (parse_tree(root, name, tmp, err) < 0)
+		goto out;
+	*p = *tmp;
+	rv = 0;
+out:
+	{
+		int e = errno;
+		json_decref(root);
+		free(tmp);
+		errno = e;
+	}
+	return rv;
+}
+
+int syn_profile_read_file(const char *path, syn_profile_t *p, syn_store_error_t *err)
+{
+	int rv = -1, fd = -1;
+	char *buf = NULL;
+	struct stat st;
+	size_t got = 0;
+
+	if (!path || !p)
+		return SYN__ERR(err, EINVAL, "no path or no profile to fill");
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+		SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		SYN__ERR(err, EINVAL, "%s: not a regular file", path);
+		goto out;
+	}
+	if (st.st_size > SYN_PROFILE_FILE_MAX) {
+		SYN__ERR(err, EFBIG, "%s: %lld bytes, larger than any profile (%d)",
+		         path, (long long)st.st_size, SYN_PROFILE_FILE_MAX);
+		goto out;
+	}
+	/* Read until EOF rather than trusting st_size: one extra byte of
+	 * room tells a file that grew past the limit from one that did not. */
+	size_t cap = (size_t)st.st_size + 1;
+	if (!(buf = malloc(cap + 1))) {
+		SYN__ERR(err, ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	for (;;) {
+		if (got == cap) {
+			SYN__ERR(err, EINVAL, "%s: file changed while being read", path);
+			goto out;
+		}
+		ssize_t n = read(fd, buf + got, cap - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	rv = syn_profile_parse(buf, got, path, p, err);
+out:
+	{
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		errno = e;
+	}
+	return rv;
+}
+
+/* A number as a JSON value: integers exactly, other values as reals. */
+static json_t *num(double d)
+{
+	if (d == floor(d) && fabs(d) < EXACT_INT_MAX)
+		return json_integer((json_int_t)d);
+	return json_real(d);
+}
+
+/* Does d survive a trip through "%.15g"? Then 15 digits suffice for it. */
+static int short_ok(double d)
+{
+	char s[40];
+	snprintf(s, sizeof(s), "%.15g", d);
+	return strtod(s, NULL) == d;
+}
+
+static int set_new(json_t *obj, const char *k, json_t *v, int *okp)
+{
+	if (!v || json_object_set_new(obj, k, v) < 0)
+		*okp = 0;
+	return *okp;
+}
+
+char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
+{
+	char *text = NULL, msg[128];
+	json_t *root = NULL;
+	int good = 1, short_digits = 1;
+
+	if (!p) {
+		SYN__ERR(err, EINVAL, "no profile");
+		goto out;
+	}
+	if (syn_profile_check(p, msg, (int)sizeof(msg)) < 0) {
+		SYN__ERR(err, EINVAL, "profile '%.64s': %s", p->key, msg);
+		goto out;
+	}
+	root = json_object();
+	json_t *cpus = json_array(), *mem = json_array(), *tput = json_array();
+	set_new(root, "schema", json_integer(SYN_PROFILE_SCHEMA), &good);
+	set_new(root, "key", json_string(p->key), &good);
+	set_new(root, "model", json_string(p->model), &good);
+	set_new(root, "cpus", cpus, &good);
+	set_new(root, "mem_gb", mem, &good);
+	set_new(root, "tput", tput, &good);
+	if (!good)
+		goto nomem;
+	for (int i = 0; i < p->n_cpu; i++) {
+		good &= json_array_append_new(cpus, num(p->cpus[i])) == 0;
+		short_digits &= short_ok(p->cpus[i]);
+	}
+	for (int j = 0; j < p->n_mem; j++) {
+		good &= json_array_append_new(mem, num(p->mem_gb[j])) == 0;
+		short_digits &= short_ok(p->mem_gb[j]);
+	}
+	for (int i = 0; i < p->n_cpu; i++) {
+		json_t *row = json_array();
+		good &= json_array_append_new(tput, row) == 0;
+		for (int j = 0; good && j < p->n_mem; j++) {
+			good &= json_array_append_new(row, num(p->tput[i][j])) == 0;
+			short_digits &= short_ok(p->tput[i][j]);
+		}
+	}
+	double scalars[] = { p->prop_cpus, p->prop_mem_gb, p->base_tput, p->gpu_rate,
+	                     p->prep_rate_per_core, p->fetch_storage_bps, p->fetch_memory_bps };
+	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
+		short_digits &= short_ok(scalars[i]);
+	set_new(root, "prop_cpus", num(p->prop_cpus), &good);
+	set_new(root, "prop_mem_gb", num(p->prop_mem_gb), &good);
+	set_new(root, "base_tput", num(p->base_tput), &good);
+	json_t *rates = json_object(), *ds = json_object();
+	set_new(root, "rates", rates, &good);
+	set_new(root, "dataset", ds, &good);
+	if (!good)
+		goto nomem;
+	set_new(rates, "gpu", num(p->gpu_rate), &good);
+	set_new(rates, "prep_per_core", num(p->prep_rate_per_core), &good);
+	set_new(rates, "fetch_storage_bps", num(p->fetch_storage_bps), &good);
+	set_new(rates, "fetch_memory_bps", num(p->fetch_memory_bps), &good);
+	set_new(ds, "bytes", json_integer((json_int_t)p->dataset_bytes), &good);
+	set_new(ds, "items", json_integer((json_int_t)p->dataset_items), &good);
+	set_new(root, "machine", json_string(p->machine), &good);
+	set_new(root, "date", json_string(p->date), &good);
+	set_new(root, "tool", json_string(p->tool), &good);
+	if (!good)
+		goto nomem;
+	/* Profiles the profiler writes carry rounded values, which 15 digits
+	 * show as typed; anything else gets the 17 digits that round-trip
+	 * every double. */
+	size_t flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+	               JSON_REAL_PRECISION(short_digits ? 15 : 17);
+	char *body = json_dumps(root, flags);
+	if (!body)
+		goto nomem;
+	size_t n = strlen(body);
+	if ((text = malloc(n + 2))) {
+		memcpy(text, body, n);
+		text[n] = '\n';
+		text[n + 1] = '\0';
+	}
+	free(body);
+	if (!text)
+		goto nomem;
+	goto out;
+nomem:
+	SYN__ERR(err, ENOMEM, "profile '%.64s': out of memory formatting JSON", p->key);
+out:
+	{
+		int e = errno;
+		json_decref(root);
+		errno = e;
+	}
+	return text;
+}

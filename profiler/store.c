@@ -1,0 +1,321 @@
+/*
+ * store.c: the profile store, one JSON file per key in a directory, and
+ * the atomic file write both it and `synergy-profile run --out` use.
+ *
+ * Atomicity comes from rename(2) within one directory: a writer creates a
+ * uniquely named temporary file beside the target (mkstemp, so concurrent
+ * writers never share one), writes and fsyncs it, renames it over the
+ * target and fsyncs the directory so the rename itself survives a crash.
+ * Readers open the name and get either the old inode or the new one, each
+ * complete. Temporary names start with '.', which is not a valid first
+ * character of a key, so listing never mistakes one for a profile.
+ * No locks are taken: a reader inside slurmctld never waits for a writer.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "synergy_store.h"
+#include "errprintf.h"
+
+struct syn_store {
+	char *dir;
+};
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* fsync a directory so that a rename in it is durable. */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int syn_profile_write_file(const char *path, const syn_profile_t *p, syn_store_error_t *err)
+{
+	int rv = -1, fd = -1;
+	char *text = NULL, *tmp = NULL, *dcopy = NULL, *dir = NULL;
+
+	if (!path || !*path)
+		return SYN__ERR(err, EINVAL, "no output path");
+	if (!(text = syn_profile_format(p, err)))
+		goto out;
+	/* dirname() may modify its argument: call it once on a copy. */
+	if (!(dcopy = strdup(path)) || !(dir = dirname(dcopy)) ||
+	    asprintf(&tmp, "%s/.profile-tmp.XXXXXX", dir) < 0) {
+		tmp = NULL;
+		SYN__ERR(err, ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	if ((fd = mkstemp(tmp)) < 0) {
+		SYN__ERR(err, errno, "%s: cannot create a temporary file beside it: %s",
+		         path, strerror(errno));
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	if (fchmod(fd, 0644) < 0 || write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
+		SYN__ERR(err, errno, "%s: writing %s: %s", path, tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		SYN__ERR(err, errno, "%s: closing %s: %s", path, tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL; /* renamed: nothing to clean up any more */
+	if (sync_dir(dir) < 0) {
+		SYN__ERR(err, errno, "%s: fsync of its directory: %s", path, strerror(errno));
+		goto out;
+	}
+	rv = 0;
+out:
+	{
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (tmp) {
+			unlink(tmp);
+			free(tmp);
+		}
+		free(dcopy);
+		free(text);
+		errno = e;
+	}
+	return rv;
+}
+
+syn_store_t *syn_store_create(const char *dir, int flags, syn_store_error_t *err)
+{
+	syn_store_t *s = NULL;
+	struct stat st;
+
+	if (!dir || !*dir) {
+		SYN__ERR(err, EINVAL, "no profile store directory given");
+		return NULL;
+	}
+	if (flags & ~SYN_STORE_CREATE) {
+		SYN__ERR(err, EINVAL, "profile store %s: unknown flags 0x%x", dir, flags);
+		return NULL;
+	}
+	if ((flags & SYN_STORE_CREATE) && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		SYN__ERR(err, errno, "profile store %s: cannot create: %s", dir, strerror(errno));
+		return NULL;
+	}
+	if (stat(dir, &st) < 0) {
+		SYN__ERR(err, errno, "profile store %s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		SYN__ERR(err, ENOTDIR, "profile store %s: not a directory", dir);
+		return NULL;
+	}
+	if (!(s = calloc(1, sizeof(*s))) || !(s->dir = strdup(dir))) {
+		free(s);
+		SYN__ERR(err, ENOMEM, "profile store %s: out of memory", dir);
+		return NULL;
+	}
+	return s;
+}
+
+void syn_store_destroy(syn_store_t *s)
+{
+	if (s) {
+		int e = errno;
+		free(s->dir);
+		free(s);
+		errno = e;
+	}
+}
+
+const char *syn_store_dir(const syn_store_t *s)
+{
+	return s ? s->dir : NULL;
+}
+
+int syn_store_path(const syn_store_t *s, const char *key, char *buf, size_t len,
+                   syn_store_error_t *err)
+{
+	if (!s || !key || !syn_profile_key_valid(key))
+		return SYN__ERR(err, EINVAL, "invalid profile key '%.80s': expected 1..%d of "
+		                "[A-Za-z0-9_.-], not starting with '.'", key ? key : "(null)",
+		                SYN_PROFILE_KEY_MAX);
+	int n = snprintf(buf, len, "%s/%s.json", s->dir, key);
+	if (n < 0 || (size_t)n >= len)
+		return SYN__ERR(err, ENAMETOOLONG, "profile store %s: path for key '%s' too long",
+		                s->dir, key);
+	return 0;
+}
+
+int syn_store_get(syn_store_t *s, const char *key, syn_profile_t *p, syn_store_error_t *err)
+{
+	char path[PATH_MAX];
+	syn_profile_t *tmp = NULL;
+	int rv = -1;
+
+	if (syn_store_path(s, key, path, sizeof(path), err) < 0)
+		return -1;
+	if (!(tmp = malloc(sizeof(*tmp))))
+		return SYN__ERR(err, ENOMEM, "%s: out of memory", path);
+	if (syn_profile_read_file(path, tmp, err) < 0)
+		goto out;
+	if (strcmp(tmp->key, key) != 0) {
+		SYN__ERR(err, EINVAL, "%s: field 'key' is \"%s\", expected \"%s\" from the file name",
+		         path, tmp->key, key);
+		goto out;
+	}
+	*p = *tmp;
+	rv = 0;
+out:
+	{
+		int e = errno;
+		free(tmp);
+		errno = e;
+	}
+	return rv;
+}
+
+int syn_store_put(syn_store_t *s, const syn_profile_t *p, syn_store_error_t *err)
+{
+	char path[PATH_MAX];
+
+	if (!s || !p)
+		return SYN__ERR(err, EINVAL, "no store or no profile");
+	if (syn_store_path(s, p->key, path, sizeof(path), err) < 0)
+		return -1;
+	return syn_profile_write_file(path, p, err);
+}
+
+int syn_store_remove(syn_store_t *s, const char *key, syn_store_error_t *err)
+{
+	char path[PATH_MAX];
+
+	if (syn_store_path(s, key, path, sizeof(path), err) < 0)
+		return -1;
+	if (unlink(path) < 0)
+		return SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
+	if (sync_dir(s->dir) < 0)
+		return SYN__ERR(err, errno, "%s: fsync: %s", s->dir, strerror(errno));
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int syn_store_list(syn_store_t *s, syn_store_list_f cb, void *arg, syn_store_error_t *err)
+{
+	DIR *d = NULL;
+	char **keys = NULL;
+	size_t n = 0, cap = 0;
+	int rv = -1, good = 0;
+	syn_profile_t *p = NULL;
+	syn_store_error_t perr;
+
+	if (!s || !cb)
+		return SYN__ERR(err, EINVAL, "no store or no callback");
+	if (!(d = opendir(s->dir))) {
+		SYN__ERR(err, errno, "profile store %s: %s", s->dir, strerror(errno));
+		goto out;
+	}
+	/* Collect the names first and sort them so the order is stable
+	 * (readdir order depends on the file system). */
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		char *k = strndup(de->d_name, len - 5);
+		if (!k)
+			goto nomem;
+		if (!syn_profile_key_valid(k)) {
+			free(k);
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 32;
+			char **nk = realloc(keys, nc * sizeof(*nk));
+			if (!nk) {
+				free(k);
+				goto nomem;
+			}
+			keys = nk;
+			cap = nc;
+		}
+		keys[n++] = k;
+		errno = 0;
+	}
+	if (errno) {
+		SYN__ERR(err, errno, "profile store %s: %s", s->dir, strerror(errno));
+		goto out;
+	}
+	if (n)
+		qsort(keys, n, sizeof(*keys), cmp_str);
+	if (!(p = malloc(sizeof(*p))))
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		int stop;
+		if (syn_store_get(s, keys[i], p, &perr) == 0) {
+			good++;
+			stop = cb(keys[i], p, NULL, arg);
+		} else if (errno == ENOENT) {
+			continue; /* removed since we listed it */
+		} else {
+			stop = cb(keys[i], NULL, perr.text, arg);
+		}
+		if (stop)
+			break;
+	}
+	rv = good;
+	goto out;
+nomem:
+	SYN__ERR(err, ENOMEM, "profile store %s: out of memory", s->dir);
+out:
+	{
+		int e = errno;
+		if (d)
+			closedir(d);
+		for (size_t i = 0; i < n; i++)
+			free(keys[i]);
+		free(keys);
+		free(p);
+		errno = e;
+	}
+	return rv;
+}

@@ -1,0 +1,131 @@
+/*
+ * model.c: tests of the DS-Analyzer what-if arithmetic: the prep curve
+ * (interpolation, origin, linear extrapolation), the MinIO fetch model,
+ * the min() of the three rates, the normalised grid, and the list and
+ * byte-count parsers the CLI uses. Expected values are worked by hand in
+ * the comments.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "model.h"
+#include "tap.h"
+
+static syn__rates_t rates(void)
+{
+	/* 2 threads: 1800/s, 4 threads: 3000/s. Dataset 1 GiB, 10000 items.
+	 * Storage 100 MiB/s, memory 10 GiB/s. GPU 2000/s. */
+	syn__rates_t r;
+	memset(&r, 0, sizeof(r));
+	r.gpu = 2000;
+	r.n_prep = 2;
+	r.prep_cpus[0] = 2;
+	r.prep_rate[0] = 1800;
+	r.prep_cpus[1] = 4;
+	r.prep_rate[1] = 3000;
+	r.fetch_storage_bps = 100.0 * 1024 * 1024;
+	r.fetch_memory_bps = 10 * SYN__GIB;
+	r.dataset_bytes = 1073741824ULL;
+	r.dataset_items = 10000;
+	return r;
+}
+
+static void test_prep(void)
+{
+	syn__rates_t r = rates();
+	is_near(syn__model_prep(&r, 1), 900, 1e-9, "below the first point: through the origin");
+	is_near(syn__model_prep(&r, 2), 1800, 1e-9, "at a measured point");
+	is_near(syn__model_prep(&r, 3), 2400, 1e-9, "between points: linear");
+	is_near(syn__model_prep(&r, 8), 6000, 1e-9, "beyond the last point: per-core rate of the last");
+	is_near(syn__model_prep(&r, 0), 0, 0, "zero cpus: zero");
+	r.n_prep = 0;
+	is_near(syn__model_prep(&r, 4), 0, 0, "no points: zero");
+}
+
+static void test_fetch(void)
+{
+	syn__rates_t r = rates();
+	/* No cache: 1 GiB at 100 MiB/s = 10.24 s per epoch -> 10000/10.24. */
+	is_near(syn__model_fetch(&r, 0), 10000 / 10.24, 1e-9, "no cache: all from storage");
+	/* Half: 0.5 GiB/100 MiB/s = 5.12 s + 0.5 GiB / 10 GiB/s = 0.05 s. */
+	is_near(syn__model_fetch(&r, 0.5 * SYN__GIB), 10000 / 5.17, 1e-9, "half cached: MinIO mix");
+	is_near(syn__model_fetch(&r, 4 * SYN__GIB), 10000 / 0.1, 1e-9, "cache beyond the dataset: memory only");
+	is_near(syn__model_hit_rate(&r, 0.25 * SYN__GIB), 0.25, 1e-12, "hit rate = cache/dataset");
+	is_near(syn__model_hit_rate(&r, 2 * SYN__GIB), 1, 0, "hit rate capped at 1");
+	r.fetch_storage_bps = 0;
+	r.fetch_memory_bps = 0;
+	ok(isinf(syn__model_fetch(&r, 0)), "unmeasured bandwidths do not limit");
+	r = rates();
+	r.dataset_bytes = 0;
+	ok(isinf(syn__model_fetch(&r, 0)), "unknown dataset does not limit");
+}
+
+static void test_tput(void)
+{
+	syn__rates_t r = rates();
+	/* 4 cpus, full cache: min(2000, 3000, 100000) = GPU. */
+	is_near(syn__model_tput(&r, 4, SYN__GIB), 2000, 1e-9, "GPU bound");
+	/* 1 cpu, full cache: min(2000, 900, ...) = prep. */
+	is_near(syn__model_tput(&r, 1, SYN__GIB), 900, 1e-9, "prep bound");
+	/* 4 cpus, no cache: min(2000, 3000, 976.5625) = fetch. */
+	is_near(syn__model_tput(&r, 4, 0), 976.5625, 1e-9, "fetch bound");
+	r.gpu = 0;
+	is_near(syn__model_tput(&r, 4, SYN__GIB), 3000, 1e-9, "gpu rate 0 does not limit");
+}
+
+static void test_grid(void)
+{
+	syn__rates_t r = rates();
+	syn_profile_t p;
+	char msg[160];
+	double cpus[] = { 1, 2, 3, 4 }, mem[] = { 0, 0.5, 1 };
+
+	memset(&p, 0, sizeof(p));
+	/* Proportional share: 2 cpus, 1 GiB -> min(2000, 1800, 1e5) = 1800. */
+	ok(syn__model_grid(&r, cpus, 4, mem, 3, 2, 1, &p, msg, sizeof(msg)) == 0, "build a grid");
+	is_near(p.base_tput, 1800, 0, "base is the prediction at the share");
+	is_near(p.tput[1][2], 1, 0, "the share's cell is 1.0");
+	is_near(p.tput[0][2], 0.5, 0, "1 cpu, full cache: 900/1800");
+	is_near(p.tput[3][2], 1.1111, 0, "4 cpus: GPU bound at 2000/1800, rounded to 4 decimals");
+	is_near(p.tput[3][0], 0.5425, 0, "4 cpus, no cache: 976.5625/1800 rounded");
+	is_near(p.tput[3][1], round(10000 / 5.17 / 1800 * 1e4) / 1e4, 1e-12, "4 cpus, half cache");
+	is_near(p.prep_rate_per_core, 750, 0, "per-core prep rate from the largest point");
+	ok(p.dataset_items == 10000 && p.dataset_bytes == 1073741824ULL, "dataset size copied");
+
+	double badcpus[] = { 2, 1 };
+	errno = 0;
+	ok(syn__model_grid(&r, badcpus, 2, mem, 3, 2, 1, &p, msg, sizeof(msg)) == -1 && errno == EINVAL &&
+	   strstr(msg, "cpus"), "a decreasing cpus axis is rejected");
+	r.n_prep = 0;
+	ok(syn__model_grid(&r, cpus, 4, mem, 3, 2, 1, &p, msg, sizeof(msg)) == -1 && strstr(msg, "prep"),
+	   "no prep measurement is rejected");
+}
+
+static void test_parsers(void)
+{
+	double v[8], b;
+	is_int(syn__parse_list("1,2,4.5", v, 8), 3, "parse a list");
+	ok(v[2] == 4.5, "list values");
+	is_int(syn__parse_list("2,1", v, 8), -1, "a decreasing list is rejected");
+	is_int(syn__parse_list("1,,2", v, 8), -1, "an empty entry is rejected");
+	is_int(syn__parse_list("1,2,3", v, 2), -1, "too many entries are rejected");
+	is_int(syn__parse_list("-1", v, 8), -1, "a negative entry is rejected");
+	ok(syn__parse_bytes("512M", &b) == 0 && b == 512.0 * 1024 * 1024, "512M");
+	ok(syn__parse_bytes("1.5GiB", &b) == 0 && b == 1.5 * SYN__GIB, "1.5GiB");
+	ok(syn__parse_bytes("1000", &b) == 0 && b == 1000, "plain bytes");
+	ok(syn__parse_bytes("12X", &b) == -1 && errno == EINVAL, "a bad suffix is rejected");
+	ok(syn__parse_bytes("", &b) == -1, "empty is rejected");
+}
+
+int main(void)
+{
+	test_prep();
+	test_fetch();
+	test_tput();
+	test_grid();
+	test_parsers();
+	return done_testing();
+}
