@@ -1,1 +1,86 @@
 # loader: build rules (included from the top Makefile.am)
+#
+# libcoordl is built in two layers: a convenience library with every object
+# (the unit tests, coordl-pack and coordl-bench link it and may use internal
+# coordl__ functions), and the installed shared library on top of it, which
+# exports only the public coordl_ names.
+noinst_LTLIBRARIES += loader/libcoordl-core.la
+loader_libcoordl_core_la_SOURCES = \
+	loader/util.c loader/util.h \
+	loader/env.c loader/env.h \
+	loader/source.c loader/source.h \
+	loader/cache.c loader/cache.h \
+	loader/loader.c \
+	loader/prep.c loader/prep.h loader/prep_internal.h \
+	loader/rng.h loader/cuda.h
+loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader \
+	$(LIBJPEG_CFLAGS) $(CUDA_CPPFLAGS)
+loader_libcoordl_core_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) $(LIBM) $(LIBRT)
+if HAVE_CUDA
+loader_libcoordl_core_la_SOURCES += loader/cuda.c
+endif
+EXTRA_DIST += loader/cuda.c
+
+lib_LTLIBRARIES += loader/libcoordl.la
+loader_libcoordl_la_SOURCES =
+loader_libcoordl_la_LIBADD = loader/libcoordl-core.la
+loader_libcoordl_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^coordl_[^_]'
+
+include_HEADERS += include/coordl.h include/synergy_env.h
+pkgconfig_DATA += loader/coordl.pc
+DISTCLEANFILES += loader/coordl.pc
+
+# Unit tests: C programs printing TAP, linked with the convenience library.
+LOADER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader -I$(top_srcdir)/tests \
+	$(LIBJPEG_CFLAGS)
+LOADER_TEST_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+
+LOADER_TESTS = \
+	loader/test/env.t \
+	loader/test/source.t \
+	loader/test/cache.t \
+	loader/test/order.t \
+	loader/test/pipeline.t \
+	loader/test/minio.t
+# Tests that run worker threads: the TSan build runs these.
+LOADER_THREAD_TESTS = \
+	loader/test/order.t \
+	loader/test/pipeline.t \
+	loader/test/minio.t \
+	loader/test/cache.t
+check_PROGRAMS += $(LOADER_TESTS)
+UNIT_TESTS += $(LOADER_TESTS)
+THREAD_TESTS += $(LOADER_THREAD_TESTS)
+noinst_HEADERS += loader/test/testdata.h
+
+loader_test_env_t_SOURCES = loader/test/env.c
+loader_test_env_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_env_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_source_t_SOURCES = loader/test/source.c loader/test/testdata.c
+loader_test_source_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_source_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_cache_t_SOURCES = loader/test/cache.c loader/test/testdata.c
+loader_test_cache_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_cache_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_order_t_SOURCES = loader/test/order.c loader/test/testdata.c
+loader_test_order_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_order_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_pipeline_t_SOURCES = loader/test/pipeline.c loader/test/testdata.c
+loader_test_pipeline_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_pipeline_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_minio_t_SOURCES = loader/test/minio.c loader/test/testdata.c
+loader_test_minio_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_minio_t_LDADD = $(LOADER_TEST_LDADD)
+
+# prep tests (prep helper)
+# prep.t compiles prep.c itself (not the convenience library) so that it
+# depends on nothing but libjpeg. fuzz_prep.c is built on demand only, with
+# clang -fsanitize=fuzzer (see the comment at its top).
+check_PROGRAMS += loader/test/prep.t
+UNIT_TESTS += loader/test/prep.t
+noinst_HEADERS += loader/test/prep_jpeg.h
+EXTRA_DIST += loader/test/fuzz_prep.c
+loader_test_prep_t_SOURCES = loader/test/prep.c loader/prep.c
+loader_test_prep_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests $(LIBJPEG_CFLAGS)
+loader_test_prep_t_LDADD = $(LIBJPEG_LIBS) $(LIBM)

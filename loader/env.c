@@ -1,0 +1,249 @@
+/*
+ * env.c: strict parsers for the Synergy environment contract (see env.h).
+ *
+ * strtoll/strtoull alone accept leading spaces, signs and trailing junk; the
+ * contract does not, so each parser checks the characters itself and uses
+ * the libc converter only for the digits.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synergy_env.h"
+#include "env.h"
+#include "util.h"
+
+/* Parse the leading run of decimal digits of s into *v; *end points after
+ * it. At least one digit is required; overflow is ERANGE. */
+static int parse_digits(const char *s, uint64_t *v, const char **end)
+{
+	uint64_t x = 0;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p)) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (x > (UINT64_MAX - d) / 10) {
+			errno = ERANGE;
+			return -1;
+		}
+		x = x * 10 + d;
+	}
+	*v = x;
+	*end = p;
+	return 0;
+}
+
+int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	int neg = 0;
+	uint64_t mag;
+	const char *end;
+	int64_t v;
+
+	if (!s || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (*s == '-' && min < 0) {
+		neg = 1;
+		s++;
+	}
+	if (parse_digits(s, &mag, &end) < 0)
+		return -1;
+	if (*end != '\0') {
+		errno = EINVAL;
+		return -1;
+	}
+	if (mag > (uint64_t)INT64_MAX) {
+		errno = ERANGE;
+		return -1;
+	}
+	v = neg ? -(int64_t)mag : (int64_t)mag;
+	if (v < min || v > max) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int coordl__parse_bytes(const char *s, uint64_t *out)
+{
+	uint64_t v, mult = 1;
+	const char *end;
+
+	if (!s || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (parse_digits(s, &v, &end) < 0)
+		return -1;
+	if (*end != '\0') {
+		switch (*end) {
+		case 'K': case 'k': mult = 1ULL << 10; break;
+		case 'M': case 'm': mult = 1ULL << 20; break;
+		case 'G': case 'g': mult = 1ULL << 30; break;
+		case 'T': case 't': mult = 1ULL << 40; break;
+		default:
+			errno = EINVAL;
+			return -1;
+		}
+		if (end[1] != '\0') {
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	/* Keep byte counts within int64_t: the config field is signed. */
+	if (v > (uint64_t)INT64_MAX / mult) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v * mult;
+	return 0;
+}
+
+int coordl__parse_cpulist(const char *s)
+{
+	const char *p = s;
+
+	if (!s || !*s)
+		goto bad;
+	for (;;) {
+		uint64_t a, b;
+		if (parse_digits(p, &a, &p) < 0 || a >= 1u << 20)
+			goto bad;
+		if (*p == '-') {
+			if (parse_digits(p + 1, &b, &p) < 0 || b < a || b >= 1u << 20)
+				goto bad;
+		}
+		if (*p == '\0')
+			return 0;
+		if (*p != ',')
+			goto bad;
+		p++;
+	}
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+int coordl__valid_cache_name(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		goto bad;
+	n = strlen(s);
+	if (n == 0 || n > 64 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+			goto bad;
+	}
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+/* Count the cores this process may run on. */
+static int affinity_cores(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 0 ? n : 1;
+}
+
+/* A "0"/"1" flag variable. */
+static int check_flag(const char *name, coordl_error_t *err)
+{
+	const char *v = getenv(name);
+
+	if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+		return coordl__errprintf(err, EINVAL, "%s='%s': expected 0 or 1", name, v);
+	return 0;
+}
+
+int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_error_t *err)
+{
+	const char *v;
+	int64_t n;
+	uint64_t bytes;
+	coordl__env_t e = { 0 };
+
+	/* Validate every variable that is set first, even when the API
+	 * argument wins: a broken plugin setup should be seen at once. */
+	if ((v = getenv(SYNERGY_ENV_THREADS))) {
+		if (coordl__parse_int(v, 1, 1024, &n) < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected an integer 1..1024",
+						 SYNERGY_ENV_THREADS, v);
+		e.threads = (int)n;
+	}
+	if ((v = getenv(SYNERGY_ENV_CACHE_BYTES))) {
+		if (coordl__parse_bytes(v, &bytes) < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T",
+						 SYNERGY_ENV_CACHE_BYTES, v);
+		e.cache_bytes = (int64_t)bytes;
+	}
+	if ((v = getenv(SYNERGY_ENV_CACHE_NAME))) {
+		if (coordl__valid_cache_name(v) < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected 1..64 of [A-Za-z0-9_.-]",
+						 SYNERGY_ENV_CACHE_NAME, v);
+		e.cache_name = v;
+	}
+	if ((v = getenv(SYNERGY_ENV_CACHE_DIR))) {
+		if (v[0] != '/')
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected an absolute directory",
+						 SYNERGY_ENV_CACHE_DIR, v);
+		e.cache_dir = v;
+	}
+	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
+		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
+					 SYNERGY_ENV_CPUS, v);
+	if (check_flag(SYNERGY_ENV_PROFILE_MODE, err) < 0 || check_flag(SYNERGY_ENV_ACTIVE, err) < 0)
+		return -1;
+
+	/* Then apply precedence: API, environment, default. */
+	if (cfg->threads < 0 || cfg->threads > 1024)
+		return coordl__errprintf(err, EINVAL, "threads=%d: expected 0 (unset) or 1..1024",
+					 cfg->threads);
+	if (cfg->threads > 0)
+		e.threads = cfg->threads;
+	else if (e.threads == 0)
+		e.threads = affinity_cores();
+
+	if (cfg->cache_bytes < -1)
+		return coordl__errprintf(err, EINVAL,
+					 "cache_bytes=%lld: expected -1 (unset) or >= 0",
+					 (long long)cfg->cache_bytes);
+	if (cfg->cache_bytes >= 0)
+		e.cache_bytes = cfg->cache_bytes;
+
+	if (cfg->cache_name) {
+		if (coordl__valid_cache_name(cfg->cache_name) < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "cache_name='%.40s': expected 1..64 of [A-Za-z0-9_.-]",
+						 cfg->cache_name);
+		e.cache_name = cfg->cache_name;
+	}
+	*out = e;
+	return 0;
+}

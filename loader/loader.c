@@ -1,0 +1,891 @@
+/*
+ * loader.c: the coordl pipeline (public API of coordl.h).
+ *
+ * Worker threads fill a ring of pre-allocated batch slots. Work is handed
+ * out one item at a time, always from the oldest unfinished batch, so all
+ * workers cooperate on the batch the consumer needs next: a small prefetch
+ * depth keeps any number of threads busy, and coordl_set_threads() only
+ * changes how many workers may claim items. Which item goes where is fixed
+ * before any thread runs (position -> dataset index from the epoch's order,
+ * augmentation seed from (seed, epoch, index)), so the thread count never
+ * changes the output.
+ *
+ * Epoch order: a Fisher-Yates shuffle driven by coordl__hash4(seed, epoch,
+ * 0, SHUFFLE), then padded by wrapping around to a multiple of world_size
+ * and split round-robin (rank r takes positions r, r+W, r+2W, ...), exactly
+ * as PyTorch's DistributedSampler does: every rank gets ceil(N/W) samples
+ * and the first few samples of the order appear twice in the epoch.
+ *
+ * Locking: one mutex protects the slot states, the counters of the consumer
+ * and the epoch bookkeeping; per-item work (fetch, decode) runs unlocked.
+ * Statistics that workers update per item are atomics.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "coordl.h"
+#include "cache.h"
+#include "env.h"
+#include "prep.h"
+#include "rng.h"
+#include "source.h"
+#include "util.h"
+#ifdef HAVE_CUDA
+#include "cuda.h"
+#endif
+
+/* Attempts to find a readable replacement for a corrupt item before the
+ * loader gives up (a dataset that is almost all corrupt is a fatal error). */
+#define MAX_REPLACE 64
+
+enum slot_state { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_HANDED };
+
+struct slot {
+	coordl_batch_t b;        /* the caller's view; points into the buffers below */
+	int idx;                 /* index in the ring */
+	int state;
+	uint64_t gen;            /* loader generation the contents belong to */
+	uint64_t batch;          /* batch number since base_pos */
+	uint64_t start;          /* first sample position in this rank's order */
+	int n, claimed, done, replaced;
+	void *data;
+	size_t data_cap;
+};
+
+struct worker {
+	coordl_loader_t *ld;
+	int id;
+};
+
+struct coordl_loader {
+	coordl_config_t cfg;
+	char *path, *cache_name;
+	coordl__source_t *src;
+	coordl__cache_t *cache;
+	coordl__prep_params_t pp;
+	size_t sample_bytes;
+	size_t nitems, per_rank;
+	uint64_t *perm, *order;
+
+	struct slot *slots;
+	int nslots;
+	int pinned;
+
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, ready_cv, idle_cv;
+	pthread_t *thr;
+	struct worker *wk;
+	int spawned, nthreads;
+	int stop, started, quiesce, active;
+	uint64_t gen;
+
+	uint64_t epoch, base_pos, next_start, next_hand, end_batches, position;
+
+	/* Consumer-side statistics (under mu). */
+	double t0, t1, stall;
+	uint64_t samples, batches;
+	uint64_t total_samples, total_corrupt;
+	double total_stall, total_wall;
+	/* Worker-side statistics (atomics, nanoseconds and counts). */
+	uint64_t prep_ns, fetch_ns, storage_bytes, hits, misses, corrupt;
+
+	char last_corrupt[PATH_MAX + 96];
+	int has_corrupt;
+	int fatal;
+	char fatal_text[160];
+#ifdef HAVE_CUDA
+	coordl__cuda_t *cuda;
+#endif
+};
+
+void coordl_config_init(coordl_config_t *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->source = COORDL_SOURCE_AUTO;
+	cfg->batch_size = 32;
+	cfg->out_size = 224;
+	cfg->layout = COORDL_LAYOUT_NCHW_F32;
+	cfg->mode = COORDL_MODE_TRAIN;
+	cfg->threads = 0;
+	cfg->cache_bytes = -1;
+	cfg->cache_name = NULL;
+	cfg->seed = 0;
+	cfg->shuffle = 1;
+	cfg->rank = 0;
+	cfg->world_size = 1;
+	cfg->drop_last = 0;
+	cfg->prefetch = 0;
+	cfg->scale_min = 0.08f;
+	cfg->scale_max = 1.0f;
+	cfg->ratio_min = 3.0f / 4.0f;
+	cfg->ratio_max = 4.0f / 3.0f;
+	cfg->flip_prob = 0.5f;
+	cfg->mean[0] = 0.485f;
+	cfg->mean[1] = 0.456f;
+	cfg->mean[2] = 0.406f;
+	cfg->std[0] = 0.229f;
+	cfg->std[1] = 0.224f;
+	cfg->std[2] = 0.225f;
+	cfg->pin_memory = 0;
+}
+
+const char *coordl_version(void)
+{
+	return PACKAGE_VERSION;
+}
+
+static int check_config(const coordl_config_t *c, coordl_error_t *err)
+{
+	if (!c->path || !*c->path)
+		return coordl__errprintf(err, EINVAL, "path: no dataset given");
+	if (c->source < COORDL_SOURCE_AUTO || c->source > COORDL_SOURCE_SHARDS)
+		return coordl__errprintf(err, EINVAL, "source=%d: unknown source kind", c->source);
+	if (c->batch_size < 1 || c->batch_size > 65536)
+		return coordl__errprintf(err, EINVAL, "batch_size=%d: expected 1..65536", c->batch_size);
+	if (c->out_size < 8 || c->out_size > 4096)
+		return coordl__errprintf(err, EINVAL, "out_size=%d: expected 8..4096", c->out_size);
+	if (c->layout != COORDL_LAYOUT_NCHW_F32 && c->layout != COORDL_LAYOUT_NHWC_U8)
+		return coordl__errprintf(err, EINVAL, "layout=%d: unknown layout", c->layout);
+	if (c->mode < COORDL_MODE_TRAIN || c->mode > COORDL_MODE_SYNTHETIC)
+		return coordl__errprintf(err, EINVAL, "mode=%d: unknown mode", c->mode);
+	if (c->world_size < 1 || c->rank < 0 || c->rank >= c->world_size)
+		return coordl__errprintf(err, EINVAL, "rank=%d world_size=%d: expected 0 <= rank < world_size",
+					 c->rank, c->world_size);
+	if (c->shuffle != 0 && c->shuffle != 1)
+		return coordl__errprintf(err, EINVAL, "shuffle=%d: expected 0 or 1", c->shuffle);
+	if (c->drop_last != 0 && c->drop_last != 1)
+		return coordl__errprintf(err, EINVAL, "drop_last=%d: expected 0 or 1", c->drop_last);
+	if (c->prefetch != 0 && (c->prefetch < 2 || c->prefetch > 1024))
+		return coordl__errprintf(err, EINVAL, "prefetch=%d: expected 0 (default) or 2..1024",
+					 c->prefetch);
+	if (!(c->scale_min > 0.0f && c->scale_min <= c->scale_max && c->scale_max <= 1.0f))
+		return coordl__errprintf(err, EINVAL, "scale=%g..%g: expected 0 < min <= max <= 1",
+					 (double)c->scale_min, (double)c->scale_max);
+	if (!(c->ratio_min > 0.0f && c->ratio_min <= c->ratio_max))
+		return coordl__errprintf(err, EINVAL, "ratio=%g..%g: expected 0 < min <= max",
+					 (double)c->ratio_min, (double)c->ratio_max);
+	if (!(c->flip_prob >= 0.0f && c->flip_prob <= 1.0f))
+		return coordl__errprintf(err, EINVAL, "flip_prob=%g: expected 0..1", (double)c->flip_prob);
+	for (int i = 0; i < 3; i++)
+		if (!(c->std[i] != 0.0f))
+			return coordl__errprintf(err, EINVAL, "std[%d]=%g: expected non-zero", i,
+						 (double)c->std[i]);
+	if (c->pin_memory != 0 && c->pin_memory != 1)
+		return coordl__errprintf(err, EINVAL, "pin_memory=%d: expected 0 or 1", c->pin_memory);
+#ifndef HAVE_CUDA
+	if (c->pin_memory)
+		return coordl__errprintf(err, ENOTSUP, "pin_memory=1: libcoordl was built without CUDA");
+#endif
+	return 0;
+}
+
+/* The epoch's order for this rank (see the top of the file). */
+static void compute_order(coordl_loader_t *ld)
+{
+	size_t n = ld->nitems;
+	uint64_t w = (uint64_t)ld->cfg.world_size, r = (uint64_t)ld->cfg.rank;
+
+	for (size_t i = 0; i < n; i++)
+		ld->perm[i] = i;
+	if (ld->cfg.shuffle) {
+		coordl__rng_t rng;
+		coordl__rng_seed(&rng, coordl__hash4(ld->cfg.seed, ld->epoch, 0, COORDL__RNG_SHUFFLE));
+		for (size_t i = n - 1; i > 0; i--) {
+			size_t j = (size_t)coordl__rng_below(&rng, (uint64_t)i + 1);
+			uint64_t t = ld->perm[i];
+			ld->perm[i] = ld->perm[j];
+			ld->perm[j] = t;
+		}
+	}
+	for (size_t k = 0; k < ld->per_rank; k++)
+		ld->order[k] = ld->perm[(r + (uint64_t)k * w) % n];
+}
+
+/* Batches from position `base` to the end of the epoch. */
+static uint64_t batches_from(const coordl_loader_t *ld, uint64_t base)
+{
+	uint64_t rem = ld->per_rank - base, bs = (uint64_t)ld->cfg.batch_size;
+
+	return ld->cfg.drop_last ? rem / bs : (rem + bs - 1) / bs;
+}
+
+/*
+ * Stop all work in flight and restart the sample order at `pos` of `epoch`.
+ * Called with mu held. Slots the caller still holds stay HANDED until
+ * released; everything else is discarded.
+ */
+static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
+{
+	ld->quiesce = 1;
+	ld->gen++;
+	while (ld->active > 0)
+		pthread_cond_wait(&ld->idle_cv, &ld->mu);
+	for (int i = 0; i < ld->nslots; i++)
+		if (ld->slots[i].state != SLOT_HANDED)
+			ld->slots[i].state = SLOT_FREE;
+	if (ld->started && ld->t0 > 0) {
+		double end = ld->t1 > 0 ? ld->t1 : coordl__now();
+		ld->total_wall += end - ld->t0;
+	}
+	ld->total_stall += ld->stall;
+	ld->epoch = epoch;
+	compute_order(ld);
+	ld->base_pos = pos;
+	ld->position = pos;
+	ld->next_start = ld->next_hand = 0;
+	ld->end_batches = batches_from(ld, pos);
+	ld->t0 = ld->t1 = 0;
+	ld->stall = 0;
+	ld->samples = ld->batches = 0;
+	ld->started = 0;
+	__atomic_store_n(&ld->prep_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ld->fetch_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ld->storage_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ld->hits, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ld->misses, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ld->corrupt, 0, __ATOMIC_RELAXED);
+	ld->quiesce = 0;
+	pthread_cond_broadcast(&ld->work_cv);
+}
+
+static void set_fatal(coordl_loader_t *ld, const char *what, int errnum)
+{
+	pthread_mutex_lock(&ld->mu);
+	if (!ld->fatal) {
+		ld->fatal = 1;
+		snprintf(ld->fatal_text, sizeof(ld->fatal_text), "%s: %s", what, strerror(errnum));
+	}
+	pthread_cond_broadcast(&ld->ready_cv);
+	pthread_mutex_unlock(&ld->mu);
+}
+
+static void note_corrupt(coordl_loader_t *ld, size_t idx, const char *why)
+{
+	__atomic_add_fetch(&ld->corrupt, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&ld->mu);
+	ld->total_corrupt++;
+	ld->has_corrupt = 1;
+	snprintf(ld->last_corrupt, sizeof(ld->last_corrupt), "%s: %s",
+		 coordl__source_item_name(ld->src, idx), why);
+	pthread_mutex_unlock(&ld->mu);
+}
+
+static uint64_t ns_since(double t)
+{
+	return (uint64_t)((coordl__now() - t) * 1e9);
+}
+
+/* Per-thread state of a worker: its prep context and fetch buffer. */
+struct wstate {
+	coordl__prep_ctx_t *prep;
+	uint8_t *buf;
+	size_t cap;
+};
+
+/*
+ * Produce sample k of slot s: the item at that position, or, when it cannot
+ * be read or decoded, a deterministic replacement. Returns 1 when a
+ * replacement was used, 0 otherwise, -1 when no readable item was found.
+ */
+static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, int k)
+{
+	uint64_t pos = s->start + (uint64_t)k;
+	uint64_t orig = ld->order[pos], idx = orig;
+	uint64_t epoch = ld->epoch, seed = ld->cfg.seed;
+	uint8_t *dst = (uint8_t *)s->data + (size_t)k * ld->sample_bytes;
+	coordl__rng_t rng;
+	char why[128];
+
+	coordl__rng_seed(&rng, coordl__hash4(seed, epoch, orig, COORDL__RNG_REPLACE));
+	for (int attempt = 0; attempt <= MAX_REPLACE; attempt++) {
+		uint64_t sseed = coordl__hash4(seed, epoch, idx, COORDL__RNG_AUGMENT);
+		const uint8_t *bytes;
+		size_t len = 0;
+		int ok = 1;
+
+		if (attempt > 0)
+			idx = coordl__rng_below(&rng, ld->nitems);
+		if (ld->cfg.mode == COORDL_MODE_SYNTHETIC) {
+			coordl__prep_synthetic(&ld->pp, sseed, dst);
+			goto good;
+		}
+		if ((bytes = coordl__cache_get(ld->cache, idx, &len))) {
+			__atomic_add_fetch(&ld->hits, 1, __ATOMIC_RELAXED);
+		} else {
+			double t = coordl__now();
+			__atomic_add_fetch(&ld->misses, 1, __ATOMIC_RELAXED);
+			if (coordl__source_fetch(ld->src, idx, &w->buf, &w->cap, &len, why, sizeof(why)) < 0) {
+				ok = 0;
+			} else {
+				__atomic_add_fetch(&ld->storage_bytes, len, __ATOMIC_RELAXED);
+				coordl__cache_put(ld->cache, idx, w->buf, len);
+				bytes = w->buf;
+			}
+			__atomic_add_fetch(&ld->fetch_ns, ns_since(t), __ATOMIC_RELAXED);
+		}
+		if (ok && ld->cfg.mode == COORDL_MODE_RAW) {
+			uint64_t l64 = len;
+			memcpy(dst, &l64, sizeof(l64));
+			goto good;
+		}
+		if (ok) {
+			double t = coordl__now();
+			ok = coordl__prep_item(w->prep, bytes, len, sseed, dst, why, sizeof(why)) == 0;
+			__atomic_add_fetch(&ld->prep_ns, ns_since(t), __ATOMIC_RELAXED);
+		}
+		if (ok)
+			goto good;
+		note_corrupt(ld, idx, why);
+		continue;
+good:
+		s->b.labels[k] = coordl__source_label(ld->src, idx);
+		s->b.indices[k] = idx;
+		return attempt > 0;
+	}
+	return -1;
+}
+
+/* Find an unclaimed item in the oldest unfinished batch, starting a new
+ * batch when every started one is fully claimed. Called with mu held. */
+static struct slot *claim_locked(coordl_loader_t *ld, int *k)
+{
+	struct slot *s;
+
+	for (uint64_t b = ld->next_hand; b < ld->next_start; b++) {
+		s = &ld->slots[b % (uint64_t)ld->nslots];
+		if (s->state == SLOT_FILLING && s->gen == ld->gen && s->batch == b && s->claimed < s->n) {
+			*k = s->claimed++;
+			return s;
+		}
+	}
+	if (ld->next_start >= ld->end_batches)
+		return NULL;
+	s = &ld->slots[ld->next_start % (uint64_t)ld->nslots];
+	if (s->state != SLOT_FREE)
+		return NULL;
+	s->state = SLOT_FILLING;
+	s->gen = ld->gen;
+	s->batch = ld->next_start;
+	s->start = ld->base_pos + ld->next_start * (uint64_t)ld->cfg.batch_size;
+	s->n = (int)(ld->per_rank - s->start < (uint64_t)ld->cfg.batch_size
+			     ? ld->per_rank - s->start
+			     : (uint64_t)ld->cfg.batch_size);
+	s->claimed = s->done = s->replaced = 0;
+	s->b.n = s->n;
+	s->b.epoch = ld->epoch;
+	s->b.seq = s->start / (uint64_t)ld->cfg.batch_size;
+	s->b.data_bytes = (size_t)s->n * ld->sample_bytes;
+	s->b.device_data = NULL;
+	ld->next_start++;
+	*k = s->claimed++;
+	return s;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *me = arg;
+	coordl_loader_t *ld = me->ld;
+	struct wstate w = { 0 };
+
+	if (ld->cfg.mode == COORDL_MODE_TRAIN || ld->cfg.mode == COORDL_MODE_EVAL) {
+		if (!(w.prep = coordl__prep_ctx_create(&ld->pp))) {
+			set_fatal(ld, "worker: cannot create the prep context", errno);
+			return NULL;
+		}
+	}
+	pthread_mutex_lock(&ld->mu);
+	while (!ld->stop) {
+		struct slot *s;
+		uint64_t gen;
+		int k, rc;
+
+		if (me->id >= ld->nthreads || !ld->started || ld->quiesce || ld->fatal ||
+		    !(s = claim_locked(ld, &k))) {
+			pthread_cond_wait(&ld->work_cv, &ld->mu);
+			continue;
+		}
+		gen = ld->gen;
+		ld->active++;
+		pthread_mutex_unlock(&ld->mu);
+
+		rc = process_item(ld, &w, s, k);
+
+		pthread_mutex_lock(&ld->mu);
+		ld->active--;
+		if (ld->active == 0)
+			pthread_cond_broadcast(&ld->idle_cv);
+		if (gen != ld->gen)
+			continue; /* an epoch change discarded this batch */
+		if (rc < 0) {
+			if (!ld->fatal) {
+				ld->fatal = 1;
+				snprintf(ld->fatal_text, sizeof(ld->fatal_text),
+					 "no readable item found after %d replacements (last: %.100s)",
+					 MAX_REPLACE, ld->last_corrupt);
+			}
+			pthread_cond_broadcast(&ld->ready_cv);
+			continue;
+		}
+		s->replaced += rc;
+		if (++s->done == s->n) {
+			s->b.replaced = s->replaced;
+			s->state = SLOT_READY;
+			pthread_cond_broadcast(&ld->ready_cv);
+		}
+	}
+	pthread_mutex_unlock(&ld->mu);
+	coordl__prep_ctx_destroy(w.prep);
+	free(w.buf);
+	return NULL;
+}
+
+/* Start workers up to `want` (they never exit before destroy). mu held. */
+static int spawn_locked(coordl_loader_t *ld, int want, coordl_error_t *err)
+{
+	while (ld->spawned < want) {
+		int i = ld->spawned, e;
+		ld->wk[i].ld = ld;
+		ld->wk[i].id = i;
+		if ((e = pthread_create(&ld->thr[i], NULL, worker_main, &ld->wk[i])) != 0)
+			return coordl__errprintf(err, e, "threads=%d: cannot start a worker: %s", want,
+						 strerror(e));
+		ld->spawned++;
+	}
+	return 0;
+}
+
+static void free_slots(coordl_loader_t *ld)
+{
+	if (!ld->slots)
+		return;
+	for (int i = 0; i < ld->nslots; i++) {
+		struct slot *s = &ld->slots[i];
+#ifdef HAVE_CUDA
+		if (ld->pinned) {
+			coordl__cuda_host_free(s->data);
+			s->data = NULL;
+		}
+#endif
+		if (s->data)
+			munmap(s->data, s->data_cap);
+		free(s->b.labels);
+		free(s->b.indices);
+	}
+	free(ld->slots);
+	ld->slots = NULL;
+}
+
+/* Allocate every batch buffer once and touch it, so that page faults are
+ * paid here and never on the hot path. */
+static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
+{
+	size_t bs = (size_t)ld->cfg.batch_size;
+	size_t bytes = bs * ld->sample_bytes;
+
+	if (ld->sample_bytes && bytes / ld->sample_bytes != bs)
+		return coordl__errprintf(err, EINVAL, "batch_size=%d: batch too large", ld->cfg.batch_size);
+	if (!(ld->slots = calloc((size_t)ld->nslots, sizeof(*ld->slots))))
+		return coordl__errprintf(err, ENOMEM, "out of memory");
+	for (int i = 0; i < ld->nslots; i++) {
+		struct slot *s = &ld->slots[i];
+		s->idx = i;
+		s->data_cap = bytes ? bytes : 1;
+#ifdef HAVE_CUDA
+		if (ld->cfg.pin_memory) {
+			if (!(s->data = coordl__cuda_host_alloc(s->data_cap)))
+				return coordl__errprintf(err, errno,
+							 "pin_memory=1: cannot allocate pinned memory: %s",
+							 errno == ENOTSUP ? "no CUDA device" : strerror(errno));
+			ld->pinned = 1;
+		}
+#endif
+		if (!s->data) {
+			s->data = mmap(NULL, s->data_cap, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (s->data == MAP_FAILED) {
+				s->data = NULL;
+				return coordl__errprintf(err, ENOMEM, "batch buffers: out of memory");
+			}
+		}
+		memset(s->data, 0, s->data_cap);
+		if (!(s->b.labels = calloc(bs, sizeof(int32_t))) ||
+		    !(s->b.indices = calloc(bs, sizeof(uint64_t))))
+			return coordl__errprintf(err, ENOMEM, "out of memory");
+		s->b.data = s->data;
+	}
+	return 0;
+}
+
+coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
+{
+	coordl_loader_t *ld = NULL;
+	coordl__env_t env;
+	int ok = 0, locked = 0;
+
+	if (!cfg) {
+		coordl__errprintf(err, EINVAL, "config: NULL");
+		return NULL;
+	}
+	if (check_config(cfg, err) < 0 || coordl__env_resolve(cfg, &env, err) < 0)
+		return NULL;
+	if (!(ld = calloc(1, sizeof(*ld)))) {
+		coordl__errprintf(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&ld->mu, NULL);
+	pthread_cond_init(&ld->work_cv, NULL);
+	pthread_cond_init(&ld->ready_cv, NULL);
+	pthread_cond_init(&ld->idle_cv, NULL);
+	ld->cfg = *cfg;
+	ld->cfg.threads = env.threads;
+	ld->cfg.cache_bytes = env.cache_bytes;
+	if (!(ld->path = strdup(cfg->path)) ||
+	    (env.cache_name && !(ld->cache_name = strdup(env.cache_name)))) {
+		coordl__errprintf(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	ld->cfg.path = ld->path;
+	ld->cfg.cache_name = ld->cache_name;
+	if (!cfg->prefetch) {
+		/* Workers share batches item by item, so a shallow ring keeps
+		 * all of them busy; the cap bounds the memory of big thread
+		 * counts (a 224x224 float batch of 32 is 19 MB). */
+		int p = 2 * env.threads;
+		ld->cfg.prefetch = p < 2 ? 2 : p > 8 ? 8 : p;
+	}
+	ld->nslots = ld->cfg.prefetch;
+
+	if (!(ld->src = coordl__source_open(ld->path, cfg->source, err)))
+		goto out;
+	ld->cfg.source = coordl__source_kind(ld->src);
+	ld->nitems = coordl__source_count(ld->src);
+	ld->per_rank = (ld->nitems + (size_t)ld->cfg.world_size - 1) / (size_t)ld->cfg.world_size;
+
+	ld->pp.out_size = cfg->out_size;
+	ld->pp.layout = cfg->layout;
+	ld->pp.mode = cfg->mode == COORDL_MODE_EVAL ? COORDL_MODE_EVAL : COORDL_MODE_TRAIN;
+	ld->pp.scale_min = cfg->scale_min;
+	ld->pp.scale_max = cfg->scale_max;
+	ld->pp.ratio_min = cfg->ratio_min;
+	ld->pp.ratio_max = cfg->ratio_max;
+	ld->pp.flip_prob = cfg->flip_prob;
+	memcpy(ld->pp.mean, cfg->mean, sizeof(ld->pp.mean));
+	memcpy(ld->pp.std, cfg->std, sizeof(ld->pp.std));
+	ld->sample_bytes = cfg->mode == COORDL_MODE_RAW ? sizeof(uint64_t)
+							: coordl__prep_sample_bytes(&ld->pp);
+
+	if (ld->cfg.cache_bytes > 0 && cfg->mode != COORDL_MODE_SYNTHETIC) {
+		ld->cache = coordl__cache_attach(ld->cache_name, env.cache_dir,
+						 (uint64_t)ld->cfg.cache_bytes, ld->nitems,
+						 coordl__source_signature(ld->src), err);
+		if (!ld->cache)
+			goto out;
+	}
+	if (!(ld->perm = malloc(ld->nitems * sizeof(uint64_t))) ||
+	    !(ld->order = malloc(ld->per_rank * sizeof(uint64_t))) ||
+	    !(ld->thr = calloc(1024, sizeof(pthread_t))) ||
+	    !(ld->wk = calloc(1024, sizeof(struct worker)))) {
+		coordl__errprintf(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (alloc_slots(ld, err) < 0)
+		goto out;
+#ifdef HAVE_CUDA
+	ld->cuda = NULL;
+#endif
+	pthread_mutex_lock(&ld->mu);
+	locked = 1;
+	ld->epoch = 0;
+	compute_order(ld);
+	ld->end_batches = batches_from(ld, 0);
+	ld->nthreads = env.threads;
+	if (spawn_locked(ld, env.threads, err) < 0)
+		goto out;
+	ok = 1;
+out:
+	if (locked)
+		pthread_mutex_unlock(&ld->mu);
+	if (!ok) {
+		int e = errno;
+		coordl_destroy(ld);
+		errno = e;
+		return NULL;
+	}
+	return ld;
+}
+
+void coordl_destroy(coordl_loader_t *ld)
+{
+	int e = errno;
+
+	if (!ld)
+		return;
+	pthread_mutex_lock(&ld->mu);
+	ld->stop = 1;
+	pthread_cond_broadcast(&ld->work_cv);
+	pthread_mutex_unlock(&ld->mu);
+	for (int i = 0; i < ld->spawned; i++)
+		pthread_join(ld->thr[i], NULL);
+#ifdef HAVE_CUDA
+	coordl__cuda_destroy(ld->cuda);
+#endif
+	free_slots(ld);
+	coordl__cache_detach(ld->cache);
+	coordl__source_destroy(ld->src);
+	free(ld->perm);
+	free(ld->order);
+	free(ld->thr);
+	free(ld->wk);
+	free(ld->path);
+	free(ld->cache_name);
+	pthread_cond_destroy(&ld->work_cv);
+	pthread_cond_destroy(&ld->ready_cv);
+	pthread_cond_destroy(&ld->idle_cv);
+	pthread_mutex_destroy(&ld->mu);
+	free(ld);
+	errno = e;
+}
+
+size_t coordl_num_samples(const coordl_loader_t *ld) { return ld->per_rank; }
+
+size_t coordl_num_batches(const coordl_loader_t *ld) { return (size_t)batches_from(ld, 0); }
+
+size_t coordl_dataset_items(const coordl_loader_t *ld) { return ld->nitems; }
+
+uint64_t coordl_dataset_bytes(const coordl_loader_t *ld) { return coordl__source_bytes(ld->src); }
+
+int coordl_num_classes(const coordl_loader_t *ld) { return coordl__source_classes(ld->src); }
+
+const coordl_config_t *coordl_config(const coordl_loader_t *ld) { return &ld->cfg; }
+
+int coordl_set_epoch(coordl_loader_t *ld, uint64_t epoch, coordl_error_t *err)
+{
+	if (!ld)
+		return coordl__errprintf(err, EINVAL, "loader: NULL");
+	pthread_mutex_lock(&ld->mu);
+	restart_locked(ld, epoch, 0);
+	pthread_mutex_unlock(&ld->mu);
+	return 0;
+}
+
+int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
+{
+	struct slot *s;
+	double t;
+	int rv = -1;
+
+	if (!ld || !out)
+		return coordl__errprintf(err, EINVAL, "coordl_next: NULL argument");
+	pthread_mutex_lock(&ld->mu);
+	if (!ld->started) {
+		ld->started = 1;
+		ld->t0 = coordl__now();
+		pthread_cond_broadcast(&ld->work_cv);
+	}
+	if (ld->fatal) {
+		coordl__errprintf(err, EIO, "%s", ld->fatal_text);
+		goto out;
+	}
+	if (ld->next_hand >= ld->end_batches) {
+		if (ld->t1 == 0)
+			ld->t1 = coordl__now();
+		rv = 0;
+		goto out;
+	}
+	s = &ld->slots[ld->next_hand % (uint64_t)ld->nslots];
+	if (s->state == SLOT_HANDED) {
+		coordl__errprintf(err, EBUSY,
+				  "all %d prefetch buffers are held by the caller: release a batch first",
+				  ld->nslots);
+		goto out;
+	}
+	t = coordl__now();
+	while (!(s->state == SLOT_READY && s->gen == ld->gen && s->batch == ld->next_hand) && !ld->fatal)
+		pthread_cond_wait(&ld->ready_cv, &ld->mu);
+	ld->stall += coordl__now() - t;
+	if (ld->fatal) {
+		coordl__errprintf(err, EIO, "%s", ld->fatal_text);
+		goto out;
+	}
+	s->state = SLOT_HANDED;
+	ld->next_hand++;
+	ld->position += (uint64_t)s->n;
+	ld->samples += (uint64_t)s->n;
+	ld->total_samples += (uint64_t)s->n;
+	ld->batches++;
+	if (ld->next_hand >= ld->end_batches)
+		ld->t1 = coordl__now();
+	*out = &s->b;
+	rv = 1;
+out:
+	pthread_mutex_unlock(&ld->mu);
+	return rv;
+}
+
+/* The slot a batch belongs to, or NULL when it is not one of ours. */
+static struct slot *slot_of(coordl_loader_t *ld, coordl_batch_t *b)
+{
+	for (int i = 0; i < ld->nslots; i++)
+		if (&ld->slots[i].b == b)
+			return &ld->slots[i];
+	return NULL;
+}
+
+void coordl_release(coordl_loader_t *ld, coordl_batch_t *b)
+{
+	struct slot *s;
+
+	if (!ld || !b || !(s = slot_of(ld, b)))
+		return;
+#ifdef HAVE_CUDA
+	/* An asynchronous copy may still be reading the host buffer. */
+	coordl__cuda_wait(ld->cuda, s->idx);
+#endif
+	pthread_mutex_lock(&ld->mu);
+	if (s->state == SLOT_HANDED) {
+		s->state = SLOT_FREE;
+		s->b.device_data = NULL;
+		pthread_cond_broadcast(&ld->work_cv);
+	}
+	pthread_mutex_unlock(&ld->mu);
+}
+
+int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err)
+{
+	int rv;
+
+	if (!ld)
+		return coordl__errprintf(err, EINVAL, "loader: NULL");
+	if (threads < 1 || threads > 1024)
+		return coordl__errprintf(err, EINVAL, "threads=%d: expected 1..1024", threads);
+	pthread_mutex_lock(&ld->mu);
+	rv = spawn_locked(ld, threads, err);
+	if (rv == 0) {
+		ld->nthreads = threads;
+		ld->cfg.threads = threads;
+		pthread_cond_broadcast(&ld->work_cv);
+	}
+	pthread_mutex_unlock(&ld->mu);
+	return rv;
+}
+
+int coordl_get_threads(const coordl_loader_t *ld)
+{
+	int n;
+
+	pthread_mutex_lock((pthread_mutex_t *)&ld->mu);
+	n = ld->nthreads;
+	pthread_mutex_unlock((pthread_mutex_t *)&ld->mu);
+	return n;
+}
+
+int coordl_get_state(const coordl_loader_t *ld, coordl_state_t *st)
+{
+	if (!ld || !st) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock((pthread_mutex_t *)&ld->mu);
+	st->seed = ld->cfg.seed;
+	st->epoch = ld->epoch;
+	st->position = ld->position;
+	st->rank = (uint32_t)ld->cfg.rank;
+	st->world_size = (uint32_t)ld->cfg.world_size;
+	pthread_mutex_unlock((pthread_mutex_t *)&ld->mu);
+	return 0;
+}
+
+int coordl_set_state(coordl_loader_t *ld, const coordl_state_t *st, coordl_error_t *err)
+{
+	if (!ld || !st)
+		return coordl__errprintf(err, EINVAL, "coordl_set_state: NULL argument");
+	if (st->seed != ld->cfg.seed)
+		return coordl__errprintf(err, EINVAL, "state seed %llu differs from the loader's %llu",
+					 (unsigned long long)st->seed,
+					 (unsigned long long)ld->cfg.seed);
+	if (st->rank != (uint32_t)ld->cfg.rank || st->world_size != (uint32_t)ld->cfg.world_size)
+		return coordl__errprintf(err, EINVAL,
+					 "state rank %u/%u differs from the loader's %d/%d", st->rank,
+					 st->world_size, ld->cfg.rank, ld->cfg.world_size);
+	if (st->position > ld->per_rank)
+		return coordl__errprintf(err, EINVAL, "state position %llu is beyond the epoch (%zu samples)",
+					 (unsigned long long)st->position, ld->per_rank);
+	pthread_mutex_lock(&ld->mu);
+	restart_locked(ld, st->epoch, st->position);
+	pthread_mutex_unlock(&ld->mu);
+	return 0;
+}
+
+int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st)
+{
+	coordl_loader_t *l = (coordl_loader_t *)ld;
+	double now;
+
+	if (!ld || !st) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&l->mu);
+	now = coordl__now();
+	st->epoch = l->epoch;
+	st->samples = l->samples;
+	st->batches = l->batches;
+	st->epoch_wall = l->t0 > 0 ? (l->t1 > 0 ? l->t1 : now) - l->t0 : 0;
+	st->stall = l->stall;
+	st->threads = l->nthreads;
+	st->total_samples = l->total_samples;
+	st->total_corrupt = l->total_corrupt;
+	st->total_stall = l->total_stall + l->stall;
+	st->total_wall = l->total_wall + st->epoch_wall;
+	pthread_mutex_unlock(&l->mu);
+	st->prep_time = (double)__atomic_load_n(&l->prep_ns, __ATOMIC_RELAXED) * 1e-9;
+	st->fetch_time = (double)__atomic_load_n(&l->fetch_ns, __ATOMIC_RELAXED) * 1e-9;
+	st->storage_bytes = __atomic_load_n(&l->storage_bytes, __ATOMIC_RELAXED);
+	st->cache_hits = __atomic_load_n(&l->hits, __ATOMIC_RELAXED);
+	st->cache_misses = __atomic_load_n(&l->misses, __ATOMIC_RELAXED);
+	st->corrupt = __atomic_load_n(&l->corrupt, __ATOMIC_RELAXED);
+	st->cache_bytes_used = coordl__cache_used(l->cache);
+	st->cache_bytes_limit = l->cfg.cache_bytes > 0 ? (uint64_t)l->cfg.cache_bytes : 0;
+	if (st->epoch_wall > 0) {
+		st->images_per_s = (double)st->samples / st->epoch_wall;
+		st->images_per_s_per_core = st->images_per_s / (st->threads > 0 ? st->threads : 1);
+	}
+	return 0;
+}
+
+const char *coordl_last_corrupt(const coordl_loader_t *ld)
+{
+	const char *p = NULL;
+
+	if (!ld)
+		return NULL;
+	pthread_mutex_lock((pthread_mutex_t *)&ld->mu);
+	if (ld->has_corrupt)
+		p = ld->last_corrupt;
+	pthread_mutex_unlock((pthread_mutex_t *)&ld->mu);
+	return p;
+}
+
+int coordl_to_device(coordl_loader_t *ld, coordl_batch_t *b, coordl_error_t *err)
+{
+#ifdef HAVE_CUDA
+	struct slot *s;
+
+	if (!ld || !b || !(s = slot_of(ld, b)))
+		return coordl__errprintf(err, EINVAL, "coordl_to_device: not a batch of this loader");
+	if (!ld->cuda && !(ld->cuda = coordl__cuda_create(ld->nslots, s->data_cap, err)))
+		return -1;
+	return coordl__cuda_copy(ld->cuda, s->idx, s->b.data, s->b.data_bytes, ld->pinned,
+				 &s->b.device_data, err);
+#else
+	return coordl__errprintf(err, ENOTSUP, "libcoordl was built without CUDA");
+#endif
+}
