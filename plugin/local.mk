@@ -1,1 +1,33 @@
 # plugin: build rules (included from the top Makefile.am)
+#
+# The Slurm adapters: spank_synergy.so (SPANK: options, cgroups, loader
+# environment) and job_submit_synergy.so (sizes jobs from their profile).
+# Both are loadable modules built against the installed Slurm headers and
+# export only the symbols Slurm looks up (version scripts).
+
+# Parsers, configuration and the cgroup/hwloc helpers shared by the plugins.
+noinst_LTLIBRARIES += plugin/libsynplugin.la
+plugin_libsynplugin_la_SOURCES = \
+	plugin/util.c plugin/util.h \
+	plugin/cgroup.h plugin/cgroup_v1.c \
+	plugin/cores.c plugin/cores.h
+plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
+plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
+
+slurmplugin_LTLIBRARIES += plugin/spank_synergy.la
+plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c
+plugin_spank_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+plugin_spank_synergy_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(srcdir)/plugin/spank_synergy.lds
+plugin_spank_synergy_la_LIBADD = plugin/libsynplugin.la
+EXTRA_DIST += plugin/spank_synergy.lds
+
+# Unit tests: no root, no Slurm.
+check_PROGRAMS += plugin/test/util.t plugin/test/cores.t
+UNIT_TESTS += plugin/test/util.t plugin/test/cores.t
+plugin_test_util_t_SOURCES = plugin/test/util.c
+plugin_test_util_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_util_t_LDADD = plugin/libsynplugin.la
+plugin_test_cores_t_SOURCES = plugin/test/cores.c
+plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_cores_t_LDADD = plugin/libsynplugin.la

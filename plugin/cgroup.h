@@ -1,0 +1,43 @@
+/*
+ * cgroup.h: the one small interface through which the SPANK plugin touches
+ * cgroups, so that a cgroup v2 backend can sit beside the v1 one.
+ *
+ * A job's synergy cgroup is a child named "synergy" directly under the
+ * job's own cgroup (job_rel, relative to each controller's root, e.g.
+ * "slurm_n1/uid_0/job_42"): Slurm created the parent, so the child inherits
+ * a valid cpuset and memory hierarchy and is inside the job's subtree on v1
+ * and v2 alike. The child must be removed before Slurm removes the job's
+ * cgroup, or Slurm's cleanup fails.
+ */
+#ifndef SYN_PLUGIN_CGROUP_H
+#define SYN_PLUGIN_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SYN__CG_CHILD "synergy"
+
+/*
+ * Create (or update) the synergy child of job_rel with cpuset cpus (list
+ * syntax, must lie inside the job's cpuset; the memory nodes are copied
+ * from the job) and memory limit mem_bytes (0: no limit of its own).
+ * Returns 0, or -1 with errno and a message in err.
+ */
+int syn__cg_create(const char *job_rel, const char *cpus, uint64_t mem_bytes,
+		   char *err, size_t errlen);
+
+/* Move pid into the synergy child of job_rel (cpuset and memory). */
+int syn__cg_attach(const char *job_rel, pid_t pid, char *err, size_t errlen);
+
+/*
+ * Remove the synergy child of job_rel if it holds no process. Returns 0
+ * when it is gone (or was never there), -1 with errno EBUSY while processes
+ * remain, or another errno on failure.
+ */
+int syn__cg_remove(const char *job_rel, char *err, size_t errlen);
+
+/* 1 if the synergy child of job_rel exists in the cpuset hierarchy. */
+int syn__cg_exists(const char *job_rel);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * cgroup_v1.c: the cgroup v1 backend of cgroup.h, through libcgroup.
+ *
+ * The child gets the cpuset and memory controllers only: proctrack/cgroup
+ * keeps tracking (and killing) the job through the freezer hierarchy, which
+ * we leave alone. cpuset.mems is copied from the job's cgroup because a v1
+ * cpuset with empty mems refuses tasks. libcgroup is initialised once per
+ * process (slurmstepd loads us once per step).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libcgroup.h>
+
+#include "cgroup.h"
+
+static int cg_ready;
+
+static int cg_init(char *err, size_t errlen)
+{
+	int rc;
+
+	if (cg_ready)
+		return 0;
+	rc = cgroup_init();
+	if (rc) {
+		snprintf(err, errlen, "cgroup_init: %s", cgroup_strerror(rc));
+		errno = EIO;
+		return -1;
+	}
+	cg_ready = 1;
+	return 0;
+}
+
+static int child_path(const char *job_rel, char *buf, size_t len)
+{
+	if ((size_t)snprintf(buf, len, "%s/%s", job_rel, SYN__CG_CHILD) >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Read a one-line control file of job_rel in controller ctl into buf. */
+static int read_value(const char *ctl, const char *job_rel, const char *file,
+		      char *buf, size_t len)
+{
+	char path[512];
+	FILE *f;
+	int rv = -1;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s/%s", ctl, job_rel, file);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fgets(buf, (int)len, f)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		rv = 0;
+	}
+	fclose(f);
+	return rv;
+}
+
+int syn__cg_create(const char *job_rel, const char *cpus, uint64_t mem_bytes,
+		   char *err, size_t errlen)
+{
+	struct cgroup *cg = NULL;
+	struct cgroup_controller *cs, *mem;
+	char path[400], mems[64];
+	int rc, rv = -1;
+
+	if (cg_init(err, errlen) < 0 || child_path(job_rel, path, sizeof(path)) < 0)
+		goto out;
+	if (read_value("cpuset", job_rel, "cpuset.mems", mems, sizeof(mems)) < 0 || !mems[0]) {
+		snprintf(err, errlen, "cannot read cpuset.mems of %s", job_rel);
+		errno = ENOENT;
+		goto out;
+	}
+	cg = cgroup_new_cgroup(path);
+	if (!cg) {
+		snprintf(err, errlen, "cgroup_new_cgroup(%s) failed", path);
+		errno = ENOMEM;
+		goto out;
+	}
+	cs = cgroup_add_controller(cg, "cpuset");
+	mem = cgroup_add_controller(cg, "memory");
+	if (!cs || !mem) {
+		snprintf(err, errlen, "cgroup_add_controller failed for %s", path);
+		errno = ENOMEM;
+		goto out;
+	}
+	/* mems before cpus: the kernel wants both set before tasks join. */
+	rc = cgroup_set_value_string(cs, "cpuset.mems", mems);
+	if (!rc)
+		rc = cgroup_set_value_string(cs, "cpuset.cpus", cpus);
+	if (!rc && mem_bytes)
+		rc = cgroup_set_value_uint64(mem, "memory.limit_in_bytes", mem_bytes);
+	if (rc) {
+		snprintf(err, errlen, "setting values of %s: %s", path, cgroup_strerror(rc));
+		errno = EINVAL;
+		goto out;
+	}
+	/* ignore_ownership=0: root owns it; the job can read but not change it. */
+	rc = cgroup_create_cgroup(cg, 0);
+	if (rc) {
+		snprintf(err, errlen, "creating %s: %s", path, cgroup_strerror(rc));
+		errno = EIO;
+		goto out;
+	}
+	rv = 0;
+out:
+	if (cg)
+		cgroup_free(&cg);
+	return rv;
+}
+
+int syn__cg_attach(const char *job_rel, pid_t pid, char *err, size_t errlen)
+{
+	struct cgroup *cg = NULL;
+	char path[400];
+	int rc, rv = -1;
+
+	if (cg_init(err, errlen) < 0 || child_path(job_rel, path, sizeof(path)) < 0)
+		goto out;
+	cg = cgroup_new_cgroup(path);
+	if (!cg || !cgroup_add_controller(cg, "cpuset") || !cgroup_add_controller(cg, "memory")) {
+		snprintf(err, errlen, "cgroup_new_cgroup(%s) failed", path);
+		errno = ENOMEM;
+		goto out;
+	}
+	rc = cgroup_attach_task_pid(cg, pid);
+	if (rc) {
+		snprintf(err, errlen, "attaching pid %d to %s: %s", (int)pid, path,
+			 cgroup_strerror(rc));
+		errno = EIO;
+		goto out;
+	}
+	rv = 0;
+out:
+	if (cg)
+		cgroup_free(&cg);
+	return rv;
+}
+
+/* 1 if the child's tasks file in controller ctl lists a process. */
+static int has_tasks(const char *ctl, const char *path)
+{
+	char buf[32];
+
+	if (read_value(ctl, path, "tasks", buf, sizeof(buf)) < 0)
+		return 0;
+	return buf[0] != '\0';
+}
+
+int syn__cg_exists(const char *job_rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s", job_rel, SYN__CG_CHILD);
+	return access(path, F_OK) == 0;
+}
+
+int syn__cg_remove(const char *job_rel, char *err, size_t errlen)
+{
+	static const char *const ctls[] = { "cpuset", "memory" };
+	char path[400], dir[512];
+	size_t i;
+	int rv = -1;
+
+	if (child_path(job_rel, path, sizeof(path)) < 0)
+		goto out;
+	for (i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++) {
+		if (has_tasks(ctls[i], path)) {
+			snprintf(err, errlen, "%s/%s still has tasks", ctls[i], path);
+			errno = EBUSY;
+			goto out;
+		}
+	}
+	/* rmdir directly: libcgroup's delete would migrate stray tasks to the
+	 * parent, and an empty v1 cgroup needs nothing but rmdir. */
+	for (i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++) {
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctls[i], path);
+		if (rmdir(dir) < 0 && errno != ENOENT) {
+			snprintf(err, errlen, "rmdir %s: %s", dir, strerror(errno));
+			goto out;
+		}
+	}
+	rv = 0;
+out:
+	return rv;
+}

@@ -1,0 +1,166 @@
+/*
+ * util.t: the plugins' strict parsers and configuration (plugin/util.c).
+ *
+ * These checks are what stands between user-supplied option values and a
+ * root-run plugin, so hostile inputs (paths, huge numbers, shell
+ * metacharacters) are tested explicitly.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util.h"
+
+static void test_keys(void)
+{
+	static const struct { const char *key; int valid; } t[] = {
+		{ "resnet18", 1 }, { "a", 1 }, { "gnmt-v2_big.1", 1 },
+		{ "", 0 }, { ".hidden", 0 }, { "..", 0 }, { "../../etc/passwd", 0 },
+		{ "a/b", 0 }, { "a b", 0 }, { "x;rm -rf /", 0 }, { "$(id)", 0 },
+		{ "`id`", 0 }, { "k\n", 0 }, { "caf\xc3\xa9", 0 },
+		{ "0123456789012345678901234567890123456789012345678901234567890123", 1 },
+		{ "01234567890123456789012345678901234567890123456789012345678901234", 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		is_int(syn__key_valid(t[i].key), t[i].valid, t[i].key);
+	is_int(syn__key_valid(NULL), 0, "NULL key is invalid");
+}
+
+static void test_numbers(void)
+{
+	static const struct { const char *s; uint64_t min, max; int rv, err; uint64_t v; } t[] = {
+		{ "0", 0, 10, 0, 0, 0 }, { "10", 0, 10, 0, 0, 10 },
+		{ "11", 0, 10, -1, ERANGE, 0 }, { "-1", 0, 10, -1, EINVAL, 0 },
+		{ " 1", 0, 10, -1, EINVAL, 0 }, { "1k", 0, 10, -1, EINVAL, 0 },
+		{ "0x10", 0, 100, -1, EINVAL, 0 }, { "", 0, 10, -1, EINVAL, 0 },
+		{ "18446744073709551615", 0, UINT64_MAX, 0, 0, UINT64_MAX },
+		{ "18446744073709551616", 0, UINT64_MAX, -1, ERANGE, 0 },
+		{ "99999999999999999999999", 0, UINT64_MAX, -1, ERANGE, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t v = 12345;
+		int rv;
+
+		errno = 0;
+		rv = syn__parse_u64(t[i].s, t[i].min, t[i].max, &v);
+		if (t[i].rv == 0)
+			ok(rv == 0 && v == t[i].v, "u64 '%s' parses", t[i].s);
+		else
+			ok(rv == -1 && errno == t[i].err && v == 12345,
+			   "u64 '%s' refused with %s, output untouched", t[i].s,
+			   t[i].err == ERANGE ? "ERANGE" : "EINVAL");
+	}
+}
+
+static void test_onoff(void)
+{
+	int on = -1;
+
+	ok(syn__parse_onoff("off", &on) == 0 && on == 0, "off");
+	ok(syn__parse_onoff("ON", &on) == 0 && on == 1, "ON");
+	ok(syn__parse_onoff("no", &on) == 0 && on == 0, "no");
+	on = 7;
+	ok(syn__parse_onoff("maybe", &on) == -1 && errno == EINVAL && on == 7, "maybe refused");
+	ok(syn__parse_onoff("off;reboot", &on) == -1, "off;reboot refused");
+}
+
+static void test_paths(void)
+{
+	static const struct { const char *p; int ok; } t[] = {
+		{ "/var/lib/synergy", 1 }, { "/", 1 }, { "relative/dir", 0 },
+		{ "/a/../etc", 0 }, { "/a/..", 0 }, { "/a/./b", 0 }, { "/a b", 0 },
+		{ "/a\tb", 0 }, { "/a/..b", 1 }, { "", 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		is_int(syn__path_ok(t[i].p), t[i].ok, t[i].p);
+}
+
+static void test_conf(void)
+{
+	char err[200], path[] = "/tmp/synconfXXXXXX";
+	syn__conf_t c;
+	FILE *f;
+	int fd;
+
+	syn__conf_defaults(&c);
+	ok(c.enabled == 1 && c.process_mem_mb == 1024 && c.eps == 0.01, "defaults");
+	ok(syn__conf_arg(&c, "cache_dir=/dev/shm/x", err, sizeof(err)) == 0 &&
+	   strcmp(c.cache_dir, "/dev/shm/x") == 0, "plugstack argument cache_dir=");
+	ok(syn__conf_arg(&c, "cache_dir=../../etc", err, sizeof(err)) == -1 &&
+	   strstr(err, "cache_dir") && strcmp(c.cache_dir, "/dev/shm/x") == 0,
+	   "relative cache_dir refused, names the key, keeps the old value");
+	ok(syn__conf_arg(&c, "nonsense", err, sizeof(err)) == -1 && strstr(err, "key=value"),
+	   "argument without '=' refused");
+	ok(syn__conf_arg(&c, "colour=blue", err, sizeof(err)) == -1 && strstr(err, "colour"),
+	   "unknown key refused by name");
+	ok(syn__conf_arg(&c, "process_mem_mb=99999999999999999999", err, sizeof(err)) == -1 &&
+	   c.process_mem_mb == 1024, "huge number refused");
+	ok(syn__conf_arg(&c, "eps=1.5", err, sizeof(err)) == -1, "eps out of range refused");
+
+	fd = mkstemp(path);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f)
+		bail_out("mkstemp");
+	fputs("# comment\n\nstore_dir = /srv/profiles   # trailing\nprocess_mem_mb=512\n"
+	      "enabled = no\n", f);
+	fclose(f);
+	syn__conf_defaults(&c);
+	ok(syn__conf_load(&c, path, err, sizeof(err)) == 0 &&
+	   strcmp(c.store_dir, "/srv/profiles") == 0 && c.process_mem_mb == 512 && !c.enabled,
+	   "synergy.conf with comments and blanks");
+	f = fopen(path, "w");
+	fputs("store_dir=/srv\nbogus line\n", f);
+	fclose(f);
+	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && strstr(err, ":2:"),
+	   "malformed line reported with its line number");
+	unlink(path);
+	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && errno == ENOENT,
+	   "missing file: ENOENT");
+}
+
+static void test_job_cgroup(void)
+{
+	static const char proc[] =
+		"12:pids:/\n"
+		"10:freezer:/slurm_c1a2n1/uid_0/job_42/step_batch\n"
+		"7:cpuset:/slurm_c1a2n1/uid_0/job_42/step_batch\n"
+		"5:cpu,cpuacct:/\n"
+		"4:memory:/slurm_c1a2n1/uid_0/job_42/step_batch/task_0\n"
+		"0::/\n";
+	char out[128];
+
+	ok(syn__job_cgroup(proc, "cpuset", 42, out, sizeof(out)) == 0 &&
+	   strcmp(out, "slurm_c1a2n1/uid_0/job_42") == 0, "cpuset job path");
+	ok(syn__job_cgroup(proc, "memory", 42, out, sizeof(out)) == 0 &&
+	   strcmp(out, "slurm_c1a2n1/uid_0/job_42") == 0, "memory job path below a task");
+	ok(syn__job_cgroup(proc, "cpuset", 4, out, sizeof(out)) == -1 && errno == ENOENT,
+	   "job_4 is not a prefix match of job_42");
+	ok(syn__job_cgroup(proc, "cpu", 42, out, sizeof(out)) == -1 && errno == ENOENT,
+	   "controller without a job path");
+	ok(syn__job_cgroup(proc, "cpuset", 42, out, 8) == -1 && errno == ENAMETOOLONG,
+	   "short buffer");
+	ok(syn__job_cgroup("7:cpuset:/slurm_x/uid_0/job_42\n", "cpuset", 42, out, sizeof(out)) == 0 &&
+	   strcmp(out, "slurm_x/uid_0/job_42") == 0, "job path at the end of a line");
+}
+
+int main(void)
+{
+	test_keys();
+	test_numbers();
+	test_onoff();
+	test_paths();
+	test_conf();
+	test_job_cgroup();
+	return done_testing();
+}

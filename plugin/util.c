@@ -1,0 +1,360 @@
+/*
+ * util.c: strict parsers and the configuration of the Synergy plugins.
+ *
+ * Everything a user or admin can hand to the root-run plugins is checked
+ * here before it is used: keys against a safe charset, numbers against
+ * their range, paths for being absolute and free of "..". The cgroup path
+ * parser trusts only the kernel's /proc/<pid>/cgroup text and still refuses
+ * anything that does not look like a Slurm job cgroup.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util.h"
+
+static int errprintf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int errprintf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = saved ? saved : EINVAL;
+	return -1;
+}
+
+void syn__conf_defaults(syn__conf_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->enabled = 1;
+	snprintf(c->store_dir, sizeof(c->store_dir), "/var/lib/synergy/profiles");
+	snprintf(c->request_dir, sizeof(c->request_dir), "/var/spool/synergy/requests");
+	snprintf(c->cache_dir, sizeof(c->cache_dir), "/dev/shm/synergy");
+	c->process_mem_mb = 1024;
+	c->max_cache_mb = 1024 * 1024;
+	c->eps = 0.01;
+}
+
+int syn__key_valid(const char *key)
+{
+	size_t n;
+
+	if (!key || !key[0] || key[0] == '.')
+		return 0;
+	for (n = 0; key[n]; n++) {
+		unsigned char ch = (unsigned char)key[n];
+		if (n >= SYN__KEY_MAX)
+			return 0;
+		if (!isascii(ch) || !(isalnum(ch) || ch == '_' || ch == '.' || ch == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+int syn__parse_onoff(const char *s, int *on)
+{
+	static const char *const yes[] = { "on", "yes", "1", "true" };
+	static const char *const no[] = { "off", "no", "0", "false" };
+	size_t i;
+
+	if (!s || !on) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*on = 1;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*on = 0;
+			return 0;
+		}
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+int syn__parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	if (!s || !*s || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Hand-rolled so that signs, spaces, hex and suffixes are all refused
+	 * (strtoull would accept " -1" and wrap it). */
+	for (p = s; *p; p++) {
+		if (*p < '0' || *p > '9') {
+			errno = EINVAL;
+			return -1;
+		}
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) {
+			errno = ERANGE;
+			return -1;
+		}
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v < min || v > max) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int syn__path_ok(const char *path)
+{
+	const char *p, *comp;
+	size_t len;
+
+	if (!path || path[0] != '/')
+		return 0;
+	len = strlen(path);
+	if (len >= SYN__PATH_MAX)
+		return 0;
+	for (p = path; *p; p++) {
+		if (iscntrl((unsigned char)*p) || isspace((unsigned char)*p))
+			return 0;
+	}
+	/* Reject "." and ".." components anywhere. */
+	for (comp = path; comp && *comp; ) {
+		const char *slash;
+		size_t clen;
+
+		while (*comp == '/')
+			comp++;
+		slash = strchr(comp, '/');
+		clen = slash ? (size_t)(slash - comp) : strlen(comp);
+		if ((clen == 1 && comp[0] == '.') || (clen == 2 && comp[0] == '.' && comp[1] == '.'))
+			return 0;
+		comp = slash;
+	}
+	return 1;
+}
+
+static int set_path(char *dst, const char *key, const char *value, char *err, size_t errlen)
+{
+	if (!syn__path_ok(value)) {
+		errno = EINVAL;
+		return errprintf(err, errlen, "%s: '%s' is not an absolute path without '..' "
+				 "(at most %d bytes)", key, value, SYN__PATH_MAX - 1);
+	}
+	snprintf(dst, SYN__PATH_MAX, "%s", value);
+	return 0;
+}
+
+int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	uint64_t v;
+	char *end;
+	double d;
+
+	if (!c || !key || !value) {
+		errno = EINVAL;
+		return errprintf(err, errlen, "missing key or value");
+	}
+	if (strcmp(key, "enabled") == 0) {
+		if (syn__parse_onoff(value, &c->enabled) < 0)
+			return errprintf(err, errlen, "enabled: '%s' is not yes or no", value);
+		return 0;
+	}
+	if (strcmp(key, "store_dir") == 0)
+		return set_path(c->store_dir, key, value, err, errlen);
+	if (strcmp(key, "request_dir") == 0)
+		return set_path(c->request_dir, key, value, err, errlen);
+	if (strcmp(key, "cache_dir") == 0)
+		return set_path(c->cache_dir, key, value, err, errlen);
+	if (strcmp(key, "process_mem_mb") == 0) {
+		if (syn__parse_u64(value, 0, 1024 * 1024 * 1024, &v) < 0)
+			return errprintf(err, errlen, "process_mem_mb: '%s' is not a number of MB "
+					 "in 0..1073741824", value);
+		c->process_mem_mb = v;
+		return 0;
+	}
+	if (strcmp(key, "max_cache_mb") == 0) {
+		if (syn__parse_u64(value, 0, 1024ULL * 1024 * 1024, &v) < 0)
+			return errprintf(err, errlen, "max_cache_mb: '%s' is not a number of MB "
+					 "in 0..1073741824", value);
+		c->max_cache_mb = v;
+		return 0;
+	}
+	if (strcmp(key, "eps") == 0) {
+		errno = 0;
+		d = strtod(value, &end);
+		if (errno || end == value || *end || !(d >= 0.0 && d < 1.0)) {
+			errno = EINVAL;
+			return errprintf(err, errlen, "eps: '%s' is not a number in [0, 1)", value);
+		}
+		c->eps = d;
+		return 0;
+	}
+	errno = EINVAL;
+	return errprintf(err, errlen, "unknown key '%s'", key);
+}
+
+int syn__conf_arg(syn__conf_t *c, const char *arg, char *err, size_t errlen)
+{
+	char key[64];
+	const char *eq;
+	size_t klen;
+
+	eq = arg ? strchr(arg, '=') : NULL;
+	if (!eq || eq == arg) {
+		errno = EINVAL;
+		return errprintf(err, errlen, "argument '%s' is not key=value", arg ? arg : "");
+	}
+	klen = (size_t)(eq - arg);
+	if (klen >= sizeof(key)) {
+		errno = EINVAL;
+		return errprintf(err, errlen, "argument '%.32s...': key too long", arg);
+	}
+	memcpy(key, arg, klen);
+	key[klen] = '\0';
+	if (strcmp(key, "conf") == 0) {
+		if (!syn__path_ok(eq + 1)) {
+			errno = EINVAL;
+			return errprintf(err, errlen, "conf: '%s' is not an absolute path", eq + 1);
+		}
+		return syn__conf_load(c, eq + 1, err, errlen);
+	}
+	return syn__conf_set(c, key, eq + 1, err, errlen);
+}
+
+/* Trim leading and trailing whitespace in place; returns the start. */
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int syn__conf_load(syn__conf_t *c, const char *path, char *err, size_t errlen)
+{
+	char line[512], msg[200];
+	int lineno = 0, rv = -1;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return errprintf(err, errlen, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *s, *eq, *key, *val;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			errno = EINVAL;
+			errprintf(err, errlen, "%s:%d: line too long", path, lineno);
+			goto out;
+		}
+		s = strchr(line, '#');
+		if (s)
+			*s = '\0';
+		s = trim(line);
+		if (!*s)
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			errno = EINVAL;
+			errprintf(err, errlen, "%s:%d: expected key = value", path, lineno);
+			goto out;
+		}
+		*eq = '\0';
+		key = trim(s);
+		val = trim(eq + 1);
+		if (syn__conf_set(c, key, val, msg, sizeof(msg)) < 0) {
+			errprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+			goto out;
+		}
+	}
+	if (ferror(f)) {
+		errprintf(err, errlen, "%s: read error", path);
+		goto out;
+	}
+	rv = 0;
+out:
+	fclose(f);
+	return rv;
+}
+
+int syn__job_cgroup(const char *proc_cgroup, const char *controller, uint32_t jobid,
+		    char *out, size_t outlen)
+{
+	char want[32];
+	const char *line, *next;
+	size_t clen = strlen(controller);
+	int wlen;
+
+	wlen = snprintf(want, sizeof(want), "/job_%u", (unsigned)jobid);
+	for (line = proc_cgroup; line && *line; line = next) {
+		const char *c1, *c2, *end, *path, *hit, *ctl;
+		size_t len;
+
+		next = strchr(line, '\n');
+		end = next ? next : line + strlen(line);
+		if (next)
+			next++;
+		/* "hierarchy-id:controller,list:/path" */
+		c1 = memchr(line, ':', (size_t)(end - line));
+		if (!c1)
+			continue;
+		c2 = memchr(c1 + 1, ':', (size_t)(end - c1 - 1));
+		if (!c2)
+			continue;
+		/* Is controller one of the comma-separated names? */
+		for (ctl = c1 + 1; ctl < c2; ) {
+			const char *comma = memchr(ctl, ',', (size_t)(c2 - ctl));
+			const char *cend = comma ? comma : c2;
+			if ((size_t)(cend - ctl) == clen && memcmp(ctl, controller, clen) == 0)
+				break;
+			ctl = comma ? comma + 1 : c2;
+		}
+		if (ctl >= c2)
+			continue;
+		path = c2 + 1;
+		if (*path != '/')
+			continue;
+		/* Find "/job_<id>" followed by '/' or the end of the line. */
+		for (hit = path; (hit = strstr(hit, want)) && hit < end; hit++) {
+			const char *after = hit + wlen;
+			if (after == end || *after == '/')
+				break;
+		}
+		if (!hit || hit >= end)
+			break;
+		len = (size_t)(hit + wlen - (path + 1));
+		if (len + 1 > outlen) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(out, path + 1, len);
+		out[len] = '\0';
+		/* The kernel never writes ".." in a cgroup path, but be sure. */
+		if (strstr(out, "..")) {
+			errno = ENOENT;
+			return -1;
+		}
+		return 0;
+	}
+	errno = ENOENT;
+	return -1;
+}

@@ -1,0 +1,86 @@
+/*
+ * util.h: input checking and configuration shared by the Synergy Slurm
+ * plugins (SPANK, job_submit) and the tuner.
+ *
+ * Both plugins run as root and take values from users (option arguments,
+ * environment twins) and from admins (plugstack arguments, synergy.conf).
+ * Every such value goes through one of the strict parsers here: a profile
+ * key is a short word of [A-Za-z0-9_.-], numbers are decimal and in range,
+ * paths come only from the admin and must be absolute and free of "..".
+ * Nothing here logs or talks to Slurm, so it is unit-tested without it.
+ * Internal to the plugins: every name carries the syn__ prefix.
+ */
+#ifndef SYN_PLUGIN_UTIL_H
+#define SYN_PLUGIN_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SYN__PATH_MAX 256
+#define SYN__KEY_MAX 64
+
+/* The plugins' configuration (synergy.conf and plugstack arguments). */
+typedef struct syn__conf {
+	int enabled;                        /* enabled=yes|no: master switch */
+	char store_dir[SYN__PATH_MAX];      /* profile store (synergy_store.h) */
+	char request_dir[SYN__PATH_MAX];    /* profiling requests for the tuner */
+	char cache_dir[SYN__PATH_MAX];      /* parent of the per-job cache dirs */
+	uint64_t process_mem_mb;            /* memory kept for the process, beside the cache */
+	uint64_t max_cache_mb;              /* upper bound on one job's cache grant per node */
+	double eps;                         /* best-case tolerance for the policy */
+} syn__conf_t;
+
+/* Fill c with the defaults documented in synergy.conf(5). */
+void syn__conf_defaults(syn__conf_t *c);
+
+/*
+ * Set one configuration key from its text value (strict: unknown keys,
+ * malformed or out-of-range values and relative paths are errors). Returns
+ * 0, or -1 with errno EINVAL and a message naming the key in err.
+ */
+int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err, size_t errlen);
+
+/*
+ * Apply one "key=value" word (a plugstack.conf argument). The key "conf"
+ * loads that file with syn__conf_load(). Returns 0 or -1 (errno, err).
+ */
+int syn__conf_arg(syn__conf_t *c, const char *arg, char *err, size_t errlen);
+
+/*
+ * Read a synergy.conf file: "key = value" lines, '#' comments, blank lines.
+ * Returns 0, or -1 with errno (that of fopen, or EINVAL) and a message
+ * naming the file, line and key in err. On failure c may be partly updated.
+ */
+int syn__conf_load(syn__conf_t *c, const char *path, char *err, size_t errlen);
+
+/* 1 if key is a valid profile key: 1..64 of [A-Za-z0-9_.-], not starting
+ * with '.', else 0. Such a key is safe as a file name component. */
+int syn__key_valid(const char *key);
+
+/*
+ * Parse the --synergy argument: "on"/"yes"/"1" -> 1, "off"/"no"/"0" -> 0
+ * (case-insensitive). Returns 0, or -1 with errno EINVAL.
+ */
+int syn__parse_onoff(const char *s, int *on);
+
+/*
+ * Parse a decimal unsigned integer in [min, max]: digits only, no sign, no
+ * spaces, no suffix. Returns 0, or -1 with errno EINVAL or ERANGE.
+ */
+int syn__parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* 1 if path is an acceptable admin path: absolute, at most SYN__PATH_MAX-1
+ * bytes, no "." or ".." component, no whitespace or control characters. */
+int syn__path_ok(const char *path);
+
+/*
+ * From a /proc/<pid>/cgroup text, the path (relative to the controller's
+ * root, without the leading '/') of job_<jobid> in the hierarchy of
+ * controller (e.g. "cpuset"): "slurm_n1/uid_0/job_42" when the task is in
+ * ".../job_42/step_0/...". Returns 0, or -1 with errno ENOENT (no such
+ * controller line, or not inside job_<jobid>) or ENAMETOOLONG.
+ */
+int syn__job_cgroup(const char *proc_cgroup, const char *controller, uint32_t jobid,
+		    char *out, size_t outlen);
+
+#endif
