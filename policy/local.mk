@@ -1,1 +1,34 @@
 # policy: build rules (included from the top Makefile.am)
+# libsynpolicy: the allocation core, free of Slurm, built PIC through libtool
+# so that the Slurm plugins can link it. Depends on libm and GLPK (OPT).
+noinst_LTLIBRARIES += policy/libsynpolicy.la
+policy_libsynpolicy_la_SOURCES = \
+	policy/profile.c \
+	policy/builtin.c \
+	policy/demand.c \
+	policy/order.c \
+	policy/alloc.c \
+	policy/opt.c \
+	policy/round.c \
+	policy/policy_int.h
+policy_libsynpolicy_la_LIBADD = $(GLPK_LIBS) $(LIBM)
+noinst_HEADERS += include/synergy_policy.h
+
+# Unit tests.
+POLICY_TESTS = policy/test/profile.t policy/test/alloc.t policy/test/guarantee.t policy/test/opt.t
+check_PROGRAMS += $(POLICY_TESTS)
+UNIT_TESTS += $(POLICY_TESTS)
+POLICY_TEST_LDADD = policy/libsynpolicy.la $(GLPK_LIBS) $(LIBM)
+POLICY_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+policy_test_profile_t_SOURCES = policy/test/profile.c
+policy_test_profile_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
+policy_test_profile_t_LDADD = $(POLICY_TEST_LDADD)
+policy_test_alloc_t_SOURCES = policy/test/alloc.c
+policy_test_alloc_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
+policy_test_alloc_t_LDADD = $(POLICY_TEST_LDADD)
+policy_test_guarantee_t_SOURCES = policy/test/guarantee.c
+policy_test_guarantee_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
+policy_test_guarantee_t_LDADD = $(POLICY_TEST_LDADD)
+policy_test_opt_t_SOURCES = policy/test/opt.c
+policy_test_opt_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
+policy_test_opt_t_LDADD = $(POLICY_TEST_LDADD)

@@ -1,0 +1,239 @@
+/*
+ * synergy_policy.h: the Synergy allocation core (libsynpolicy), free of Slurm.
+ *
+ * The model is a cluster of nodes (GPUs, CPU cores, memory) and a set of
+ * jobs, each with a GPU count, an optional data-stall sensitivity profile
+ * (synergy_profile.h) and the data that orders jobs (arrival, attained
+ * service, remaining work). A round allocates GPUs, cores and memory to the
+ * jobs in the order of a scheduling policy with one of four allocators:
+ *
+ *   PROP    GPU-proportional: every job gets the node's cores and memory per
+ *           GPU times its GPUs (what Slurm's DefCpuPerGPU/DefMemPerGPU do).
+ *   GREEDY  best-case demand or nothing: a job whose best-case demand does
+ *           not fit anywhere waits, even with GPUs free.
+ *   TUNE    Synergy-TUNE: (1) best-fit at best-case demand on the node with
+ *           the least free resources that fits; (2) else the GPU-proportional
+ *           demand; (3) else a node with enough free GPUs, whose co-located
+ *           jobs holding more than their proportional share are pushed back
+ *           to it, then placed at the proportional demand.
+ *   OPT     Synergy-OPT: an ILP picks one profile cell per job maximising the
+ *           total normalised throughput under cluster CPU and memory with the
+ *           fairness floor, then a second program packs jobs onto nodes
+ *           (GLPK, time-limited; for small and medium instances).
+ *
+ * A job spanning several nodes gets the same cores and memory per GPU on
+ * each (the multi-server rule: resources per node in proportion to its GPUs
+ * there), so an allocation is a per-GPU (cpus, mem) plus a placement.
+ *
+ * The guarantee: every placed job's normalised throughput at its allocation
+ * is at least its throughput at the GPU-proportional share of its nodes.
+ * syn_check_round() verifies it (and the capacities); with SYN_DEBUG the
+ * library checks it after every round and fails the round if it is broken.
+ *
+ * Best-case demand: among the profile's grid cells whose throughput is within
+ * a fraction eps (default 1%) of the profile's maximum, the one with the
+ * smallest cpus/prop_cpus + mem/prop_mem (the cost in GPU-proportional
+ * shares), ties broken by fewer cores, then less memory. A job without a
+ * profile is treated as insensitive (throughput 1.0 everywhere) and gets the
+ * GPU-proportional share.
+ *
+ * Conventions: functions return 0 / a pointer on success, -1 / NULL with
+ * errno set on failure; a caller-owned syn_policy_error_t, when given, says
+ * what went wrong and names the bad input. The library never logs, exits or
+ * aborts, and is not thread-safe per call argument (distinct arguments may be
+ * used from distinct threads).
+ */
+#ifndef SYNERGY_POLICY_H
+#define SYNERGY_POLICY_H
+
+#include <stdint.h>
+
+#include "synergy_profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Human-readable detail for a failed call; owned by the caller. */
+typedef struct syn_policy_error {
+	char text[160];
+} syn_policy_error_t;
+
+typedef enum syn_allocator {
+	SYN_ALLOC_PROP = 0,
+	SYN_ALLOC_GREEDY,
+	SYN_ALLOC_TUNE,
+	SYN_ALLOC_OPT,
+} syn_allocator_t;
+
+typedef enum syn_ordering {
+	SYN_ORDER_FIFO = 0, /* earliest arrival first */
+	SYN_ORDER_SRTF,     /* least remaining work first */
+	SYN_ORDER_LAS,      /* least attained service x GPUs first */
+	SYN_ORDER_FTF,      /* largest finish-time fairness ratio first */
+} syn_ordering_t;
+
+/* Most nodes one job may span. */
+#define SYN_MAX_SPAN 16
+
+/* A node: capacity and what is free of it. */
+typedef struct syn_node {
+	int gpus;
+	double cpus, mem_gb;
+	int free_gpus;
+	double free_cpus, free_mem_gb;
+} syn_node_t;
+
+/* Part of a job's placement: gpus GPUs on node (an index into the node array). */
+typedef struct syn_place {
+	int node;
+	int gpus;
+} syn_place_t;
+
+/*
+ * A job's allocation: the same cpus_per_gpu and mem_per_gpu on every node of
+ * its placement. n_place == 0 means not placed. tput is the normalised
+ * per-GPU throughput at the allocation, prop_tput the one at the
+ * GPU-proportional share of its nodes (the guarantee's floor).
+ */
+typedef struct syn_alloc {
+	int n_place;
+	syn_place_t place[SYN_MAX_SPAN];
+	double cpus_per_gpu, mem_per_gpu;
+	double tput, prop_tput;
+} syn_alloc_t;
+
+/*
+ * A job as the policy sees it. Times are in seconds; "work" is seconds of
+ * running at the GPU-proportional share. profile may be NULL (insensitive).
+ * A pinned job runs where alloc says and cannot be moved or shrunk (the live
+ * cluster's running jobs); a round keeps it and places the others around it.
+ */
+typedef struct syn_job {
+	uint64_t id;
+	int gpus;
+	const syn_profile_t *profile;
+	double arrival;   /* submit time */
+	double attained;  /* seconds it has run so far */
+	double remaining; /* work left */
+	double duration;  /* total work */
+	int pinned;
+	syn_alloc_t alloc; /* result of a round; input when pinned */
+} syn_job_t;
+
+/* Options of a round; initialise with syn_round_opts_init(). */
+typedef struct syn_round_opts {
+	syn_allocator_t allocator;
+	syn_ordering_t ordering;
+	double now;          /* current time, for FTF */
+	double eps;          /* best-case tolerance, default 0.01 */
+	double opt_time_limit_s; /* per GLPK solve, default 10 */
+} syn_round_opts_t;
+
+/* What a round did. */
+typedef struct syn_round_stats {
+	int placed, waiting;   /* jobs placed / left unplaced */
+	int best_case;         /* placed at their best-case demand (step 1) */
+	int downgraded;        /* placed at the proportional demand (step 2) */
+	int pushed_back;       /* co-located jobs pushed back to their share (step 3) */
+	int opt_fallback;      /* OPT: packing fell back to best-fit */
+	double total_tput;     /* sum over placed jobs of tput x gpus */
+} syn_round_stats_t;
+
+/* Fill o with the defaults: TUNE, FIFO, now 0, eps 0.01, OPT limit 10 s. */
+void syn_round_opts_init(syn_round_opts_t *o);
+
+/*
+ * Allocate one round. Node free amounts are recomputed from the capacities
+ * minus the pinned jobs; on return they hold what is left. Jobs are visited
+ * in the ordering's order (the array itself is not reordered) and each
+ * non-pinned job's alloc is written (n_place 0 if it waits). st may be NULL.
+ * Returns 0, or -1 with errno EINVAL (bad node, job or option: err names it)
+ * or ETIME / ENOMEM / EDOM (OPT could not solve in its time limit, no
+ * memory, or, under SYN_DEBUG, the guarantee check failed). On failure the
+ * allocations are unspecified.
+ */
+int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
+	      const syn_round_opts_t *o, syn_round_stats_t *st, syn_policy_error_t *err);
+
+/*
+ * Check a round's result: no node over capacity (GPUs, cores, memory) and
+ * every placed job at or above its GPU-proportional throughput, with its
+ * placement adding up to its GPUs. Returns the number of violations (0 when
+ * all hold) and describes the first in err; -1 with EINVAL for bad arguments.
+ */
+int syn_check_round(const syn_node_t *nodes, int n_nodes, const syn_job_t *jobs, int n_jobs,
+		    syn_policy_error_t *err);
+
+/*
+ * The order in which a round visits jobs: writes a permutation of
+ * 0..n_jobs-1 into idx (n_jobs entries, caller-owned). Ties are broken by
+ * arrival, then id, so the result is deterministic. Returns 0 or -1/EINVAL.
+ */
+int syn_order(const syn_job_t *jobs, int n_jobs, syn_ordering_t ord, double now, int *idx);
+
+/* Advice for one job on the live cluster, filled by syn_advise(). */
+typedef struct syn_advice {
+	double cpus_per_gpu, mem_per_gpu; /* what the job should ask for */
+	int node;          /* a node it fits on now, or -1 */
+	int step;          /* 1 best-case, 2 proportional, 3 needs push-back, 0 nothing free */
+	double tput, prop_tput;
+	char reason[160];
+} syn_advice_t;
+
+/*
+ * "What should this job ask for now": given the nodes (capacity and free
+ * amounts) and one job of gpus GPUs with profile p (NULL: none known), fill
+ * out with per-GPU cores and memory, the node TUNE would pick, and a reason.
+ * Infeasible input is not an error: with no node free enough the advice is
+ * the best-case demand capped by the largest node's per-GPU capacity, node
+ * -1 and a reason that says so. Returns 0, or -1 with EINVAL for malformed
+ * arguments (out->reason names it when out is not NULL).
+ */
+int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile_t *p,
+	       double eps, syn_advice_t *out);
+
+/*
+ * Best-case demand of profile p (rule at the top of this file), limited to
+ * cells with at most max_cpus cores and max_mem GB per GPU (pass <= 0 for no
+ * limit). Writes *cpus and *mem per GPU. Returns 0, or -1 with EINVAL
+ * (NULL arguments, eps outside [0,1), or no cell within the limits).
+ */
+int syn_best_case(const syn_profile_t *p, double eps, double max_cpus, double max_mem,
+		  double *cpus, double *mem);
+
+/* Normalised per-GPU throughput of a job with profile p (NULL: 1.0). */
+double syn_job_tput(const syn_profile_t *p, double cpus, double mem_gb);
+
+/* Names: "prop", "greedy", "tune", "opt" and "fifo", "srtf", "las", "ftf". */
+const char *syn_allocator_name(syn_allocator_t a);
+const char *syn_ordering_name(syn_ordering_t o);
+/* Parse a name (case-insensitive). Returns 0, or -1 with EINVAL. */
+int syn_allocator_parse(const char *s, syn_allocator_t *a);
+int syn_ordering_parse(const char *s, syn_ordering_t *o);
+
+/* Workload category of a built-in model (the trace generator's split). */
+typedef enum syn_category {
+	SYN_CAT_IMAGE = 0,
+	SYN_CAT_LANGUAGE,
+	SYN_CAT_SPEECH,
+} syn_category_t;
+
+/*
+ * Built-in profiles for ten models (resnet18, alexnet, resnet50, shufflenet,
+ * mobilenet, gnmt, transformer, lstm, m5, deepspeech) on the paper's grid
+ * (cores {1,2,3,4,5,6,9,12,24} x GB {20.8,62.5,125,187.5,250} per GPU,
+ * normalised at 3 cores and 62.5 GB). They are RECONSTRUCTED from the few
+ * points the Synergy paper reports (and, for shufflenet, mobilenet and
+ * deepspeech, assumed), not measured. The returned pointers are static.
+ */
+int syn_builtin_count(void);
+/* The i-th built-in profile (0 <= i < count), or NULL with EINVAL. */
+const syn_profile_t *syn_builtin_at(int i, syn_category_t *cat);
+/* The built-in profile with this key, or NULL with ENOENT. */
+const syn_profile_t *syn_builtin_find(const char *key);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,334 @@
+/*
+ * opt.c: Synergy-OPT with GLPK, the upper bound the simulator compares TUNE
+ * against.
+ *
+ * Phase 1 (an ILP) picks one cell of each selected job's profile, maximising
+ * the total normalised throughput (sum of gpus x tput) under the cluster's
+ * free cores and memory, with the fairness floor: only cells at or above the
+ * job's throughput at the GPU-proportional share are candidates. A tiny cost
+ * term (1e-4 per proportional share) breaks ties toward cheaper cells, so a
+ * flat job does not hoard resources that change nothing.
+ * Phase 2 packs the chosen demands onto nodes: integer GPUs per (job, node)
+ * under each node's free GPUs, cores and memory (its LP relaxation with
+ * integrality, solved by GLPK's branch and bound). If the packing is
+ * infeasible or runs out of time, the jobs are placed in order by TUNE's
+ * steps with the OPT demand as their best case (opt_fallback in the stats),
+ * which keeps the guarantee.
+ *
+ * The floor uses the smallest per-GPU share of the cluster's nodes, which is
+ * exact on the homogeneous clusters OPT is meant for.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy_int.h"
+
+#define TIE_COST 1e-4
+
+int syn__opt_cells(const syn_profile_t *p, double share_c, double share_m, double *cpus,
+		   double *mem, double *tput, int max)
+{
+	int n = 0;
+	double floor_t = syn_job_tput(p, share_c, share_m);
+
+	if (max < 1)
+		return 0;
+	cpus[n] = share_c;
+	mem[n] = share_m;
+	tput[n] = floor_t;
+	n++;
+	if (!p)
+		return n;
+	for (int i = 0; i < p->n_cpu; i++)
+		for (int j = 0; j < p->n_mem && n < max; j++) {
+			if (p->tput[i][j] < floor_t)
+				continue;
+			if (p->cpus[i] == share_c && p->mem_gb[j] == share_m)
+				continue;
+			cpus[n] = p->cpus[i];
+			mem[n] = p->mem_gb[j];
+			tput[n] = p->tput[i][j];
+			n++;
+		}
+	return n;
+}
+
+/* Solve a MIP quietly under a time limit. Returns 0 with a feasible
+ * solution, -1 with ETIME or EDOM. */
+static int solve(glp_prob *lp, double time_limit_s)
+{
+	glp_iocp parm;
+	int rc, st;
+
+	glp_init_iocp(&parm);
+	parm.presolve = GLP_ON;
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.tm_lim = time_limit_s > 0 ? (int)fmin(time_limit_s * 1000, 1e9) : 10000;
+	rc = glp_intopt(lp, &parm);
+	st = glp_mip_status(lp);
+	if (rc == 0 && (st == GLP_OPT || st == GLP_FEAS))
+		return 0;
+	if (rc == GLP_ETMLIM || rc == GLP_EITLIM) {
+		errno = ETIME;
+		return -1;
+	}
+	errno = EDOM;
+	return -1;
+}
+
+int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double free_cpus,
+		    double free_mem, double share_c, double share_m, double time_limit_s,
+		    double *cpus, double *mem, double *obj, syn_policy_error_t *err)
+{
+	enum { MAXC = SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1 };
+	glp_prob *lp = NULL;
+	int *ia = NULL, *ja = NULL, *first = NULL, *count = NULL;
+	double *ar = NULL, *cc = NULL, *cm = NULL, *ct = NULL;
+	int rv = -1, ncol = 0, nz = 0;
+	double cbuf[MAXC], mbuf[MAXC], tbuf[MAXC];
+
+	*obj = 0;
+	if (n_sel == 0)
+		return 0;
+	first = malloc(sizeof *first * (size_t)n_sel);
+	count = malloc(sizeof *count * (size_t)n_sel);
+	if (!first || !count)
+		goto nomem;
+	for (int k = 0; k < n_sel; k++) {
+		count[k] = syn__opt_cells(jobs[idx[k]].profile, share_c, share_m, cbuf, mbuf, tbuf,
+					  MAXC);
+		first[k] = ncol;
+		ncol += count[k];
+	}
+	cc = malloc(sizeof *cc * (size_t)ncol);
+	cm = malloc(sizeof *cm * (size_t)ncol);
+	ct = malloc(sizeof *ct * (size_t)ncol);
+	ia = malloc(sizeof *ia * (size_t)(3 * ncol + 1));
+	ja = malloc(sizeof *ja * (size_t)(3 * ncol + 1));
+	ar = malloc(sizeof *ar * (size_t)(3 * ncol + 1));
+	if (!cc || !cm || !ct || !ia || !ja || !ar)
+		goto nomem;
+	for (int k = 0; k < n_sel; k++)
+		syn__opt_cells(jobs[idx[k]].profile, share_c, share_m, cc + first[k],
+			       cm + first[k], ct + first[k], count[k]);
+
+	lp = glp_create_prob();
+	glp_set_obj_dir(lp, GLP_MAX);
+	/* Rows 1..n_sel: one cell per job; then cores, then memory. */
+	glp_add_rows(lp, n_sel + 2);
+	for (int k = 0; k < n_sel; k++)
+		glp_set_row_bnds(lp, k + 1, GLP_FX, 1, 1);
+	glp_set_row_bnds(lp, n_sel + 1, GLP_UP, 0, free_cpus * (1 + SYN__EPS));
+	glp_set_row_bnds(lp, n_sel + 2, GLP_UP, 0, free_mem * (1 + SYN__EPS));
+	glp_add_cols(lp, ncol);
+	for (int k = 0; k < n_sel; k++) {
+		double g = jobs[idx[k]].gpus;
+		for (int c = first[k]; c < first[k] + count[k]; c++) {
+			double cost = cc[c] / share_c + (share_m > 0 ? cm[c] / share_m : 0);
+			glp_set_col_kind(lp, c + 1, GLP_BV);
+			glp_set_obj_coef(lp, c + 1, g * (ct[c] - TIE_COST * cost));
+			nz++;
+			ia[nz] = k + 1, ja[nz] = c + 1, ar[nz] = 1;
+			nz++;
+			ia[nz] = n_sel + 1, ja[nz] = c + 1, ar[nz] = g * cc[c];
+			nz++;
+			ia[nz] = n_sel + 2, ja[nz] = c + 1, ar[nz] = g * cm[c];
+		}
+	}
+	glp_load_matrix(lp, nz, ia, ja, ar);
+	if (solve(lp, time_limit_s) < 0) {
+		if (errno == ETIME)
+			syn__fail(err, ETIME, "OPT phase 1 (%d jobs, %d cells): no solution within %g s",
+				  n_sel, ncol, time_limit_s);
+		else
+			syn__fail(err, EDOM,
+				  "OPT phase 1 (%d jobs): infeasible, free cores/memory below the "
+				  "jobs' proportional shares",
+				  n_sel);
+		goto out;
+	}
+	for (int k = 0; k < n_sel; k++) {
+		int pick = first[k];
+		for (int c = first[k]; c < first[k] + count[k]; c++)
+			if (glp_mip_col_val(lp, c + 1) > 0.5)
+				pick = c;
+		cpus[k] = cc[pick];
+		mem[k] = cm[pick];
+		*obj += jobs[idx[k]].gpus * ct[pick];
+	}
+	rv = 0;
+	goto out;
+nomem:
+	syn__fail(err, ENOMEM, "out of memory");
+out:
+	if (lp)
+		glp_delete_prob(lp);
+	free(first);
+	free(count);
+	free(cc);
+	free(cm);
+	free(ct);
+	free(ia);
+	free(ja);
+	free(ar);
+	return rv;
+}
+
+/* Phase 2: pack the selected jobs at their chosen demand. Returns 0 with
+ * every job committed, -1 if it cannot (nothing committed). */
+static int opt_pack(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, const int *idx, int n_sel,
+		    const double *cpus, const double *mem, double time_limit_s, struct syn__ctx *cx)
+{
+	glp_prob *lp = NULL;
+	int *ia = NULL, *ja = NULL, *ar_n = NULL;
+	double *ar = NULL;
+	int rv = -1, nv = n_sel * n_nodes, nz = 0;
+
+	if (nv == 0)
+		return 0;
+	ia = malloc(sizeof *ia * (size_t)(4 * nv + 1));
+	ja = malloc(sizeof *ja * (size_t)(4 * nv + 1));
+	ar = malloc(sizeof *ar * (size_t)(4 * nv + 1));
+	ar_n = malloc(sizeof *ar_n * (size_t)n_sel);
+	if (!ia || !ja || !ar || !ar_n)
+		goto out;
+	lp = glp_create_prob();
+	/* Rows 1..n_sel: GPUs of each job; then per node GPUs, cores, memory. */
+	glp_add_rows(lp, n_sel + 3 * n_nodes);
+	for (int k = 0; k < n_sel; k++)
+		glp_set_row_bnds(lp, k + 1, GLP_FX, jobs[idx[k]].gpus, jobs[idx[k]].gpus);
+	for (int s = 0; s < n_nodes; s++) {
+		const syn_node_t *n = &nodes[s];
+		int r = n_sel + 3 * s + 1;
+		glp_set_row_bnds(lp, r, GLP_UP, 0, n->free_gpus > 0 ? n->free_gpus : 0);
+		glp_set_row_bnds(lp, r + 1, GLP_UP, 0,
+				 fmax(0, n->free_cpus + SYN__EPS * (1 + n->cpus)));
+		glp_set_row_bnds(lp, r + 2, GLP_UP, 0,
+				 fmax(0, n->free_mem_gb + SYN__EPS * (1 + n->mem_gb)));
+	}
+	glp_add_cols(lp, nv);
+	for (int k = 0; k < n_sel; k++)
+		for (int s = 0; s < n_nodes; s++) {
+			int col = k * n_nodes + s + 1, r = n_sel + 3 * s + 1;
+			int ub = nodes[s].free_gpus < jobs[idx[k]].gpus ? nodes[s].free_gpus
+									: jobs[idx[k]].gpus;
+			glp_set_col_kind(lp, col, GLP_IV);
+			if (ub <= 0)
+				glp_set_col_bnds(lp, col, GLP_FX, 0, 0);
+			else
+				glp_set_col_bnds(lp, col, GLP_DB, 0, ub);
+			/* Prefer lower-numbered nodes a little: consolidates
+			 * multi-GPU jobs and makes the answer deterministic. */
+			glp_set_obj_coef(lp, col, 1e-6 * s);
+			ia[++nz] = k + 1, ja[nz] = col, ar[nz] = 1;
+			ia[++nz] = r, ja[nz] = col, ar[nz] = 1;
+			ia[++nz] = r + 1, ja[nz] = col, ar[nz] = cpus[k];
+			ia[++nz] = r + 2, ja[nz] = col, ar[nz] = mem[k];
+		}
+	glp_set_obj_dir(lp, GLP_MIN);
+	glp_load_matrix(lp, nz, ia, ja, ar);
+	if (solve(lp, time_limit_s) < 0)
+		goto out;
+	/* Check the result before committing anything: span limit and the
+	 * per-node floor. */
+	for (int k = 0; k < n_sel; k++) {
+		const syn_job_t *j = &jobs[idx[k]];
+		double sc = INFINITY, sm = INFINITY;
+		ar_n[k] = 0;
+		for (int s = 0; s < n_nodes; s++)
+			if (glp_mip_col_val(lp, k * n_nodes + s + 1) > 0.5) {
+				ar_n[k]++;
+				sc = fmin(sc, syn__share_cpus(&nodes[s]));
+				sm = fmin(sm, syn__share_mem(&nodes[s]));
+			}
+		if (ar_n[k] > SYN_MAX_SPAN ||
+		    syn_job_tput(j->profile, cpus[k], mem[k]) < syn_job_tput(j->profile, sc, sm))
+			goto out;
+	}
+	for (int k = 0; k < n_sel; k++) {
+		syn_place_t pl[SYN_MAX_SPAN];
+		int np = 0;
+		for (int s = 0; s < n_nodes; s++) {
+			double v = glp_mip_col_val(lp, k * n_nodes + s + 1);
+			if (v > 0.5)
+				pl[np++] = (syn_place_t){ s, (int)lround(v) };
+		}
+		syn__commit(cx, idx[k], pl, np, cpus[k], mem[k]);
+	}
+	rv = 0;
+out:
+	if (lp)
+		glp_delete_prob(lp);
+	free(ia);
+	free(ja);
+	free(ar);
+	free(ar_n);
+	return rv;
+}
+
+int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
+		   const int *order, const syn_round_opts_t *o, syn_round_stats_t *st,
+		   syn_policy_error_t *err)
+{
+	struct syn__ctx *cx = NULL;
+	int *sel = NULL, n_sel = 0, rv = -1, free_g = 0;
+	double *cpus = NULL, *mem = NULL, free_c = 0, free_m = 0, obj;
+	double share_c = INFINITY, share_m = INFINITY;
+
+	for (int s = 0; s < n_nodes; s++) {
+		free_g += nodes[s].free_gpus;
+		free_c += nodes[s].free_cpus;
+		free_m += nodes[s].free_mem_gb;
+		share_c = fmin(share_c, syn__share_cpus(&nodes[s]));
+		share_m = fmin(share_m, syn__share_mem(&nodes[s]));
+	}
+	sel = malloc(sizeof *sel * (size_t)(n_jobs > 0 ? n_jobs : 1));
+	cpus = malloc(sizeof *cpus * (size_t)(n_jobs > 0 ? n_jobs : 1));
+	mem = malloc(sizeof *mem * (size_t)(n_jobs > 0 ? n_jobs : 1));
+	cx = syn__ctx_create(nodes, n_nodes, jobs, n_jobs, st);
+	if (!sel || !cpus || !mem || !cx) {
+		syn__fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* The jobs of this round: in order, as many as the free GPUs hold. */
+	for (int k = 0; k < n_jobs; k++) {
+		const syn_job_t *j = &jobs[order[k]];
+		if (j->pinned || j->gpus > free_g)
+			continue;
+		sel[n_sel++] = order[k];
+		free_g -= j->gpus;
+	}
+	if (syn__opt_select(jobs, sel, n_sel, free_c, free_m, share_c, share_m,
+			    o->opt_time_limit_s, cpus, mem, &obj, err) < 0) {
+		if (errno != EDOM)
+			goto out;
+		/* Pinned jobs above their share can leave too little for the
+		 * floors of the others: the ILP has no answer, TUNE does. */
+		for (int k = 0; k < n_sel; k++) {
+			cpus[k] = share_c;
+			mem[k] = share_m;
+		}
+		st->opt_fallback = 1;
+		for (int k = 0; k < n_sel; k++)
+			syn__place(cx, sel[k], SYN__TUNE, 0, 0, 0);
+		rv = 0;
+		goto out;
+	}
+	if (opt_pack(nodes, n_nodes, jobs, sel, n_sel, cpus, mem, o->opt_time_limit_s, cx) < 0) {
+		st->opt_fallback = 1;
+		for (int k = 0; k < n_sel; k++)
+			syn__place(cx, sel[k], SYN__TUNE, 1, cpus[k], mem[k]);
+	}
+	rv = 0;
+out:
+	syn__ctx_destroy(cx);
+	free(sel);
+	free(cpus);
+	free(mem);
+	return rv;
+}

@@ -1,0 +1,72 @@
+/*
+ * policy_int.h: internals of libsynpolicy shared between its source files
+ * and its unit tests. Not installed; names carry the syn__ prefix.
+ */
+#ifndef SYN_POLICY_INT_H
+#define SYN_POLICY_INT_H
+
+#include <stdarg.h>
+
+#include "synergy_policy.h"
+
+/* Relative slack when comparing resource sums, so that sums of per-GPU
+ * shares that are equal in exact arithmetic compare equal. */
+#define SYN__EPS 1e-9
+
+/* Fill err (if any) from a format, set errno, return -1. */
+int syn__fail(syn_policy_error_t *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A node's GPU-proportional share per GPU. */
+static inline double syn__share_cpus(const syn_node_t *n)
+{
+	return n->cpus / n->gpus;
+}
+static inline double syn__share_mem(const syn_node_t *n)
+{
+	return n->mem_gb / n->gpus;
+}
+
+/*
+ * Phase 1 of Synergy-OPT on its own: choose one candidate cell per job
+ * (jobs[idx[0..n_sel-1]]) maximising sum gpus x tput under the cluster-wide
+ * free cores and memory, each job at or above its floor (the throughput at
+ * the share share_c/share_m). Writes the chosen per-GPU demand to cpus[k],
+ * mem[k] (k indexes idx) and the objective to *obj. Returns 0, or -1 with
+ * ETIME (time limit) or EDOM (infeasible) or ENOMEM.
+ */
+int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double free_cpus,
+		    double free_mem, double share_c, double share_m, double time_limit_s,
+		    double *cpus, double *mem, double *obj, syn_policy_error_t *err);
+
+/* The candidate cells of a job for OPT: the profile's grid cells at or
+ * above the floor plus the share itself. Writes up to max cells; returns
+ * how many. */
+int syn__opt_cells(const syn_profile_t *p, double share_c, double share_m, double *cpus,
+		   double *mem, double *tput, int max);
+
+/*
+ * Synergy-OPT for one round (called by syn_round with free amounts already
+ * set from the pinned jobs). order is the visiting order.
+ */
+int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
+		   const int *order, const syn_round_opts_t *o, syn_round_stats_t *st,
+		   syn_policy_error_t *err);
+
+/*
+ * The placement engine shared by TUNE, GREEDY, PROP and OPT's fallback.
+ * Place job j at the per-GPU demand (c, m), with the TUNE steps that mode
+ * allows. Returns 1 if placed, 0 if not.
+ */
+enum syn__mode { SYN__PROP, SYN__GREEDY, SYN__TUNE };
+struct syn__ctx;
+struct syn__ctx *syn__ctx_create(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
+				 syn_round_stats_t *st);
+void syn__ctx_destroy(struct syn__ctx *cx);
+int syn__place(struct syn__ctx *cx, int j, enum syn__mode mode, int have_demand, double c,
+	       double m);
+int syn__ctx_free_gpus(const struct syn__ctx *cx);
+/* Record job j at placement pl (np parts) with (c, m) per GPU. */
+void syn__commit(struct syn__ctx *cx, int j, const syn_place_t *pl, int np, double c, double m);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * opt.t: Synergy-OPT against brute force. On tiny instances (a few jobs,
+ * small grids) phase 1's objective must equal the best total throughput
+ * found by enumerating every combination of candidate cells under the
+ * cluster's cores and memory. On one node, phase 2 is trivial, so the full
+ * OPT round must reach the same total, and TUNE may not beat it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policy_int.h"
+#include "tap.h"
+
+#define MAXJ 4
+#define MAXC (SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1)
+
+static double cc[MAXJ][MAXC], cm[MAXJ][MAXC], ct[MAXJ][MAXC];
+static int ncell[MAXJ];
+
+static double brute(const syn_job_t *j, int n, int k, double cpus, double mem)
+{
+	double best = -INFINITY;
+
+	if (k == n)
+		return 0;
+	for (int c = 0; c < ncell[k]; c++) {
+		double uc = j[k].gpus * cc[k][c], um = j[k].gpus * cm[k][c];
+		if (uc > cpus + 1e-9 || um > mem + 1e-9)
+			continue;
+		double rest = brute(j, n, k + 1, cpus - uc, mem - um);
+		if (rest + j[k].gpus * ct[k][c] > best)
+			best = rest + j[k].gpus * ct[k][c];
+	}
+	return best;
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static double urand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void small_profile(syn_profile_t *p)
+{
+	memset(p, 0, sizeof *p);
+	strcpy(p->key, "tiny");
+	p->n_cpu = 4;
+	p->n_mem = 3;
+	for (int i = 0; i < 4; i++)
+		p->cpus[i] = (double[]){ 1, 2, 3, 6 }[i];
+	for (int k = 0; k < 3; k++)
+		p->mem_gb[k] = (double[]){ 20, 60, 120 }[k];
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 3; k++)
+			p->tput[i][k] = fmin(0.3 + urand() * (i + 1), 0.3 + urand() * 2 * (k + 1));
+	p->prop_cpus = 3;
+	p->prop_mem_gb = 60;
+}
+
+int main(void)
+{
+	syn_profile_t prof[MAXJ];
+	syn_job_t j[MAXJ];
+	int idx[MAXJ] = { 0, 1, 2, 3 };
+	double cpus[MAXJ], mem[MAXJ], obj;
+	syn_policy_error_t err = { "" };
+	int mismatch = 0, worse = 0, fail = 0, checked = 0;
+
+	/* Named instance: resnet18, alexnet, m5, gnmt on one 4-GPU node with
+	 * 16 cores and 300 GB. */
+	{
+		syn_node_t n = { .gpus = 4, .cpus = 16, .mem_gb = 300 };
+		const char *m[] = { "resnet18", "alexnet", "m5", "gnmt" };
+		memset(j, 0, sizeof j);
+		for (int k = 0; k < 4; k++) {
+			j[k].id = (uint64_t)k;
+			j[k].gpus = 1;
+			j[k].profile = syn_builtin_find(m[k]);
+			ncell[k] = syn__opt_cells(j[k].profile, 4, 75, cc[k], cm[k], ct[k], MAXC);
+		}
+		double bf = brute(j, 4, 0, 16, 300);
+		ok(syn__opt_select(j, idx, 4, 16, 300, 4, 75, 10, cpus, mem, &obj, &err) == 0,
+		   "phase 1 solves the named instance");
+		is_near(obj, bf, 2e-3 * 4 * 12, "phase 1 equals brute force (named)");
+		diag("named instance: OPT %.4f, brute force %.4f", obj, bf);
+
+		syn_round_opts_t o;
+		syn_round_stats_t st, st_tune;
+		syn_round_opts_init(&o);
+		o.allocator = SYN_ALLOC_OPT;
+		ok(syn_round(&n, 1, j, 4, &o, &st, &err) == 0, "OPT round on one node");
+		is_near(st.total_tput, bf, 2e-3 * 4 * 12, "OPT round reaches the brute-force total");
+		is_int(st.opt_fallback, 0, "no fallback on one node");
+		is_int(syn_check_round(&n, 1, j, 4, &err), 0, "OPT result passes the check");
+		o.allocator = SYN_ALLOC_TUNE;
+		syn_round(&n, 1, j, 4, &o, &st_tune, &err);
+		ok(st_tune.total_tput <= st.total_tput + 1e-9, "TUNE %.3f <= OPT %.3f",
+		   st_tune.total_tput, st.total_tput);
+	}
+
+	/* Random tiny instances. */
+	for (int t = 0; t < 200; t++) {
+		int nj = 2 + t % 3;
+		double free_c = 4 + urand() * 16, free_m = 100 + urand() * 300;
+		memset(j, 0, sizeof j);
+		for (int k = 0; k < nj; k++) {
+			small_profile(&prof[k]);
+			j[k].id = (uint64_t)k;
+			j[k].gpus = 1 + (urand() < 0.3);
+			j[k].profile = urand() < 0.1 ? NULL : &prof[k];
+			ncell[k] = syn__opt_cells(j[k].profile, 2, 40, cc[k], cm[k], ct[k], MAXC);
+		}
+		double bf = brute(j, nj, 0, free_c, free_m);
+		int rc = syn__opt_select(j, idx, nj, free_c, free_m, 2, 40, 10, cpus, mem, &obj, &err);
+		if (isinf(bf)) {
+			/* No combination fits: the ILP must say infeasible. */
+			if (!(rc == -1 && errno == EDOM)) {
+				fail++;
+				diag("instance %d: brute force infeasible, OPT rc %d", t, rc);
+			}
+			continue;
+		}
+		checked++;
+		if (rc != 0) {
+			fail++;
+			diag("instance %d: %s", t, err.text);
+			continue;
+		}
+		/* The tie-break cost term can trade at most 1e-4 x cost. */
+		if (fabs(obj - bf) > 1e-4 * 12 * 2 * nj + 1e-9) {
+			mismatch++;
+			diag("instance %d: OPT %.5f brute force %.5f", t, obj, bf);
+		}
+		if (obj > bf + 1e-9)
+			worse++;
+	}
+	is_int(fail, 0, "phase 1 solves every feasible tiny instance, rejects infeasible ones");
+	is_int(mismatch, 0, "phase 1 objective equals brute force");
+	is_int(worse, 0, "phase 1 never exceeds the brute-force optimum");
+	ok(checked > 100, "%d feasible instances checked", checked);
+	return done_testing();
+}
