@@ -23,6 +23,11 @@ check_PROGRAMS += python/test/abi-layout
 python_test_abi_layout_SOURCES = python/test/abi-layout.c
 
 PYTHON_TESTS = \
-	python/test/abi.py
+	python/test/abi.py \
+	python/test/loader.py \
+	python/test/tensors.py \
+	python/test/example.py
 UNIT_TESTS += $(PYTHON_TESTS)
-EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py
+EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py \
+	examples/train_resnet_emulated.py
+dist_man_MANS += doc/coordl-python.7

@@ -12,9 +12,10 @@ Typical use in a PyTorch training loop:
                 ...
             print(loader.stats()["stall"])
 
-Images are zero-copy views of the loader's buffers, returned to it when the
-last reference goes away (see coordl.loader). libcoordl is found through
-$COORDL_LIBRARY, the build tree, the install libdir, or the system.
+Images are zero-copy views of the loader's buffers, valid until the next
+batch is requested; pass copy=True to keep batches (see coordl.loader).
+libcoordl is found through $COORDL_LIBRARY, the build tree, the install
+libdir, or the system.
 """
 
 from .loader import Batch, CoordlError, Loader

@@ -1,24 +1,27 @@
 """The Loader class: libcoordl as a Python iterable of (images, labels).
 
-Images are zero-copy: each batch's image array is a numpy view of the
-loader's own pre-allocated buffer, and the buffer goes back to the loader
-when the last reference to the array (or to a torch tensor made from it)
-disappears. In the usual loop
+Images are zero-copy: each batch's image array is a numpy view of one of
+the loader's pre-allocated buffers (a torch tensor made with
+torch.from_numpy shares it too). A batch is valid until the next batch is
+requested from the same loader, or until set_epoch(), load_state_dict() or
+close(): the buffer then goes back to the loader to be refilled, as in the
+C API (coordl_next / coordl_release). Pass copy=True for private copies
+that may be kept. Labels (int64, ready for torch's cross-entropy) and
+dataset indices (uint64) are small and always copied.
 
-    for images, labels in loader:
-        train_step(images, labels)
+The buffers' memory itself is freed only once no view of it remains, so a
+view kept after close() reads stale pixels but never freed memory.
 
-rebinding `images` to the next batch returns the previous buffer at once.
-Keeping batches alive keeps their buffers: holding more batches than the
-loader prefetches would starve it, so Loader raises CoordlError instead of
-blocking forever; pass copy=True to get private copies you may keep.
-Labels (int64, ready for torch's cross-entropy) and dataset indices
-(uint64) are small and always copied.
+Why not keep a buffer for as long as Python references it? libcoordl fills
+its buffers as a ring and refuses (EBUSY) to hand out a batch whose buffer
+the caller still holds; the loop variable of `for images, labels in
+loader` still holds the previous batch while the next is requested, which
+at an epoch boundary can be the very buffer needed next.
 
-Buffer release, the only call that may come from another thread (the
-garbage collector runs wherever the last reference dies), is deferred to
-the consumer thread, because libcoordl's consumer calls are not documented
-as safe to run concurrently with coordl_next().
+Returning a buffer whose last reference dies in another thread (the
+garbage collector runs wherever that happens) is deferred to the consumer
+thread, because libcoordl's consumer calls are not documented as safe to
+run concurrently with coordl_next().
 """
 
 import errno as _errno
@@ -72,66 +75,69 @@ def _config_to_dict(cfg):
 
 
 class _Handle:
-    """Owns the coordl_loader_t and counts the batches handed out.
+    """Owns the coordl_loader_t.
 
     coordl_destroy() frees the batch buffers, so it waits until the caller
-    has closed the loader *and* every outstanding image view is gone."""
+    has closed the loader *and* every _Buffer (hence every numpy view of a
+    buffer) is gone."""
 
     def __init__(self, lib, ptr, keep):
         self.lib = lib
         self.ptr = ptr
         self.keep = keep          # bytes the C config points at
-        self.outstanding = 0
+        self.views = 0            # live _Buffer objects
         self.closed = False
         # Reentrant: a garbage collection inside a locked section may drop
-        # the last reference to another batch and come back here.
+        # the last reference to another buffer and come back here.
         self.lock = threading.RLock()
-        self.pending = []         # batches released from other threads
+        self.pending = []         # batches given back from other threads
         self.owner_thread = threading.get_ident()
 
     def release(self, bptr):
-        """Called when a batch's last reference dies, from any thread."""
+        """Give a batch back to libcoordl; from any thread."""
         with self.lock:
             if self.ptr is None:
                 return
-            if (threading.get_ident() == self.owner_thread
-                    or self.closed):
+            if threading.get_ident() == self.owner_thread or self.closed:
                 self.lib.coordl_release(self.ptr, bptr)
-                self.outstanding -= 1
-                self._maybe_destroy()
             else:
                 self.pending.append(bptr)
 
     def flush(self):
-        """Release batches whose references died in other threads; called
-        by the consumer thread before it asks for a batch."""
+        """Release batches given back in other threads; called by the
+        consumer thread before it asks for a batch."""
         with self.lock:
             while self.pending and self.ptr is not None:
                 self.lib.coordl_release(self.ptr, self.pending.pop())
-                self.outstanding -= 1
+
+    def view_gone(self):
+        with self.lock:
+            self.views -= 1
+            self._maybe_destroy()
 
     def close(self):
         with self.lock:
             self.closed = True
-            if self.ptr is not None:
-                while self.pending:
-                    self.lib.coordl_release(self.ptr, self.pending.pop())
-                    self.outstanding -= 1
+            self.flush()
             self._maybe_destroy()
 
     def _maybe_destroy(self):
-        if self.closed and self.outstanding == 0 and self.ptr is not None:
+        if self.closed and self.views == 0 and self.ptr is not None:
             self.lib.coordl_destroy(self.ptr)
             self.ptr = None
 
 
 class _Buffer:
-    """Keeps one coordl_batch_t checked out while numpy views of its data
-    exist; exposes the data through the numpy array interface."""
+    """One coordl_batch_t handed out by coordl_next(): exposes its image
+    data through the numpy array interface, gives the batch back once on
+    release(), and keeps the loader's memory alive while numpy views of it
+    (whose base this object is) exist."""
 
     def __init__(self, handle, bptr, shape, typestr):
         self._handle = handle
         self._bptr = bptr
+        with handle.lock:
+            handle.views += 1
         self.__array_interface__ = {
             "version": 3, "shape": shape, "typestr": typestr,
             "data": (bptr.contents.data, False),
@@ -145,9 +151,10 @@ class _Buffer:
     def __del__(self):
         try:
             self.release()
+            self._handle.view_gone()
         except Exception:
             # At interpreter shutdown module globals may already be gone;
-            # the process is exiting, so the buffer is reclaimed anyway.
+            # the process is exiting, so the memory is reclaimed anyway.
             pass
 
 
@@ -160,7 +167,7 @@ class Batch:
 
     def release(self):
         """Give the image buffer back now; `images` must not be used after.
-        Optional: dropping every reference does the same."""
+        Optional: requesting the next batch does the same."""
         self.images = None
         if self._buffer is not None:
             buf, self._buffer = self._buffer, None
@@ -178,7 +185,8 @@ class Loader:
 
     output="numpy" yields numpy arrays, "torch" torch tensors (sharing the
     memory, via torch.from_numpy), "auto" torch tensors if torch is already
-    imported by the program, else numpy. copy=True yields private copies.
+    imported by the program, else numpy. Images are zero-copy views, valid
+    until the next batch is requested; copy=True yields private copies.
 
     Iterating runs the current epoch from its current position. Once an
     epoch is exhausted, iterating again starts the next epoch, so both
@@ -228,6 +236,7 @@ class Loader:
             import torch
             self._torch = torch
         self._exhausted = False
+        self._last = None
         self._refresh_shape()
 
     # -- helpers ---------------------------------------------------------
@@ -241,7 +250,6 @@ class Loader:
         cfg = self._lib.coordl_config(self._ptr()).contents
         s = cfg.out_size
         self._mode = cfg.mode
-        self._prefetch = max(cfg.prefetch, 1)
         if cfg.layout == _abi.LAYOUT_NHWC_U8:
             self._sample_shape, self._typestr = (s, s, 3), "|u1"
         else:
@@ -282,8 +290,10 @@ class Loader:
     def set_epoch(self, epoch):
         """Start epoch `epoch` from its beginning (order depends only on
         seed, epoch, rank and world size)."""
+        ptr = self._ptr()
+        self._release_last()
         err = _abi.Error()
-        if self._lib.coordl_set_epoch(self._ptr(), int(epoch),
+        if self._lib.coordl_set_epoch(ptr, int(epoch),
                                       ctypes.byref(err)) != 0:
             _raise("coordl_set_epoch", err)
         self._exhausted = False
@@ -314,8 +324,10 @@ class Loader:
         if missing:
             raise KeyError("load_state_dict: missing %s" % ", ".join(missing))
         st = _abi.State(**{k: int(state[k]) for k in _STATE_KEYS})
+        ptr = self._ptr()
+        self._release_last()
         err = _abi.Error()
-        if self._lib.coordl_set_state(self._ptr(), ctypes.byref(st),
+        if self._lib.coordl_set_state(ptr, ctypes.byref(st),
                                       ctypes.byref(err)) != 0:
             _raise("coordl_set_state", err)
         self._exhausted = False
@@ -334,15 +346,12 @@ class Loader:
 
     # -- iteration -------------------------------------------------------
     def next_batch(self):
-        """The next Batch of the current epoch, or None at its end."""
+        """The next Batch of the current epoch, or None at its end. The
+        previous batch's images are given back to the loader first."""
         ptr = self._ptr()
         h = self._handle
         h.flush()
-        if h.outstanding >= self._prefetch:
-            raise CoordlError(_errno.EDEADLK,
-                              "%d batches are still referenced and the loader "
-                              "prefetches only %d: drop old batches or use "
-                              "copy=True" % (h.outstanding, self._prefetch))
+        self._release_last()
         bptr = ctypes.POINTER(_abi.Batch)()
         err = _abi.Error()
         rc = self._lib.coordl_next(ptr, ctypes.byref(bptr), ctypes.byref(err))
@@ -351,7 +360,6 @@ class Loader:
         if rc == 0:
             self._exhausted = True
             return None
-        h.outstanding += 1
         b = bptr.contents
         n = b.n
         shape = (n,) + self._sample_shape
@@ -375,7 +383,14 @@ class Loader:
             buf.release()
         else:
             batch.images, batch._buffer = np.asarray(buf), buf
+            self._last = buf
         return batch
+
+    def _release_last(self):
+        """Give back the buffer of the batch handed out last."""
+        if self._last is not None:
+            buf, self._last = self._last, None
+            buf.release()
 
     def batches(self):
         """Iterate Batch objects (with indices, epoch, seq) over the rest
@@ -411,6 +426,8 @@ class Loader:
         """Stop the loader. Its memory is freed once no image view of it
         remains. Safe to call twice."""
         if self._handle is not None:
+            if not self._handle.closed:
+                self._release_last()
             self._handle.close()
 
     def __enter__(self):

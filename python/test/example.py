@@ -1,0 +1,70 @@
+"""example.py: examples/train_resnet_emulated.py runs and reports stalls.
+
+Runs the example training loop on a small generated dataset, with the
+emulated GPU and with the tiny real CNN, and checks it prints one row per
+epoch with a stall percentage in [0, 100], says that the GPU is emulated,
+and fails with the path in its message on a missing dataset.
+"""
+
+import os
+import subprocess
+import sys
+
+import taputil
+from taputil import diag, done_testing, is_, ok
+
+taputil.require_library()
+try:
+    import torch  # noqa: F401
+except ImportError:
+    taputil.skip_all("torch is not installed for this Python")
+
+EXAMPLE = os.path.join(taputil.SRCDIR, "examples", "train_resnet_emulated.py")
+env = dict(os.environ,
+           PYTHONPATH=os.path.join(taputil.SRCDIR, "python"))
+
+
+def run(*args):
+    r = subprocess.run([sys.executable, EXAMPLE] + list(args), env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def epoch_rows(out):
+    rows = []
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0].isdigit():
+            rows.append(f)
+    return rows
+
+
+with taputil.Dataset(classes=2, images=16, seed=5) as ds:
+    rc, out, err = run(ds.root, "--epochs", "2", "--batch-size", "4",
+                       "--threads", "1", "--gpu-rate", "2000")
+    is_(rc, 0, "emulated run exits 0")
+    if rc:
+        diag(err)
+    ok("EMULATED" in out, "the output says the GPU is emulated")
+    rows = epoch_rows(out)
+    is_([r[0] for r in rows], ["0", "1"], "one row per epoch")
+    ok(rows and all(0.0 <= float(r[3]) <= 100.0 for r in rows),
+       "stall %% is a percentage: %s" % [r[3] for r in rows])
+    diag(out)
+
+    rc, out, err = run(ds.root, "--epochs", "1", "--batch-size", "4",
+                       "--threads", "1", "--model", "tiny",
+                       "--max-batches", "2")
+    is_(rc, 0, "tiny real model run exits 0")
+    rows = epoch_rows(out)
+    ok(len(rows) == 1 and rows[0][1] == "2" and rows[0][4] != "-",
+       "tiny model: 2 batches trained with a loss reported")
+    diag(out or err)
+
+    missing = os.path.join(ds.dir, "absent")
+    rc, out, err = run(missing)
+    is_(rc, 1, "a missing dataset exits 1")
+    ok(missing in err, "... naming the path: %s" % err.strip())
+
+done_testing()
