@@ -572,7 +572,8 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 		}
 		snprintf(full, sizeof(full), "%s/%s", s->root, line);
 		if ((s->shard_fd[i] = open(full, O_RDONLY | O_CLOEXEC)) < 0) {
-			coordl__errprintf(err, errno, "%s: %s", full, strerror(errno));
+			coordl__errprintf(err, errno, "%s:%ld: shard %s: %s", path, lineno, full,
+					  strerror(errno));
 			goto out;
 		}
 		s->nshards++;

@@ -1,0 +1,231 @@
+/*
+ * env.t: the environment contract parsers, table-driven, and the
+ * precedence API argument > environment > default.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "synergy_env.h"
+#include "tap.h"
+
+static const char *contract_vars[] = {
+	SYNERGY_ENV_CPUS, SYNERGY_ENV_THREADS, SYNERGY_ENV_CACHE_BYTES, SYNERGY_ENV_CACHE_DIR,
+	SYNERGY_ENV_CACHE_NAME, SYNERGY_ENV_PROFILE_MODE, SYNERGY_ENV_PROFILE_OUT,
+	SYNERGY_ENV_PROFILE_KEY, SYNERGY_ENV_ACTIVE,
+};
+
+static void clear_env(void)
+{
+	for (size_t i = 0; i < sizeof(contract_vars) / sizeof(contract_vars[0]); i++)
+		unsetenv(contract_vars[i]);
+}
+
+static void test_parse_int(void)
+{
+	static const struct {
+		const char *s;
+		int64_t min, max;
+		int ok;
+		int64_t want;
+	} t[] = {
+		{ "1", 1, 1024, 1, 1 },
+		{ "1024", 1, 1024, 1, 1024 },
+		{ "0", 1, 1024, 0, 0 },
+		{ "1025", 1, 1024, 0, 0 },
+		{ "", 1, 1024, 0, 0 },
+		{ " 4", 1, 1024, 0, 0 },
+		{ "4 ", 1, 1024, 0, 0 },
+		{ "+4", 1, 1024, 0, 0 },
+		{ "-4", 1, 1024, 0, 0 },
+		{ "-4", -10, 10, 1, -4 },
+		{ "4x", 1, 1024, 0, 0 },
+		{ "0x10", 0, 1024, 0, 0 },
+		{ "99999999999999999999999", 0, INT64_MAX, 0, 0 },
+		{ "007", 0, 10, 1, 7 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int64_t v = -1;
+		int rc = coordl__parse_int(t[i].s, t[i].min, t[i].max, &v);
+		if (t[i].ok)
+			ok(rc == 0 && v == t[i].want, "parse_int('%s') = %lld", t[i].s, (long long)t[i].want);
+		else
+			ok(rc == -1 && (errno == EINVAL || errno == ERANGE), "parse_int('%s') rejected",
+			   t[i].s);
+	}
+}
+
+static void test_parse_bytes(void)
+{
+	static const struct {
+		const char *s;
+		int ok;
+		uint64_t want;
+	} t[] = {
+		{ "0", 1, 0 },
+		{ "12345", 1, 12345 },
+		{ "1K", 1, 1024 },
+		{ "2k", 1, 2048 },
+		{ "3M", 1, 3ULL << 20 },
+		{ "4G", 1, 4ULL << 30 },
+		{ "5T", 1, 5ULL << 40 },
+		{ "1KB", 0, 0 },
+		{ "1.5G", 0, 0 },
+		{ "-1", 0, 0 },
+		{ "G", 0, 0 },
+		{ "", 0, 0 },
+		{ "1 G", 0, 0 },
+		{ "8388608T", 0, 0 },
+		{ "1P", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t v = 7;
+		int rc = coordl__parse_bytes(t[i].s, &v);
+		if (t[i].ok)
+			ok(rc == 0 && v == t[i].want, "parse_bytes('%s') = %llu", t[i].s,
+			   (unsigned long long)t[i].want);
+		else
+			ok(rc == -1, "parse_bytes('%s') rejected", t[i].s);
+	}
+}
+
+static void test_cpulist_and_name(void)
+{
+	static const char *good_cpus[] = { "0", "0-3", "0-3,8", "1,3,5-7" };
+	static const char *bad_cpus[] = { "", "a", "3-1", "0,", ",0", "0--3", "0-", "1 2" };
+	static const char *good_names[] = { "job42", "a.b-c_d", "X" };
+	static const char *bad_names[] = { "", ".", "..", "a/b", "a b", "sp$ce",
+					   "12345678901234567890123456789012345678901234567890123456789012345" };
+
+	for (size_t i = 0; i < sizeof(good_cpus) / sizeof(*good_cpus); i++)
+		ok(coordl__parse_cpulist(good_cpus[i]) == 0, "cpulist '%s' accepted", good_cpus[i]);
+	for (size_t i = 0; i < sizeof(bad_cpus) / sizeof(*bad_cpus); i++)
+		ok(coordl__parse_cpulist(bad_cpus[i]) == -1, "cpulist '%s' rejected", bad_cpus[i]);
+	for (size_t i = 0; i < sizeof(good_names) / sizeof(*good_names); i++)
+		ok(coordl__valid_cache_name(good_names[i]) == 0, "cache name '%s' accepted", good_names[i]);
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(*bad_names); i++)
+		ok(coordl__valid_cache_name(bad_names[i]) == -1, "cache name '%.20s' rejected",
+		   bad_names[i]);
+}
+
+/* Every malformed variable is rejected with EINVAL and its name in the text. */
+static void test_resolve_bad(void)
+{
+	static const struct {
+		const char *var, *val;
+	} t[] = {
+		{ SYNERGY_ENV_THREADS, "0" },
+		{ SYNERGY_ENV_THREADS, "1025" },
+		{ SYNERGY_ENV_THREADS, "four" },
+		{ SYNERGY_ENV_THREADS, "" },
+		{ SYNERGY_ENV_CACHE_BYTES, "-5" },
+		{ SYNERGY_ENV_CACHE_BYTES, "10GB" },
+		{ SYNERGY_ENV_CACHE_NAME, "a/b" },
+		{ SYNERGY_ENV_CACHE_DIR, "relative/dir" },
+		{ SYNERGY_ENV_CPUS, "0-" },
+		{ SYNERGY_ENV_PROFILE_MODE, "yes" },
+		{ SYNERGY_ENV_ACTIVE, "2" },
+	};
+	coordl_config_t cfg;
+
+	coordl_config_init(&cfg);
+	cfg.path = "/nonexistent";
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		coordl__env_t e;
+		coordl_error_t err = { "" };
+		int rc;
+
+		clear_env();
+		setenv(t[i].var, t[i].val, 1);
+		errno = 0;
+		rc = coordl__env_resolve(&cfg, &e, &err);
+		ok(rc == -1 && errno == EINVAL && strstr(err.text, t[i].var),
+		   "%s='%s' rejected naming the variable", t[i].var, t[i].val);
+		if (rc == 0 || !strstr(err.text, t[i].var))
+			diag("text: %s", err.text);
+	}
+	clear_env();
+}
+
+static void test_resolve_precedence(void)
+{
+	coordl_config_t cfg;
+	coordl__env_t e;
+	coordl_error_t err = { "" };
+	cpu_set_t set;
+	int cores = 1;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cores = CPU_COUNT(&set);
+	clear_env();
+	coordl_config_init(&cfg);
+	ok(coordl__env_resolve(&cfg, &e, &err) == 0, "defaults resolve");
+	is_int(e.threads, cores, "default threads = cores in the affinity mask");
+	is_int(e.cache_bytes, 0, "default cache is off");
+	ok(e.cache_name == NULL && e.cache_dir == NULL, "default cache is private, in shm");
+
+	setenv(SYNERGY_ENV_THREADS, "7", 1);
+	setenv(SYNERGY_ENV_CACHE_BYTES, "2M", 1);
+	setenv(SYNERGY_ENV_CACHE_NAME, "job7", 1);
+	setenv(SYNERGY_ENV_CACHE_DIR, "/tmp", 1);
+	ok(coordl__env_resolve(&cfg, &e, &err) == 0, "environment resolves");
+	is_int(e.threads, 7, "SYNERGY_THREADS used when threads unset");
+	is_int(e.cache_bytes, 2 << 20, "SYNERGY_CACHE_BYTES used when cache_bytes unset");
+	is_str(e.cache_name, "job7", "SYNERGY_CACHE_NAME used when cache_name unset");
+	is_str(e.cache_dir, "/tmp", "SYNERGY_CACHE_DIR used");
+
+	cfg.threads = 3;
+	cfg.cache_bytes = 0;
+	cfg.cache_name = "mine";
+	ok(coordl__env_resolve(&cfg, &e, &err) == 0, "API arguments resolve");
+	is_int(e.threads, 3, "API threads win over SYNERGY_THREADS");
+	is_int(e.cache_bytes, 0, "API cache_bytes=0 wins over SYNERGY_CACHE_BYTES");
+	is_str(e.cache_name, "mine", "API cache_name wins");
+
+	cfg.threads = 2000;
+	ok(coordl__env_resolve(&cfg, &e, &err) == -1 && strstr(err.text, "threads"),
+	   "API threads=2000 rejected");
+	cfg.threads = 0;
+	cfg.cache_bytes = -2;
+	ok(coordl__env_resolve(&cfg, &e, &err) == -1 && strstr(err.text, "cache_bytes"),
+	   "API cache_bytes=-2 rejected");
+	cfg.cache_bytes = -1;
+	cfg.cache_name = "bad name";
+	ok(coordl__env_resolve(&cfg, &e, &err) == -1 && strstr(err.text, "cache_name"),
+	   "API cache_name with a space rejected");
+	clear_env();
+}
+
+/* The public entry point reports a bad variable too, and creates nothing. */
+static void test_create_rejects(void)
+{
+	coordl_config_t cfg;
+	coordl_error_t err = { "" };
+	coordl_loader_t *ld;
+
+	clear_env();
+	setenv(SYNERGY_ENV_CACHE_BYTES, "lots", 1);
+	coordl_config_init(&cfg);
+	cfg.path = "/";
+	errno = 0;
+	ld = coordl_create(&cfg, &err);
+	ok(ld == NULL && errno == EINVAL && strstr(err.text, SYNERGY_ENV_CACHE_BYTES),
+	   "coordl_create fails with EINVAL naming SYNERGY_CACHE_BYTES");
+	coordl_destroy(ld);
+	clear_env();
+}
+
+int main(void)
+{
+	test_parse_int();
+	test_parse_bytes();
+	test_cpulist_and_name();
+	test_resolve_bad();
+	test_resolve_precedence();
+	test_create_rejects();
+	return done_testing();
+}
