@@ -31,3 +31,20 @@ plugin_test_util_t_LDADD = plugin/libsynplugin.la
 plugin_test_cores_t_SOURCES = plugin/test/cores.c
 plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cores_t_LDADD = plugin/libsynplugin.la
+
+slurmplugin_LTLIBRARIES += plugin/job_submit_synergy.la
+plugin_job_submit_synergy_la_SOURCES = plugin/job_submit_synergy.c \
+	plugin/submit.c plugin/submit.h
+plugin_job_submit_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+plugin_job_submit_synergy_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(srcdir)/plugin/job_submit_synergy.lds
+plugin_job_submit_synergy_la_LIBADD = plugin/libsynplugin.la \
+	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+EXTRA_DIST += plugin/job_submit_synergy.lds
+
+check_PROGRAMS += plugin/test/submit.t
+UNIT_TESTS += plugin/test/submit.t
+plugin_test_submit_t_SOURCES = plugin/test/submit.c plugin/submit.c
+plugin_test_submit_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_submit_t_LDADD = plugin/libsynplugin.la \
+	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)

@@ -168,39 +168,51 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 		errno = EINVAL;
 		return errprintf(err, errlen, "missing key or value");
 	}
-	if (strcmp(key, "enabled") == 0) {
+	if (strcasecmp(key, "Enabled") == 0) {
 		if (syn__parse_onoff(value, &c->enabled) < 0)
-			return errprintf(err, errlen, "enabled: '%s' is not yes or no", value);
+			return errprintf(err, errlen, "Enabled: '%s' is not yes or no", value);
 		return 0;
 	}
-	if (strcmp(key, "store_dir") == 0)
-		return set_path(c->store_dir, key, value, err, errlen);
-	if (strcmp(key, "request_dir") == 0)
-		return set_path(c->request_dir, key, value, err, errlen);
-	if (strcmp(key, "cache_dir") == 0)
-		return set_path(c->cache_dir, key, value, err, errlen);
-	if (strcmp(key, "process_mem_mb") == 0) {
+	if (strcasecmp(key, "ProfileStore") == 0)
+		return set_path(c->store_dir, "ProfileStore", value, err, errlen);
+	if (strcasecmp(key, "RequestDir") == 0)
+		return set_path(c->request_dir, "RequestDir", value, err, errlen);
+	if (strcasecmp(key, "CacheDir") == 0)
+		return set_path(c->cache_dir, "CacheDir", value, err, errlen);
+	if (strcasecmp(key, "ProcessMemMB") == 0) {
 		if (syn__parse_u64(value, 0, 1024 * 1024 * 1024, &v) < 0)
-			return errprintf(err, errlen, "process_mem_mb: '%s' is not a number of MB "
+			return errprintf(err, errlen, "ProcessMemMB: '%s' is not a number of MB "
 					 "in 0..1073741824", value);
 		c->process_mem_mb = v;
 		return 0;
 	}
-	if (strcmp(key, "max_cache_mb") == 0) {
+	if (strcasecmp(key, "MaxCacheMB") == 0) {
 		if (syn__parse_u64(value, 0, 1024ULL * 1024 * 1024, &v) < 0)
-			return errprintf(err, errlen, "max_cache_mb: '%s' is not a number of MB "
+			return errprintf(err, errlen, "MaxCacheMB: '%s' is not a number of MB "
 					 "in 0..1073741824", value);
 		c->max_cache_mb = v;
 		return 0;
 	}
-	if (strcmp(key, "eps") == 0) {
+	if (strcasecmp(key, "Eps") == 0) {
 		errno = 0;
 		d = strtod(value, &end);
 		if (errno || end == value || *end || !(d >= 0.0 && d < 1.0)) {
 			errno = EINVAL;
-			return errprintf(err, errlen, "eps: '%s' is not a number in [0, 1)", value);
+			return errprintf(err, errlen, "Eps: '%s' is not a number in [0, 1)", value);
 		}
 		c->eps = d;
+		return 0;
+	}
+	if (strcasecmp(key, "NodeGPUs") == 0 || strcasecmp(key, "NodeCPUs") == 0 ||
+	    strcasecmp(key, "NodeMemMB") == 0) {
+		if (syn__parse_u64(value, 1, 1024ULL * 1024 * 1024, &v) < 0)
+			return errprintf(err, errlen, "%s: '%s' is not a positive number", key, value);
+		if (strcasecmp(key, "NodeGPUs") == 0)
+			c->node_gpus = v;
+		else if (strcasecmp(key, "NodeCPUs") == 0)
+			c->node_cpus = v;
+		else
+			c->node_mem_mb = v;
 		return 0;
 	}
 	errno = EINVAL;
@@ -225,7 +237,7 @@ int syn__conf_arg(syn__conf_t *c, const char *arg, char *err, size_t errlen)
 	}
 	memcpy(key, arg, klen);
 	key[klen] = '\0';
-	if (strcmp(key, "conf") == 0) {
+	if (strcasecmp(key, "conf") == 0) {
 		if (!syn__path_ok(eq + 1)) {
 			errno = EINVAL;
 			return errprintf(err, errlen, "conf: '%s' is not an absolute path", eq + 1);

@@ -19,7 +19,13 @@
 #define SYN__PATH_MAX 256
 #define SYN__KEY_MAX 64
 
-/* The plugins' configuration (synergy.conf and plugstack arguments). */
+/*
+ * The plugins' configuration: synergy.conf (shared with synergy-profile,
+ * see synergy_conf.h; Slurm-style Key=Value, keys case-insensitive) and the
+ * SPANK plugin's plugstack arguments, which take the same keys. Keys:
+ * Enabled, ProfileStore, RequestDir, CacheDir, ProcessMemMB, MaxCacheMB,
+ * Eps, NodeGPUs, NodeCPUs, NodeMemMB (see synergy.conf(5)).
+ */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
 	char store_dir[SYN__PATH_MAX];      /* profile store (synergy_store.h) */
@@ -28,6 +34,7 @@ typedef struct syn__conf {
 	uint64_t process_mem_mb;            /* memory kept for the process, beside the cache */
 	uint64_t max_cache_mb;              /* upper bound on one job's cache grant per node */
 	double eps;                         /* best-case tolerance for the policy */
+	uint64_t node_gpus, node_cpus, node_mem_mb; /* the node shape job_submit sizes for (0: unknown) */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

@@ -95,32 +95,32 @@ static void test_conf(void)
 
 	syn__conf_defaults(&c);
 	ok(c.enabled == 1 && c.process_mem_mb == 1024 && c.eps == 0.01, "defaults");
-	ok(syn__conf_arg(&c, "cache_dir=/dev/shm/x", err, sizeof(err)) == 0 &&
+	ok(syn__conf_arg(&c, "CacheDir=/dev/shm/x", err, sizeof(err)) == 0 &&
 	   strcmp(c.cache_dir, "/dev/shm/x") == 0, "plugstack argument cache_dir=");
-	ok(syn__conf_arg(&c, "cache_dir=../../etc", err, sizeof(err)) == -1 &&
-	   strstr(err, "cache_dir") && strcmp(c.cache_dir, "/dev/shm/x") == 0,
+	ok(syn__conf_arg(&c, "cachedir=../../etc", err, sizeof(err)) == -1 &&
+	   strstr(err, "CacheDir") && strcmp(c.cache_dir, "/dev/shm/x") == 0,
 	   "relative cache_dir refused, names the key, keeps the old value");
 	ok(syn__conf_arg(&c, "nonsense", err, sizeof(err)) == -1 && strstr(err, "key=value"),
 	   "argument without '=' refused");
 	ok(syn__conf_arg(&c, "colour=blue", err, sizeof(err)) == -1 && strstr(err, "colour"),
 	   "unknown key refused by name");
-	ok(syn__conf_arg(&c, "process_mem_mb=99999999999999999999", err, sizeof(err)) == -1 &&
+	ok(syn__conf_arg(&c, "ProcessMemMB=99999999999999999999", err, sizeof(err)) == -1 &&
 	   c.process_mem_mb == 1024, "huge number refused");
-	ok(syn__conf_arg(&c, "eps=1.5", err, sizeof(err)) == -1, "eps out of range refused");
+	ok(syn__conf_arg(&c, "Eps=1.5", err, sizeof(err)) == -1, "eps out of range refused");
 
 	fd = mkstemp(path);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f)
 		bail_out("mkstemp");
-	fputs("# comment\n\nstore_dir = /srv/profiles   # trailing\nprocess_mem_mb=512\n"
-	      "enabled = no\n", f);
+	fputs("# comment\n\nProfileStore = /srv/profiles   # trailing\nprocessmemmb=512\n"
+	      "Enabled = no\nNodeGPUs=4\n", f);
 	fclose(f);
 	syn__conf_defaults(&c);
 	ok(syn__conf_load(&c, path, err, sizeof(err)) == 0 &&
-	   strcmp(c.store_dir, "/srv/profiles") == 0 && c.process_mem_mb == 512 && !c.enabled,
+	   strcmp(c.store_dir, "/srv/profiles") == 0 && c.process_mem_mb == 512 && !c.enabled && c.node_gpus == 4,
 	   "synergy.conf with comments and blanks");
 	f = fopen(path, "w");
-	fputs("store_dir=/srv\nbogus line\n", f);
+	fputs("ProfileStore=/srv\nbogus line\n", f);
 	fclose(f);
 	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && strstr(err, ":2:"),
 	   "malformed line reported with its line number");

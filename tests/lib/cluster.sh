@@ -172,9 +172,13 @@ ConstrainCores=yes
 ConstrainRAMSpace=yes
 EOF
 	cat >"$C/etc/synergy.conf" <<EOF
-store_dir=$C/store
-request_dir=$C/requests
-cache_dir=$C/cache
+ProfileStore=$C/store
+RequestDir=$C/requests
+CacheDir=$C/cache
+NodeGPUs=$CLUSTER_GPUS
+NodeCPUs=$CLUSTER_CPUS
+NodeMemMB=$CLUSTER_MEM
+ProcessMemMB=1024
 EOF
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
 		echo "required $top_builddir/plugin/.libs/spank_synergy.so conf=$C/etc/synergy.conf $CLUSTER_PLUGSTACK_ARGS" \

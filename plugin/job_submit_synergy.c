@@ -1,0 +1,156 @@
+/*
+ * job_submit_synergy.c: job_submit/synergy, the controller side of Synergy.
+ *
+ * For each submitted job that carries a profile key (SYNERGY_PROFILE_KEY in
+ * its spank environment, put there by spank_synergy.so) it sets the job's
+ * CPU and memory request from the profile and the policy (submit.c),
+ * records the decision in AdminComment, and otherwise leaves the job alone.
+ * It never rejects a valid job: a missing store, a corrupt profile or a
+ * policy error leaves the job GPU-proportional with a log line; only a
+ * malformed synergy option is refused, with a message saying what is wrong.
+ *
+ * Runs inside slurmctld under its locks: it only reads synergy.conf and one
+ * profile file, and writes at most one small request file. Built against
+ * the installed Slurm headers; plugin_version must equal the running
+ * slurmctld's SLURM_VERSION_NUMBER.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "synergy_conf.h"
+#include "submit.h"
+#include "util.h"
+
+/* Slurm frees what a plugin leaves in job_desc with its own allocator, so
+ * strings handed to it must come from there (slurmctld exports these). */
+extern char *slurm_xstrdup(const char *str);
+extern void slurm_xfree(void **item);
+extern void slurm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern void slurm_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* job_record_t is private to slurmctld: only passed through here. */
+struct job_record;
+
+const char plugin_name[] = "Synergy job_submit plugin";
+const char plugin_type[] = "job_submit/synergy";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+int init(void);
+int fini(void);
+int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg);
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid);
+
+/*
+ * synergy.conf: $SYNERGY_CONF, else beside slurm.conf ($SLURM_CONF's
+ * directory), else the default. Read at every submission (one small file)
+ * so that changes need no restart. Returns 0 or -1 (logged).
+ */
+static int load_conf(syn__conf_t *conf)
+{
+	char path[SYN__PATH_MAX], dir[SYN__PATH_MAX], err[256];
+	const char *env = getenv(SYN_CONF_ENV), *sc = getenv("SLURM_CONF");
+
+	syn__conf_defaults(conf);
+	if (env && *env) {
+		snprintf(path, sizeof(path), "%s", env);
+	} else if (sc && *sc) {
+		snprintf(dir, sizeof(dir), "%s", sc);
+		snprintf(path, sizeof(path), "%s/synergy.conf", dirname(dir));
+	} else {
+		snprintf(path, sizeof(path), "%s", SYN_CONF_DEFAULT_PATH);
+	}
+	if (syn__conf_load(conf, path, err, sizeof(err)) < 0) {
+		slurm_error("synergy: %s; jobs stay GPU-proportional", err);
+		return -1;
+	}
+	return 0;
+}
+
+int init(void)
+{
+	syn__conf_t conf;
+
+	if (load_conf(&conf) == 0)
+		slurm_info("synergy: job_submit loaded, profiles in %s", conf.store_dir);
+	return SLURM_SUCCESS;
+}
+
+int fini(void)
+{
+	return SLURM_SUCCESS;
+}
+
+static void set_admin_comment(job_desc_msg_t *job_desc, const char *text)
+{
+	if (!text[0])
+		return;
+	if (job_desc->admin_comment)
+		slurm_xfree((void **)&job_desc->admin_comment);
+	job_desc->admin_comment = slurm_xstrdup(text);
+}
+
+int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
+{
+	syn__conf_t conf;
+	syn__job_req_t req;
+	syn__decision_t d;
+
+	if (load_conf(&conf) < 0)
+		conf.enabled = 0;
+	memset(&req, 0, sizeof(req));
+	req.spank_env = job_desc->spank_job_env;
+	req.spank_env_size = job_desc->spank_job_env_size;
+	req.tres_per_node = job_desc->tres_per_node;
+	req.tres_per_job = job_desc->tres_per_job;
+	req.nodes = job_desc->min_nodes != NO_VAL ? job_desc->min_nodes : 0;
+	req.tasks_per_node = job_desc->ntasks_per_node != NO_VAL16 ?
+			     job_desc->ntasks_per_node : 0;
+	if (!req.tasks_per_node && job_desc->num_tasks != NO_VAL && job_desc->num_tasks > 0)
+		req.tasks_per_node = job_desc->num_tasks / (req.nodes ? req.nodes : 1);
+	req.user_cpus = job_desc->cpus_per_task != NO_VAL16 || job_desc->cpus_per_tres != NULL;
+	req.user_mem = job_desc->pn_min_memory != NO_VAL64 || job_desc->mem_per_tres != NULL;
+	req.uid = submit_uid;
+
+	/* A disabled plugin still refuses malformed options: they are wrong
+	 * whatever the configuration. */
+	syn__decide(&conf, &req, &d);
+	switch (d.action) {
+	case SYN__REJECT:
+		slurm_info("%s (uid %u)", d.err, (unsigned)submit_uid);
+		if (err_msg)
+			*err_msg = slurm_xstrdup(d.err);
+		return ESLURM_INVALID_JOB_DEFAULTS;
+	case SYN__SIZED:
+		job_desc->cpus_per_task = d.cpus_per_task;
+		job_desc->min_cpus = d.min_cpus;
+		job_desc->pn_min_memory = d.mem_mb;
+		slurm_info("%s (uid %u)", d.comment, (unsigned)submit_uid);
+		set_admin_comment(job_desc, d.comment);
+		break;
+	case SYN__PROPORTIONAL:
+		if (d.err[0])
+			slurm_error("%s; job stays GPU-proportional", d.err);
+		slurm_info("%s (uid %u)", d.comment, (unsigned)submit_uid);
+		set_admin_comment(job_desc, d.comment);
+		break;
+	case SYN__UNTOUCHED:
+		set_admin_comment(job_desc, d.comment);
+		break;
+	}
+	return SLURM_SUCCESS;
+}
+
+/* Updates go through unchanged: the tuner resizes pending jobs itself. */
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid)
+{
+	return SLURM_SUCCESS;
+}

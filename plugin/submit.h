@@ -1,0 +1,59 @@
+/*
+ * submit.h: the decision job_submit/synergy makes for one job, apart from
+ * Slurm's structures so that it is unit-tested without slurmctld.
+ */
+#ifndef SYN_PLUGIN_SUBMIT_H
+#define SYN_PLUGIN_SUBMIT_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+/* What the job asked for, taken from job_desc_msg_t. */
+typedef struct syn__job_req {
+	char *const *spank_env;     /* job_desc->spank_job_env */
+	uint32_t spank_env_size;
+	const char *tres_per_node;  /* e.g. "gres:gpu:2" */
+	const char *tres_per_job;   /* e.g. "gres:gpu:4" (--gpus) */
+	uint32_t nodes;             /* min_nodes, 0 if unset */
+	uint32_t tasks_per_node;    /* 0 if unset */
+	int user_cpus;              /* the user set cpus-per-task/min_cpus/cpus-per-gpu */
+	int user_mem;               /* the user set --mem/--mem-per-cpu/--mem-per-gpu */
+	uint32_t uid;
+} syn__job_req_t;
+
+typedef enum syn__action {
+	SYN__UNTOUCHED = 0,  /* not a Synergy job, or --synergy=off */
+	SYN__PROPORTIONAL,   /* Synergy job left GPU-proportional (see comment) */
+	SYN__SIZED,          /* cpus_per_task, min_cpus, mem_mb are to be set */
+	SYN__REJECT,         /* malformed synergy option: err says what */
+} syn__action_t;
+
+typedef struct syn__decision {
+	syn__action_t action;
+	uint16_t cpus_per_task;
+	uint32_t min_cpus;
+	uint64_t mem_mb;            /* per node */
+	int profiling_requested;    /* a request file was queued */
+	char key[SYN__KEY_MAX + 1];
+	char comment[256];          /* for AdminComment ("synergy: ...") */
+	char err[256];              /* for err_msg when REJECT, log line otherwise */
+} syn__decision_t;
+
+/*
+ * The GPUs per node a request asks for: from tres_per_node ("gres:gpu:2",
+ * "gres:gpu:a100:2", "gres/gpu=2", possibly among other TRES) or, failing
+ * that, tres_per_job divided over nodes. 0 when none is asked for.
+ */
+int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint32_t nodes);
+
+/*
+ * Decide for one job: read SYNERGY_PROFILE_KEY and SYNERGY from its spank
+ * environment, look the key up in the store, ask the policy for the
+ * best-case demand on the configured node shape. Never fails: every error
+ * becomes SYN__PROPORTIONAL with a reason in err, except a malformed synergy
+ * option, which is SYN__REJECT.
+ */
+void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decision_t *d);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * submit.t: job_submit/synergy's decision (plugin/submit.c) against a real
+ * profile store in a temporary directory: sized jobs, GPU-proportional
+ * fallbacks with a queued profiling request, --synergy=off, malformed
+ * options refused, and a corrupt profile never failing the job.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "synergy_store.h"
+#include "tap.h"
+#include "submit.h"
+
+static char dir[] = "/tmp/synsubmitXXXXXX";
+static syn__conf_t conf;
+
+/* A 2x3 profile: 2 cores and 1 GB per GPU double the throughput. */
+static void put_profile(const char *key, int sensitive)
+{
+	syn_store_error_t err;
+	syn_store_t *s;
+	syn_profile_t p;
+	int i, j;
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.key, sizeof(p.key), "%s", key);
+	p.n_cpu = 2;
+	p.n_mem = 3;
+	p.cpus[0] = 1; p.cpus[1] = 2;
+	p.mem_gb[0] = 0; p.mem_gb[1] = 0.5; p.mem_gb[2] = 1;
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 3; j++)
+			p.tput[i][j] = sensitive ? (i + 1) * (0.6 + 0.2 * j) : 1.0;
+	p.prop_cpus = 1;
+	p.prop_mem_gb = 1;
+	s = syn_store_create(conf.store_dir, SYN_STORE_CREATE, &err);
+	if (!s || syn_store_put(s, &p, &err) < 0)
+		bail_out(err.text);
+	syn_store_destroy(s);
+}
+
+static void decide(const char *key, const char *onoff, const char *tres, syn__decision_t *d)
+{
+	char kv[128], ov[64];
+	char *env[3];
+	syn__job_req_t req;
+	uint32_t n = 0;
+
+	if (key) {
+		snprintf(kv, sizeof(kv), "SYNERGY_PROFILE_KEY=%s", key);
+		env[n++] = kv;
+	}
+	if (onoff) {
+		snprintf(ov, sizeof(ov), "SYNERGY=%s", onoff);
+		env[n++] = ov;
+	}
+	env[n] = NULL;
+	memset(&req, 0, sizeof(req));
+	req.spank_env = env;
+	req.spank_env_size = n;
+	req.tres_per_node = tres;
+	req.uid = 1000;
+	syn__decide(&conf, &req, d);
+}
+
+int main(void)
+{
+	char path[512];
+	syn__decision_t d;
+	FILE *f;
+
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp");
+	syn__conf_defaults(&conf);
+	snprintf(conf.store_dir, sizeof(conf.store_dir), "%s/store", dir);
+	snprintf(conf.request_dir, sizeof(conf.request_dir), "%s/requests", dir);
+	conf.node_gpus = 2;
+	conf.node_cpus = 2;
+	conf.node_mem_mb = 4096;
+	conf.process_mem_mb = 1024;
+	put_profile("img", 1);
+	put_profile("lang", 0);
+
+	is_int(syn__gpus_per_node("gres:gpu:2", NULL, 1), 2, "gres:gpu:2");
+	is_int(syn__gpus_per_node("gres/gpu:a100:3", NULL, 1), 3, "typed gres");
+	is_int(syn__gpus_per_node("gres:gpu", NULL, 1), 1, "gres:gpu means one");
+	is_int(syn__gpus_per_node("gres:shard:4", "gres:gpu:4", 2), 2, "--gpus=4 over 2 nodes");
+	is_int(syn__gpus_per_node(NULL, NULL, 1), 0, "no GPUs");
+
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 2 && d.mem_mb == 2048,
+	   "sensitive profile: 2 cores, 1024 MB process + 1024 MB cache (got %d %u %u %llu)",
+	   d.action, d.cpus_per_task, d.min_cpus, (unsigned long long)d.mem_mb);
+	ok(strstr(d.comment, "key=img") && strstr(d.comment, "cpus=2"), "comment: %s", d.comment);
+
+	decide("lang", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1024,
+	   "insensitive profile: 1 core, no cache (got %u, %llu)", d.cpus_per_task,
+	   (unsigned long long)d.mem_mb);
+
+	decide("unknown1", NULL, "gres:gpu:1", &d);
+	snprintf(path, sizeof(path), "%s/unknown1.req", conf.request_dir);
+	ok(d.action == SYN__PROPORTIONAL && d.profiling_requested && access(path, F_OK) == 0,
+	   "no profile: GPU-proportional and a request file");
+	ok(strstr(d.comment, "no profile") != NULL, "comment says so: %s", d.comment);
+
+	decide("img", "off", "gres:gpu:1", &d);
+	ok(d.action == SYN__UNTOUCHED && strstr(d.comment, "off"), "--synergy=off: untouched");
+	decide(NULL, NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__UNTOUCHED && !d.comment[0], "no key: untouched, no comment");
+	decide("img", NULL, NULL, &d);
+	ok(d.action == SYN__PROPORTIONAL, "no GPUs asked for: GPU-proportional");
+
+	decide("../../etc/passwd", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__REJECT && strstr(d.err, "not a valid profile key"),
+	   "path as key rejected: %s", d.err);
+	decide("a;rm -rf /", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__REJECT, "shell metacharacters rejected");
+	decide("img", "maybe", "gres:gpu:1", &d);
+	ok(d.action == SYN__REJECT && strstr(d.err, "on or off"), "bad --synergy rejected: %s", d.err);
+
+	/* A corrupt profile is the store's problem, never the job's. */
+	snprintf(path, sizeof(path), "%s/bad.json", conf.store_dir);
+	f = fopen(path, "w");
+	fputs("{ \"schema\": 1, \"key\": \"bad\", \"cpus\": [", f);
+	fclose(f);
+	decide("bad", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && d.err[0] && strstr(d.comment, "unusable"),
+	   "corrupt profile: GPU-proportional with a reason (%s)", d.err);
+
+	snprintf(conf.store_dir, sizeof(conf.store_dir), "%s/nostore", dir);
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && d.err[0], "missing store: GPU-proportional");
+
+	conf.node_gpus = 0;
+	snprintf(conf.store_dir, sizeof(conf.store_dir), "%s/store", dir);
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && strstr(d.err, "NodeGPUs"),
+	   "node shape not configured: GPU-proportional");
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	if (system(path) != 0)
+		diag("could not remove %s", dir);
+	return done_testing();
+}
