@@ -12,9 +12,12 @@ Python binding, with threads=cores, float32 NCHW output and no cache.
 Both run --epochs + 1 epochs and time the last --epochs of them: the first,
 untimed, starts the workers and warms the page cache, so the timed epochs
 measure the steady state a training job sees. The consumer only receives
-each batch (an infinitely fast GPU). Prints one line of key=value pairs
-(or JSON with --json); bench/compare-pytorch.sh runs both interleaved and
-prints the table.
+each batch (an infinitely fast GPU). Reports images/s (wall clock) and
+images per CPU-second (this process's threads plus torch's worker
+processes, during the timed epochs), which other load on the machine
+disturbs far less. Prints one line of key=value pairs (or JSON with
+--json); bench/compare-pytorch.sh runs both interleaved and prints the
+table.
 """
 
 import argparse
@@ -57,12 +60,14 @@ def torch_epochs(args, cores):
                                      persistent_workers=cores > 0,
                                      drop_last=False)
     for epoch in range(args.epochs + 1):
-        start = time.perf_counter()
+        it = iter(dl)   # persistent workers: the same processes each epoch
+        pids = [w.pid for w in getattr(it, "_workers", [])]
+        start, cpu = time.perf_counter(), cpu_seconds(pids)
         n = 0
-        for images, labels in dl:
+        for images, labels in it:
             n += images.shape[0]
-        yield epoch, n, time.perf_counter() - start
-    del dl
+        yield (epoch, n, time.perf_counter() - start,
+               cpu_seconds(pids) - cpu)
 
 
 def coordl_epochs(args, cores):
@@ -74,18 +79,29 @@ def coordl_epochs(args, cores):
                        cache_bytes=0, seed=args.seed, layout="nchw_f32",
                        mean=MEAN, std=STD, output="numpy") as ld:
         for epoch in range(args.epochs + 1):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), cpu_seconds([])
             ld.set_epoch(epoch)
             n = 0
             for images, labels in ld:
                 n += images.shape[0]
-            yield epoch, n, time.perf_counter() - start
+            yield epoch, n, time.perf_counter() - start, cpu_seconds([]) - cpu
 
 
-def cpu_seconds():
+def cpu_seconds(pids):
+    """CPU time of this process (all its threads) plus the live worker
+    processes `pids`, read from /proc because a child's rusage is only
+    reported once it has exited."""
     s = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+    total = s.ru_utime + s.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
 def main(argv):
@@ -97,24 +113,19 @@ def main(argv):
     cores = args.cores or len(os.sched_getaffinity(0))
     run = torch_epochs if args.loader == "torch" else coordl_epochs
     images = 0
-    seconds = 0.0
-    cpu0 = None
-    for epoch, n, dt in run(args, cores):
+    seconds = cpu = 0.0
+    for epoch, n, dt, dcpu in run(args, cores):
         if epoch == 0:
-            cpu0 = cpu_seconds()
             continue
         images += n
         seconds += dt
-    # Worker processes (torch) are counted in RUSAGE_CHILDREN only once
-    # they have exited, which happens when the loader is dropped above; the
-    # warm-up epoch's worker time is then included too, so cpu_s is an
-    # upper bound for torch.
-    cpu = cpu_seconds() - cpu0
+        cpu += dcpu
     res = {"loader": args.loader, "cores": cores,
            "batch_size": args.batch_size, "epochs": args.epochs,
            "images": images, "seconds": round(seconds, 4),
            "images_per_s": round(images / seconds, 2) if seconds else 0.0,
-           "cpu_s": round(cpu, 3)}
+           "cpu_s": round(cpu, 3),
+           "images_per_cpu_s": round(images / cpu, 2) if cpu else 0.0}
     if args.json:
         print(json.dumps(res))
     else:
