@@ -381,3 +381,28 @@ cluster_leftovers() {
 	fi
 	[ "$left" = 0 ]
 }
+
+# cluster_put_profile KEY image|flat: write a small test profile into the
+# cluster's store. "image": 2 cores and 1 GB of cache per GPU double the
+# throughput; "flat": insensitive (1 core, no cache is best).
+cluster_put_profile() {
+	local tput
+	case "$2" in
+	image) tput='[[0.6, 0.8, 1.0], [1.2, 1.6, 2.0]]' ;;
+	flat) tput='[[1, 1, 1], [1, 1, 1]]' ;;
+	*) bail "cluster_put_profile: unknown kind '$2'" ;;
+	esac
+	cat >"$C/store/$1.json" <<EOP
+{ "schema": 1, "key": "$1", "model": "integration test", "cpus": [1, 2],
+  "mem_gb": [0, 0.5, 1], "tput": $tput, "prop_cpus": 1, "prop_mem_gb": 1,
+  "base_tput": 0 }
+EOP
+}
+
+# cluster_synergy_cgroups: synergy cgroups under our nodes (one per line).
+cluster_synergy_cgroups() {
+	local d
+	for d in $(cluster__node_cgroups); do
+		find "$d" -mindepth 1 -type d -name '*synergy*'
+	done
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# synergy-fallback.sh: jobs that Synergy must leave GPU-proportional, and
+# options it must refuse. A key without a profile runs at the partition's
+# DefCpuPerGPU/DefMemPerGPU and queues a profiling request; --synergy=off
+# and jobs without a key are untouched; a corrupt profile never fails a
+# job; malformed options (flag or environment twin) are refused with a
+# message that says what is wrong.
+. "${top_srcdir:?}/tests/lib/cluster.sh"
+cluster_start 1
+cluster_put_profile img image
+printf '{ "schema": 1, "key": "broken", "cpus": [' >"$C/store/broken.json"
+
+# prop ID: the job ran GPU-proportional (1 CPU, 512M per GPU here).
+prop() { cluster_job_field "$1" TRES | grep -q '^cpu=1,mem=512M,'; }
+active0() { grep -qx SYNERGY_ACTIVE=0 "$(cluster_out "$1")"; }
+script='env | grep -E "^SYNERGY_"; grep -E ":cpuset:" /proc/self/cgroup'
+
+# Submit everything first, so that the jobs run side by side.
+j_new=$(cluster_sbatch --gres=gpu:1 --synergy-profile=newmodel --wrap "$script")
+j_off=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --synergy=off --wrap "$script")
+j_offenv=$(SYNERGY=off cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap "$script")
+j_twin=$(SYNERGY_PROFILE=img cluster_sbatch --gres=gpu:1 --wrap "$script")
+j_nokey=$(cluster_sbatch --gres=gpu:1 --wrap "$script")
+j_broken=$(cluster_sbatch --gres=gpu:1 --synergy-profile=broken --wrap "$script")
+for id in $j_new $j_off $j_offenv $j_twin $j_nokey $j_broken; do
+	cluster_wait_job "$id" 40 >/dev/null
+done
+
+id=$j_new
+test_ok "no profile: job completed" test "$(cluster_job_state "$id")" = COMPLETED
+test_ok "no profile: GPU-proportional" prop "$id"
+test_ok "no profile: loader told SYNERGY_ACTIVE=0" active0 "$id"
+test_ok "no profile: not moved into a synergy cgroup" \
+	bash -c "! grep -q synergy '$(cluster_out "$id")'"
+test_ok "no profile: a profiling request was queued" grep -qx key=newmodel "$C/requests/newmodel.req"
+test_ok "no profile: AdminComment says so" \
+	bash -c "scontrol show job $id | grep -q 'AdminComment=synergy: key=newmodel no profile'"
+
+id=$j_off
+test_ok "--synergy=off: job completed" test "$(cluster_job_state "$id")" = COMPLETED
+test_ok "--synergy=off: untouched (GPU-proportional)" prop "$id"
+test_ok "--synergy=off: SYNERGY_ACTIVE=0" active0 "$id"
+test_ok "SYNERGY=off twin: untouched" prop "$j_offenv"
+test_ok "SYNERGY_PROFILE twin: job sized like the flag" \
+	bash -c "scontrol -o show job $j_twin | grep -q 'TRES=cpu=2,mem=2G,'"
+
+id=$j_nokey
+test_ok "no key: untouched" prop "$id"
+test_ok "no key: no synergy AdminComment" \
+	bash -c "! scontrol show job $id | grep -q AdminComment=synergy"
+
+id=$j_broken
+test_ok "corrupt profile: job completed" test "$(cluster_job_state "$id")" = COMPLETED
+test_ok "corrupt profile: GPU-proportional" prop "$id"
+test_ok "corrupt profile: logged by slurmctld" grep -q "synergy: profile broken" "$C/log/slurmctld.log"
+
+# rejected ARGS...: sbatch refuses and says why; no job is created.
+rejected() {
+	local want=$1 out rc before after
+	shift
+	before=$(squeue -h -t all | wc -l)
+	out=$(cd "$C" && sbatch --gres=gpu:1 "$@" --wrap true 2>&1)
+	rc=$?
+	after=$(squeue -h -t all | wc -l)
+	[ "$rc" != 0 ] && grep -q -- "$want" <<<"$out" && [ "$before" = "$after" ] && return 0
+	diag "sbatch $*: rc=$rc: $out"
+	return 1
+}
+test_ok "--synergy-profile with a path is refused" \
+	rejected "'a/b' is not a valid profile key" --synergy-profile=a/b
+test_ok "--synergy=maybe is refused" rejected "'maybe' is not on or off" --synergy=maybe
+test_ok "SYNERGY_PROFILE twin is checked too" \
+	env SYNERGY_PROFILE='x y' bash -c "$(declare -f rejected diag); C='$C'; rejected \"'x y' is not a valid profile key\""
+test_ok "--synergy-profile= (empty) is refused" rejected "not a valid profile key" --synergy-profile=
+
+cluster__wait 5 cluster_leftovers
+test_ok "no synergy cgroup or cache file left" cluster_leftovers
+done_testing
