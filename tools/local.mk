@@ -1,1 +1,12 @@
 # tools: dataset generator and converters (included from the top Makefile.am)
+
+# coordl-datagen (prep helper): deterministic ImageNet-like test data.
+bin_PROGRAMS += tools/coordl-datagen
+tools_coordl_datagen_SOURCES = tools/coordl-datagen.c
+tools_coordl_datagen_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS)
+tools_coordl_datagen_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tools_coordl_datagen_LDADD = $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+dist_man_MANS += doc/coordl-datagen.1
+UNIT_TESTS += tools/test/coordl-datagen.sh
+EXTRA_DIST += tools/test/coordl-datagen.sh
+
