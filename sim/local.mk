@@ -1,1 +1,12 @@
 # sim: build rules (included from the top Makefile.am)
+# synergy-sim: the trace-driven simulator over the policy library. Measured
+# profiles come from the profile store (profiler/libsynstore.la).
+bin_PROGRAMS += sim/synergy-sim
+sim_synergy_sim_SOURCES = sim/main.c sim/engine.c sim/trace.c sim/sim.h
+sim_synergy_sim_LDADD = policy/libsynpolicy.la profiler/libsynstore.la \
+	$(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+
+# Tests: golden traces worked by hand, and malformed input.
+UNIT_TESTS += sim/test/golden.sh sim/test/malformed.sh
+EXTRA_DIST += sim/test/golden.sh sim/test/malformed.sh sim/test/golden1.csv \
+	sim/test/golden1.expected

@@ -1,0 +1,529 @@
+/*
+ * main.c: the synergy-sim command line. Loads or generates a trace, runs it
+ * under each requested allocator x ordering (optionally at several loads),
+ * prints a comparison table, and writes per-job CSV and a plot on request.
+ * See synergy-sim(1).
+ *
+ * Exit status: 0 on success, 1 when a run fails or any round broke the
+ * guarantee or a capacity, 2 on a usage error.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+#define MAX_COMBO 16
+#define MAX_RATES 32
+
+static const char usage_text[] =
+	"Usage: synergy-sim [OPTIONS]\n"
+	"Simulate Synergy allocation policies on a trace of DNN training jobs.\n"
+	"\n"
+	"Workload (a trace file, or the generated Philly-derived workload):\n"
+	"  -t, --trace FILE        read jobs from CSV: id,arrival_s,gpus,duration_s,model\n"
+	"  -n, --jobs N            generate N jobs (default 1000)\n"
+	"  -r, --rate J            generate J arrivals per hour (default 9)\n"
+	"  -s, --seed S            generator seed (default 1)\n"
+	"      --gpu-mix MIX       '1' (1-GPU jobs, default) or 'philly' (70/10/15/5%% of 1/2/4/8)\n"
+	"      --split I/L/S       image/language/speech percentages (default 20/70/10)\n"
+	"      --write-trace FILE  write the generated trace ('-' for stdout) and exit\n"
+	"  -P, --profiles DIR      profile store: measured profiles override the built-ins\n"
+	"Cluster and policy:\n"
+	"  -c, --cluster SPEC      [COUNTx]GPUS:CORES:MEM_GB[,...] (default 16x8:24:500)\n"
+	"      --round SECONDS     round length (default 300)\n"
+	"  -a, --alloc LIST        allocators: prop,greedy,tune,opt (default prop,tune)\n"
+	"  -o, --order LIST        orderings: fifo,srtf,las,ftf (default fifo)\n"
+	"      --eps F             best-case tolerance (default 0.01)\n"
+	"      --opt-time-limit S  GLPK time limit per OPT solve (default 10)\n"
+	"Output:\n"
+	"  -w, --window A-B        measure jobs with ids A..B (default all)\n"
+	"  -j, --jobs-out FILE     per-job results as CSV ('-' for stdout)\n"
+	"      --sweep R1,R2,...   run at each arrival rate (generated workload only)\n"
+	"      --plot FILE.png     JCT CDF per policy, or mean JCT vs load with --sweep\n"
+	"  -q, --quiet             no table (with --jobs-out -)\n"
+	"  -h, --help              this text\n";
+
+struct combo {
+	syn_allocator_t a;
+	syn_ordering_t o;
+};
+
+static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "synergy-sim: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'synergy-sim --help'.\n");
+	return 2;
+}
+
+static int parse_list(const char *s, int is_alloc, int *vals, int max)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	int n = 0;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int ok = is_alloc ? syn_allocator_parse(tok, (syn_allocator_t *)&vals[n])
+				  : syn_ordering_parse(tok, (syn_ordering_t *)&vals[n]);
+		if (ok < 0 || n == max) {
+			free(copy);
+			return -1;
+		}
+		n++;
+	}
+	free(copy);
+	return n;
+}
+
+static int parse_num(const char *s, double lo, double hi, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	return (*s && !*end && !errno && isfinite(*v) && *v >= lo && *v <= hi) ? 0 : -1;
+}
+
+static void print_header(const char *what)
+{
+	printf("%-7s %-5s %6s %11s %13s %10s %11s %8s %8s %7s %10s %7s %7s\n", "alloc", "order",
+	       "jobs", "jct_mean_h", "jct_median_h", "jct_p99_h", "makespan_h", "gpu_util",
+	       "cpu_util", "speedup", "violations", "rounds", "cpu_s");
+	(void)what;
+}
+
+static void print_row(const struct combo *c, const sim_result_t *r)
+{
+	printf("%-7s %-5s %6d %11.2f %13.2f %10.2f %11.2f %8.3f %8.3f %7.3f %10ld %7ld %7.2f\n",
+	       syn_allocator_name(c->a), syn_ordering_name(c->o), r->n_window, r->jct_mean / 3600,
+	       r->jct_median / 3600, r->jct_p99 / 3600, r->makespan / 3600, r->gpu_util,
+	       r->cpu_util, r->speedup_mean, r->violations, r->rounds, r->cpu_s);
+}
+
+/* Run gnuplot on a script; pngcairo first, the plain png terminal if that
+ * fails. Returns 0 or -1. */
+static int run_gnuplot(const char *dir, const char *body, const char *png)
+{
+	static const char *const terms[] = { "pngcairo size 900,560", "png size 900,560" };
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/plot.gp", dir);
+	for (int t = 0; t < 2; t++) {
+		FILE *f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fprintf(f, "set terminal %s\nset output '%s'\n%s", terms[t], png, body);
+		fclose(f);
+		pid_t pid = fork();
+		if (pid < 0)
+			return -1;
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+			if (fd >= 0) {
+				dup2(fd, 2);
+				dup2(fd, 1);
+			}
+			execlp("gnuplot", "gnuplot", path, (char *)NULL);
+			_exit(127);
+		}
+		int st;
+		if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+static void rm_tree(const char *dir, int n_files)
+{
+	char p[4096];
+	for (int i = 0; i < n_files; i++) {
+		snprintf(p, sizeof p, "%s/d%d.dat", dir, i);
+		unlink(p);
+	}
+	snprintf(p, sizeof p, "%s/plot.gp", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Write the CDF of JCT (hours) over the window to <dir>/d<i>.dat. */
+static int write_cdf(const char *dir, int i, const sim_trace_t *t, const sim_cfg_t *cfg,
+		     sim_error_t *err)
+{
+	char p[4096];
+	double *x = malloc(sizeof *x * (size_t)(t->n > 0 ? t->n : 1));
+	FILE *d;
+	int m = 0;
+
+	snprintf(p, sizeof p, "%s/d%d.dat", dir, i);
+	d = fopen(p, "w");
+	if (!x || !d) {
+		free(x);
+		if (d)
+			fclose(d);
+		return sim_err(err, "plot data %s: %s", p, strerror(errno));
+	}
+	for (int k = 0; k < t->n; k++)
+		if (t->jobs[k].id >= cfg->win_lo && t->jobs[k].id <= cfg->win_hi)
+			x[m++] = (t->jobs[k].finish - t->jobs[k].arrival) / 3600;
+	qsort(x, (size_t)m, sizeof *x, dcmp);
+	for (int k = 0; k < m; k++)
+		fprintf(d, "%.6f %.6f\n", x[k], (k + 1.0) / m);
+	free(x);
+	return fclose(d) == 0 ? 0 : sim_err(err, "plot data %s: %s", p, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "trace", required_argument, NULL, 't' },
+		{ "jobs", required_argument, NULL, 'n' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "gpu-mix", required_argument, NULL, 1 },
+		{ "split", required_argument, NULL, 2 },
+		{ "write-trace", required_argument, NULL, 3 },
+		{ "profiles", required_argument, NULL, 'P' },
+		{ "cluster", required_argument, NULL, 'c' },
+		{ "round", required_argument, NULL, 4 },
+		{ "alloc", required_argument, NULL, 'a' },
+		{ "order", required_argument, NULL, 'o' },
+		{ "eps", required_argument, NULL, 5 },
+		{ "opt-time-limit", required_argument, NULL, 6 },
+		{ "window", required_argument, NULL, 'w' },
+		{ "jobs-out", required_argument, NULL, 'j' },
+		{ "sweep", required_argument, NULL, 7 },
+		{ "plot", required_argument, NULL, 8 },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *trace_path = NULL, *write_trace = NULL, *profiles_dir = NULL;
+	const char *cluster_spec = "16x8:24:500", *jobs_out = NULL, *plot = NULL;
+	sim_gen_t gen = { .n_jobs = 1000, .rate_per_hour = 9, .seed = 1, .philly_gpus = 0,
+			  .split = { 20, 70, 10 } };
+	sim_cfg_t cfg;
+	int allocs[MAX_COMBO] = { SYN_ALLOC_PROP, SYN_ALLOC_TUNE }, n_alloc = 2;
+	int orders[MAX_COMBO] = { SYN_ORDER_FIFO }, n_order = 1, quiet = 0, n_rates = 0;
+	double rates[MAX_RATES], v;
+	sim_profiles_t *pr = NULL;
+	sim_cluster_t cl = { NULL, 0, 0, 0, 0 };
+	sim_trace_t tr = { NULL, 0 };
+	sim_error_t err = { "" };
+	FILE *jf = NULL;
+	int status = 1, opt;
+	char tmpdir[] = "/tmp/synergy-sim.XXXXXX";
+	int have_tmp = 0, n_dat = 0;
+	struct combo combos[MAX_COMBO * MAX_COMBO];
+	int n_combo = 0;
+	static double sweep_jct[MAX_RATES][MAX_COMBO * MAX_COMBO];
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.round_s = 300;
+	syn_round_opts_init(&cfg.opts);
+	cfg.win_lo = 0;
+	cfg.win_hi = UINT64_MAX;
+
+	while ((opt = getopt_long(argc, argv, "t:n:r:s:P:c:a:o:w:j:qh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 't':
+			trace_path = optarg;
+			break;
+		case 'n':
+			if (parse_num(optarg, 1, 1e8, &v) < 0 || v != floor(v))
+				return die_usage("--jobs '%s': expected an integer 1..100000000", optarg);
+			gen.n_jobs = (int)v;
+			break;
+		case 'r':
+			if (parse_num(optarg, 1e-6, 1e9, &v) < 0)
+				return die_usage("--rate '%s': expected a number > 0 (jobs per hour)", optarg);
+			gen.rate_per_hour = v;
+			break;
+		case 's':
+			if (parse_num(optarg, 0, 1.8e19, &v) < 0 || v != floor(v))
+				return die_usage("--seed '%s': expected a non-negative integer", optarg);
+			gen.seed = strtoull(optarg, NULL, 10);
+			break;
+		case 1:
+			if (strcmp(optarg, "1") == 0)
+				gen.philly_gpus = 0;
+			else if (strcmp(optarg, "philly") == 0)
+				gen.philly_gpus = 1;
+			else
+				return die_usage("--gpu-mix '%s': expected '1' or 'philly'", optarg);
+			break;
+		case 2: {
+			double a, b, c;
+			char tail;
+			if (sscanf(optarg, "%lf/%lf/%lf%c", &a, &b, &c, &tail) != 3 || a < 0 || b < 0 ||
+			    c < 0 || !(a + b + c > 0))
+				return die_usage("--split '%s': expected I/L/S percentages, e.g. 20/70/10",
+						 optarg);
+			gen.split[0] = a, gen.split[1] = b, gen.split[2] = c;
+			break;
+		}
+		case 3:
+			write_trace = optarg;
+			break;
+		case 'P':
+			profiles_dir = optarg;
+			break;
+		case 'c':
+			cluster_spec = optarg;
+			break;
+		case 4:
+			if (parse_num(optarg, 1, 1e7, &v) < 0)
+				return die_usage("--round '%s': expected seconds, 1..10000000", optarg);
+			cfg.round_s = v;
+			break;
+		case 'a':
+			n_alloc = parse_list(optarg, 1, allocs, MAX_COMBO);
+			if (n_alloc < 1)
+				return die_usage("--alloc '%s': expected a list of prop,greedy,tune,opt",
+						 optarg);
+			break;
+		case 'o':
+			n_order = parse_list(optarg, 0, orders, MAX_COMBO);
+			if (n_order < 1)
+				return die_usage("--order '%s': expected a list of fifo,srtf,las,ftf", optarg);
+			break;
+		case 5:
+			if (parse_num(optarg, 0, 0.99, &v) < 0)
+				return die_usage("--eps '%s': expected 0..0.99", optarg);
+			cfg.opts.eps = v;
+			break;
+		case 6:
+			if (parse_num(optarg, 0.001, 3600, &v) < 0)
+				return die_usage("--opt-time-limit '%s': expected seconds, 0.001..3600", optarg);
+			cfg.opts.opt_time_limit_s = v;
+			break;
+		case 'w': {
+			unsigned long long lo, hi;
+			char tail;
+			if (sscanf(optarg, "%llu-%llu%c", &lo, &hi, &tail) != 2 || lo > hi)
+				return die_usage("--window '%s': expected A-B with A <= B (job ids)", optarg);
+			cfg.win_lo = lo;
+			cfg.win_hi = hi;
+			break;
+		}
+		case 'j':
+			jobs_out = optarg;
+			break;
+		case 7: {
+			char *copy = strdup(optarg), *save = NULL, *tok;
+			n_rates = 0;
+			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (n_rates == MAX_RATES || parse_num(tok, 1e-6, 1e9, &rates[n_rates]) < 0) {
+					free(copy);
+					return die_usage("--sweep '%s': expected up to 32 rates > 0, comma-separated",
+							 optarg);
+				}
+				n_rates++;
+			}
+			free(copy);
+			if (n_rates == 0)
+				return die_usage("--sweep '%s': no rates", optarg);
+			break;
+		}
+		case 8:
+			plot = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'synergy-sim --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (trace_path && n_rates)
+		return die_usage("%s", "--sweep generates its traces: it cannot be used with --trace");
+	if (trace_path && write_trace)
+		return die_usage("%s", "--write-trace writes a generated trace: drop --trace");
+
+	pr = sim_profiles_create(profiles_dir, &err);
+	if (!pr)
+		goto fail;
+	if (sim_cluster_parse(cluster_spec, &cl, &err) < 0) {
+		fprintf(stderr, "synergy-sim: %s\nTry 'synergy-sim --help'.\n", err.text);
+		status = 2;
+		goto out;
+	}
+	for (int a = 0; a < n_alloc; a++)
+		for (int o = 0; o < n_order; o++)
+			combos[n_combo++] = (struct combo){ (syn_allocator_t)allocs[a],
+							    (syn_ordering_t)orders[o] };
+
+	if (write_trace) {
+		if (sim_trace_generate(&gen, pr, &tr, &err) < 0 ||
+		    sim_trace_write(write_trace, &tr, &err) < 0)
+			goto fail;
+		status = 0;
+		goto out;
+	}
+	if (jobs_out) {
+		jf = strcmp(jobs_out, "-") == 0 ? stdout : fopen(jobs_out, "w");
+		if (!jf) {
+			snprintf(err.text, sizeof err.text, "%s: %s", jobs_out, strerror(errno));
+			goto fail;
+		}
+	}
+	if (plot) {
+		if (!mkdtemp(tmpdir)) {
+			snprintf(err.text, sizeof err.text, "temporary directory: %s", strerror(errno));
+			goto fail;
+		}
+		have_tmp = 1;
+	}
+
+	status = 0;
+	int n_loads = n_rates ? n_rates : 1;
+	for (int l = 0; l < n_loads; l++) {
+		if (trace_path) {
+			if (sim_trace_read(trace_path, pr, &tr, &err) < 0)
+				goto fail;
+		} else {
+			if (n_rates)
+				gen.rate_per_hour = rates[l];
+			if (sim_trace_generate(&gen, pr, &tr, &err) < 0)
+				goto fail;
+		}
+		if (!quiet) {
+			printf("# %d jobs%s, %d nodes (%d GPUs, %g cores, %g GB), round %g s", tr.n,
+			       trace_path ? "" : " generated", cl.n_nodes, cl.total_gpus, cl.total_cpus,
+			       cl.total_mem, cfg.round_s);
+			if (!trace_path)
+				printf(", rate %g/h, seed %llu, split %g/%g/%g, gpus %s", gen.rate_per_hour,
+				       (unsigned long long)gen.seed, gen.split[0], gen.split[1], gen.split[2],
+				       gen.philly_gpus ? "philly" : "1");
+			if (cfg.win_hi != UINT64_MAX || cfg.win_lo)
+				printf(", window ids %llu-%llu", (unsigned long long)cfg.win_lo,
+				       (unsigned long long)cfg.win_hi);
+			printf("\n");
+			print_header(NULL);
+		}
+		for (int k = 0; k < n_combo; k++) {
+			sim_result_t res;
+			cfg.opts.allocator = combos[k].a;
+			cfg.opts.ordering = combos[k].o;
+			if (sim_run(&tr, &cl, &cfg, &res, &err) < 0)
+				goto fail;
+			if (!quiet)
+				print_row(&combos[k], &res);
+			fflush(stdout);
+			if (res.violations) {
+				fprintf(stderr, "synergy-sim: %s/%s: %ld violations; first: %s\n",
+					syn_allocator_name(combos[k].a), syn_ordering_name(combos[k].o),
+					res.violations, res.first_violation);
+				status = 1;
+			}
+			sweep_jct[l][k] = res.jct_mean;
+			if (jf)
+				sim_jobs_write(jf, &tr, syn_allocator_name(combos[k].a),
+					       syn_ordering_name(combos[k].o), l == 0 && k == 0);
+			if (have_tmp && !n_rates && write_cdf(tmpdir, n_dat++, &tr, &cfg, &err) < 0)
+				goto fail;
+		}
+		sim_trace_free(&tr);
+	}
+	if (n_rates && !quiet) {
+		printf("\n# mean JCT (h) vs load\n%-9s", "rate_jph");
+		for (int k = 0; k < n_combo; k++) {
+			char h[32];
+			snprintf(h, sizeof h, "%s/%s", syn_allocator_name(combos[k].a),
+				 syn_ordering_name(combos[k].o));
+			printf(" %12s", h);
+		}
+		printf("\n");
+		for (int l = 0; l < n_rates; l++) {
+			printf("%-9g", rates[l]);
+			for (int k = 0; k < n_combo; k++)
+				printf(" %12.2f", sweep_jct[l][k] / 3600);
+			printf("\n");
+		}
+	}
+	if (have_tmp) {
+		char body[8192], p[4096];
+		size_t off = 0;
+		if (n_rates) {
+			snprintf(p, sizeof p, "%s/d0.dat", tmpdir);
+			FILE *d = fopen(p, "w");
+			if (!d) {
+				sim_err(&err, "plot data %s: %s", p, strerror(errno));
+				goto fail;
+			}
+			n_dat = 1;
+			for (int l = 0; l < n_rates; l++) {
+				fprintf(d, "%g", rates[l]);
+				for (int k = 0; k < n_combo; k++)
+					fprintf(d, " %.6f", sweep_jct[l][k] / 3600);
+				fprintf(d, "\n");
+			}
+			fclose(d);
+			off += (size_t)snprintf(body + off, sizeof body - off,
+				"set xlabel 'load (jobs/hour)'\nset ylabel 'mean JCT (hours)'\n"
+				"set key top left\nset grid\nplot");
+			for (int k = 0; k < n_combo && off < sizeof body; k++)
+				off += (size_t)snprintf(body + off, sizeof body - off,
+					"%s '%s' using 1:%d with linespoints lw 2 title '%s/%s'",
+					k ? "," : "", p, k + 2, syn_allocator_name(combos[k].a),
+					syn_ordering_name(combos[k].o));
+		} else {
+			off += (size_t)snprintf(body + off, sizeof body - off,
+				"set xlabel 'JCT (hours)'\nset ylabel 'fraction of jobs'\n"
+				"set logscale x\nset key bottom right\nset grid\nplot");
+			for (int k = 0; k < n_combo && off < sizeof body; k++) {
+				snprintf(p, sizeof p, "%s/d%d.dat", tmpdir, k);
+				off += (size_t)snprintf(body + off, sizeof body - off,
+					"%s '%s' using 1:2 with lines lw 2 title '%s/%s'", k ? "," : "", p,
+					syn_allocator_name(combos[k].a), syn_ordering_name(combos[k].o));
+			}
+		}
+		if (off < sizeof body - 2)
+			strcat(body, "\n");
+		if (run_gnuplot(tmpdir, body, plot) < 0) {
+			snprintf(err.text, sizeof err.text, "--plot %s: gnuplot failed (is it installed?)", plot);
+			goto fail;
+		}
+	}
+	goto out;
+fail:
+	fprintf(stderr, "synergy-sim: %s\n", err.text);
+	status = 1;
+out:
+	if (jf && jf != stdout)
+		fclose(jf);
+	if (have_tmp)
+		rm_tree(tmpdir, n_dat);
+	sim_trace_free(&tr);
+	sim_cluster_free(&cl);
+	sim_profiles_destroy(pr);
+	return status;
+}

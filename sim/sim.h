@@ -1,0 +1,101 @@
+/*
+ * sim.h: internals of synergy-sim, the trace-driven simulator. Traces
+ * (read, write, generate), the cluster description and the round-based
+ * engine that runs the policy library (libsynpolicy) over a trace.
+ */
+#ifndef SYN_SIM_H
+#define SYN_SIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "synergy_policy.h"
+
+/* One job of a trace, and what happened to it in a run. */
+typedef struct sim_job {
+	uint64_t id;
+	double arrival;  /* s */
+	int gpus;
+	double duration; /* s of work at the GPU-proportional share */
+	char model[SYN_PROFILE_KEY_MAX + 1];
+	const syn_profile_t *profile;
+	/* Results of a run. */
+	double start, finish; /* -1 until known */
+	int changes;          /* times its allocation changed while it ran */
+	double tput_sum;      /* sum over rounds run of tput/prop_tput, for the mean speed-up */
+	int rounds_run;
+} sim_job_t;
+
+typedef struct sim_trace {
+	sim_job_t *jobs;
+	int n;
+} sim_trace_t;
+
+/* Workload generator parameters (the Philly-derived workload of Synergy). */
+typedef struct sim_gen {
+	int n_jobs;
+	double rate_per_hour; /* Poisson arrivals */
+	uint64_t seed;
+	int philly_gpus;      /* 0: 1-GPU jobs only; 1: 70/10/15/5 % of 1/2/4/8 */
+	double split[3];      /* image / language / speech fractions */
+} sim_gen_t;
+
+/* Profiles the simulator knows: measured ones (from --profiles) first,
+ * then the built-ins. */
+typedef struct sim_profiles sim_profiles_t;
+
+/* Cluster: groups of identical nodes. */
+typedef struct sim_cluster {
+	syn_node_t *nodes;
+	int n_nodes;
+	int total_gpus;
+	double total_cpus, total_mem;
+} sim_cluster_t;
+
+typedef struct sim_cfg {
+	double round_s;
+	syn_round_opts_t opts;
+	uint64_t win_lo, win_hi; /* measured job ids, inclusive */
+} sim_cfg_t;
+
+typedef struct sim_result {
+	int n_done, n_window;
+	double jct_mean, jct_median, jct_p99; /* over the window, s */
+	double makespan;                       /* s, first arrival to last finish */
+	double gpu_util, cpu_util, mem_util;   /* allocated / capacity over the makespan */
+	double speedup_mean;                   /* mean tput/prop_tput over job-rounds run */
+	long rounds, violations, carried, changed;
+	char first_violation[160];
+	double cpu_s;                          /* CPU time the run took */
+} sim_result_t;
+
+/* Error text for the CLI, with the file and line when there is one. */
+typedef struct sim_error {
+	char text[256];
+} sim_error_t;
+
+int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_error_t *err);
+int sim_trace_write(const char *path, const sim_trace_t *t, sim_error_t *err);
+int sim_trace_generate(const sim_gen_t *g, sim_profiles_t *pr, sim_trace_t *t, sim_error_t *err);
+void sim_trace_free(sim_trace_t *t);
+
+sim_profiles_t *sim_profiles_create(const char *dir, sim_error_t *err);
+void sim_profiles_destroy(sim_profiles_t *pr);
+/* The profile for a model key, or NULL with err naming it. */
+const syn_profile_t *sim_profiles_get(sim_profiles_t *pr, const char *key, sim_error_t *err);
+
+/* Parse "16x8:24:500[,NxG:C:M...]". */
+int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err);
+void sim_cluster_free(sim_cluster_t *c);
+
+/* Run the trace; job results are written into t->jobs. */
+int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_result_t *r,
+	    sim_error_t *err);
+
+/* Write the per-job results as CSV rows (header if header != 0). */
+void sim_jobs_write(FILE *f, const sim_trace_t *t, const char *alloc, const char *order,
+		    int header);
+
+int sim_err(sim_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,506 @@
+/*
+ * trace.c: job traces for synergy-sim. Reads and writes the trace CSV
+ * (columns documented in synergy-sim(1)), generates the Philly-derived
+ * workload of the Synergy paper, resolves model keys to profiles (measured
+ * ones from a profile store first, then the built-ins) and parses the
+ * cluster description.
+ *
+ * Input is untrusted: every field is checked and a bad one is reported with
+ * the file, the line and the field, and nothing is half-loaded.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "synergy_store.h"
+
+#define LINE_MAX_LEN 1024
+#define MAX_JOB_GPUS 4096
+
+int sim_err(sim_error_t *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		va_start(ap, fmt);
+		vsnprintf(err->text, sizeof err->text, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* Profiles. */
+
+struct sim_profiles {
+	syn_store_t *store;
+	syn_profile_t **loaded;
+	int n, cap;
+};
+
+sim_profiles_t *sim_profiles_create(const char *dir, sim_error_t *err)
+{
+	sim_profiles_t *pr = calloc(1, sizeof *pr);
+	syn_store_error_t serr = { "" };
+
+	if (!pr) {
+		sim_err(err, "out of memory");
+		return NULL;
+	}
+	if (dir) {
+		pr->store = syn_store_create(dir, 0, &serr);
+		if (!pr->store) {
+			sim_err(err, "--profiles %s: %s", dir, serr.text[0] ? serr.text : strerror(errno));
+			free(pr);
+			return NULL;
+		}
+	}
+	return pr;
+}
+
+void sim_profiles_destroy(sim_profiles_t *pr)
+{
+	if (!pr)
+		return;
+	for (int i = 0; i < pr->n; i++)
+		free(pr->loaded[i]);
+	free(pr->loaded);
+	syn_store_destroy(pr->store);
+	free(pr);
+}
+
+const syn_profile_t *sim_profiles_get(sim_profiles_t *pr, const char *key, sim_error_t *err)
+{
+	const syn_profile_t *b;
+
+	for (int i = 0; i < pr->n; i++)
+		if (strcmp(pr->loaded[i]->key, key) == 0)
+			return pr->loaded[i];
+	if (pr->store) {
+		syn_store_error_t serr = { "" };
+		syn_profile_t *p = malloc(sizeof *p);
+
+		if (!p) {
+			sim_err(err, "out of memory");
+			return NULL;
+		}
+		if (syn_store_get(pr->store, key, p, &serr) == 0) {
+			if (pr->n == pr->cap) {
+				int cap = pr->cap ? 2 * pr->cap : 16;
+				syn_profile_t **l = realloc(pr->loaded, sizeof *l * (size_t)cap);
+				if (!l) {
+					free(p);
+					sim_err(err, "out of memory");
+					return NULL;
+				}
+				pr->loaded = l;
+				pr->cap = cap;
+			}
+			pr->loaded[pr->n++] = p;
+			return p;
+		}
+		free(p);
+		if (errno != ENOENT) {
+			sim_err(err, "profile '%s': %s", key, serr.text);
+			return NULL;
+		}
+	}
+	b = syn_builtin_find(key);
+	if (!b)
+		sim_err(err, "unknown model '%s' (not built in%s)", key,
+			pr->store ? " and not in the profile store" : "; see --profiles");
+	return b;
+}
+
+/* Trace CSV. */
+
+static const char trace_header[] = "id,arrival_s,gpus,duration_s,model";
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+static int parse_double(const char *s, double *v)
+{
+	char *end;
+
+	if (!*s)
+		return -1;
+	errno = 0;
+	*v = strtod(s, &end);
+	return (*end || errno || !isfinite(*v)) ? -1 : 0;
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return (*end || errno) ? -1 : 0;
+}
+
+struct idline {
+	uint64_t id;
+	long line;
+};
+
+static int idline_cmp(const void *a, const void *b)
+{
+	const struct idline *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int job_arrival_cmp(const void *a, const void *b)
+{
+	const sim_job_t *x = a, *y = b;
+	if (x->arrival != y->arrival)
+		return x->arrival < y->arrival ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int add_job(sim_trace_t *t, int *cap, const sim_job_t *j)
+{
+	if (t->n == *cap) {
+		int nc = *cap ? 2 * *cap : 256;
+		sim_job_t *nj = realloc(t->jobs, sizeof *nj * (size_t)nc);
+		if (!nj)
+			return -1;
+		t->jobs = nj;
+		*cap = nc;
+	}
+	t->jobs[t->n++] = *j;
+	return 0;
+}
+
+static void finish_trace(sim_trace_t *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		t->jobs[i].start = t->jobs[i].finish = -1;
+		t->jobs[i].changes = 0;
+		t->jobs[i].tput_sum = 0;
+		t->jobs[i].rounds_run = 0;
+	}
+	qsort(t->jobs, (size_t)t->n, sizeof *t->jobs, job_arrival_cmp);
+}
+
+int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_error_t *err)
+{
+	FILE *f = NULL;
+	char buf[LINE_MAX_LEN + 2];
+	long line = 0;
+	int cap = 0, rv = -1, have_header = 0;
+	struct idline *ids = NULL;
+	sim_trace_t nt = { NULL, 0 };
+	sim_error_t perr;
+
+	f = fopen(path, "r");
+	if (!f) {
+		sim_err(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	while (fgets(buf, sizeof buf, f)) {
+		char *s, *fld[6];
+		int nf = 0;
+		sim_job_t j;
+		uint64_t g;
+
+		line++;
+		if (!strchr(buf, '\n') && !feof(f)) {
+			sim_err(err, "%s:%ld: line longer than %d characters", path, line, LINE_MAX_LEN);
+			goto out;
+		}
+		s = trim(buf);
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (!have_header) {
+			char *h = s;
+			/* Allow spaces after commas in the header. */
+			char clean[LINE_MAX_LEN + 2];
+			int k = 0;
+			for (; *h; h++)
+				if (*h != ' ' && *h != '\t')
+					clean[k++] = *h;
+			clean[k] = '\0';
+			if (strcmp(clean, trace_header) != 0) {
+				sim_err(err, "%s:%ld: expected the header '%s'", path, line, trace_header);
+				goto out;
+			}
+			have_header = 1;
+			continue;
+		}
+		for (char *p = s; p; ) {
+			char *c = strchr(p, ',');
+			if (nf < 6)
+				fld[nf] = p;
+			nf++;
+			if (c)
+				*c++ = '\0';
+			p = c;
+		}
+		if (nf != 5) {
+			sim_err(err, "%s:%ld: expected 5 comma-separated fields (%s), got %d", path, line,
+				trace_header, nf);
+			goto out;
+		}
+		for (int k = 0; k < 5; k++)
+			fld[k] = trim(fld[k]);
+		memset(&j, 0, sizeof j);
+		if (parse_u64(fld[0], &j.id) < 0) {
+			sim_err(err, "%s:%ld: id: expected a non-negative integer, got '%s'", path, line,
+				fld[0]);
+			goto out;
+		}
+		if (parse_double(fld[1], &j.arrival) < 0 || j.arrival < 0) {
+			sim_err(err, "%s:%ld: arrival_s: expected a number >= 0, got '%s'", path, line,
+				fld[1]);
+			goto out;
+		}
+		if (parse_u64(fld[2], &g) < 0 || g < 1 || g > MAX_JOB_GPUS) {
+			sim_err(err, "%s:%ld: gpus: expected an integer 1..%d, got '%s'", path, line,
+				MAX_JOB_GPUS, fld[2]);
+			goto out;
+		}
+		j.gpus = (int)g;
+		if (parse_double(fld[3], &j.duration) < 0 || !(j.duration > 0)) {
+			sim_err(err, "%s:%ld: duration_s: expected a number > 0, got '%s'", path, line,
+				fld[3]);
+			goto out;
+		}
+		if (!syn_profile_key_valid(fld[4])) {
+			sim_err(err, "%s:%ld: model: '%s' is not a valid profile key", path, line, fld[4]);
+			goto out;
+		}
+		strcpy(j.model, fld[4]);
+		j.profile = sim_profiles_get(pr, j.model, &perr);
+		if (!j.profile) {
+			sim_err(err, "%s:%ld: model: %s", path, line, perr.text);
+			goto out;
+		}
+		if (add_job(&nt, &cap, &j) < 0) {
+			sim_err(err, "%s:%ld: out of memory", path, line);
+			goto out;
+		}
+		/* Remember the line for the duplicate check below. */
+		struct idline *ni = realloc(ids, sizeof *ids * (size_t)nt.n);
+		if (!ni) {
+			sim_err(err, "%s:%ld: out of memory", path, line);
+			goto out;
+		}
+		ids = ni;
+		ids[nt.n - 1] = (struct idline){ j.id, line };
+	}
+	if (ferror(f)) {
+		sim_err(err, "%s: read error: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!have_header) {
+		sim_err(err, "%s: empty trace: expected the header '%s'", path, trace_header);
+		goto out;
+	}
+	if (nt.n > 0) {
+		qsort(ids, (size_t)nt.n, sizeof *ids, idline_cmp);
+		for (int i = 1; i < nt.n; i++)
+			if (ids[i].id == ids[i - 1].id) {
+				sim_err(err, "%s:%ld: id: %llu already used on line %ld", path, ids[i].line,
+					(unsigned long long)ids[i].id, ids[i - 1].line);
+				goto out;
+			}
+	}
+	finish_trace(&nt);
+	*t = nt;
+	nt.jobs = NULL;
+	rv = 0;
+out:
+	free(nt.jobs);
+	free(ids);
+	if (f)
+		fclose(f);
+	return rv;
+}
+
+int sim_trace_write(const char *path, const sim_trace_t *t, sim_error_t *err)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+
+	if (!f)
+		return sim_err(err, "%s: %s", path, strerror(errno));
+	fprintf(f, "%s\n", trace_header);
+	for (int i = 0; i < t->n; i++) {
+		const sim_job_t *j = &t->jobs[i];
+		fprintf(f, "%llu,%.3f,%d,%.3f,%s\n", (unsigned long long)j->id, j->arrival, j->gpus,
+			j->duration, j->model);
+	}
+	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
+		return sim_err(err, "%s: write error: %s", path, strerror(errno));
+	return 0;
+}
+
+void sim_trace_free(sim_trace_t *t)
+{
+	if (t) {
+		free(t->jobs);
+		t->jobs = NULL;
+		t->n = 0;
+	}
+}
+
+/* Generator: splitmix64, so traces are the same on every platform. */
+
+static uint64_t next_u64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double next_unif(uint64_t *s)
+{
+	return (double)(next_u64(s) >> 11) / 9007199254740992.0;
+}
+
+int sim_trace_generate(const sim_gen_t *g, sim_profiles_t *pr, sim_trace_t *t, sim_error_t *err)
+{
+	const char *cat_keys[3][SYN_PROFILE_MAX_CPU];
+	int cat_n[3] = { 0, 0, 0 }, cap = 0;
+	uint64_t s = g->seed;
+	double now = 0, sum = g->split[0] + g->split[1] + g->split[2];
+	sim_trace_t nt = { NULL, 0 };
+	sim_error_t perr;
+
+	if (g->n_jobs < 1 || !(g->rate_per_hour > 0) || !(sum > 0))
+		return sim_err(err, "generator: need jobs >= 1, rate > 0 and a non-zero split");
+	for (int i = 0; i < syn_builtin_count(); i++) {
+		syn_category_t c;
+		const syn_profile_t *p = syn_builtin_at(i, &c);
+		cat_keys[c][cat_n[c]++] = p->key;
+	}
+	for (int i = 0; i < g->n_jobs; i++) {
+		sim_job_t j;
+		double u;
+		int c;
+
+		memset(&j, 0, sizeof j);
+		j.id = (uint64_t)i;
+		now += -log(1 - next_unif(&s)) * 3600.0 / g->rate_per_hour;
+		j.arrival = round(now * 1000) / 1000;
+		u = next_unif(&s);
+		if (u < 0.8)
+			j.duration = 60 * pow(10, 1.5 + 1.5 * next_unif(&s));
+		else
+			j.duration = 60 * pow(10, 3 + next_unif(&s));
+		j.duration = round(j.duration * 1000) / 1000;
+		if (j.duration <= 0)
+			j.duration = 0.001;
+		j.gpus = 1;
+		if (g->philly_gpus) {
+			u = next_unif(&s);
+			j.gpus = u < 0.70 ? 1 : u < 0.80 ? 2 : u < 0.95 ? 4 : 8;
+		}
+		u = next_unif(&s) * sum;
+		c = u < g->split[0] ? 0 : u < g->split[0] + g->split[1] ? 1 : 2;
+		if (cat_n[c] == 0)
+			c = 0;
+		snprintf(j.model, sizeof j.model, "%s",
+			 cat_keys[c][(int)(next_unif(&s) * cat_n[c]) % cat_n[c]]);
+		j.profile = sim_profiles_get(pr, j.model, &perr);
+		if (!j.profile) {
+			free(nt.jobs);
+			return sim_err(err, "generator: %s", perr.text);
+		}
+		if (add_job(&nt, &cap, &j) < 0) {
+			free(nt.jobs);
+			return sim_err(err, "out of memory");
+		}
+	}
+	finish_trace(&nt);
+	*t = nt;
+	return 0;
+}
+
+/* Cluster. */
+
+int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err)
+{
+	char *copy = strdup(spec), *save = NULL, *grp;
+	sim_cluster_t nc = { NULL, 0, 0, 0, 0 };
+	int rv = -1;
+
+	if (!copy)
+		return sim_err(err, "out of memory");
+	for (grp = strtok_r(copy, ",", &save); grp; grp = strtok_r(NULL, ",", &save)) {
+		long cnt = 1, g;
+		double cpus, mem;
+		char *x = strchr(grp, 'x'), *end, *rest = grp;
+
+		if (x) {
+			cnt = strtol(grp, &end, 10);
+			if (end != x || cnt < 1 || cnt > 100000) {
+				sim_err(err, "--cluster '%s': node count before 'x' must be 1..100000", grp);
+				goto out;
+			}
+			rest = x + 1;
+		}
+		g = strtol(rest, &end, 10);
+		if (*end != ':' || g < 1 || g > 1024)
+			goto bad;
+		cpus = strtod(end + 1, &end);
+		if (*end != ':' || !(cpus > 0) || !isfinite(cpus))
+			goto bad;
+		mem = strtod(end + 1, &end);
+		if (*end || !(mem >= 0) || !isfinite(mem))
+			goto bad;
+		syn_node_t *nn = realloc(nc.nodes, sizeof *nn * (size_t)(nc.n_nodes + cnt));
+		if (!nn) {
+			sim_err(err, "out of memory");
+			goto out;
+		}
+		nc.nodes = nn;
+		for (long i = 0; i < cnt; i++) {
+			nc.nodes[nc.n_nodes++] = (syn_node_t){ .gpus = (int)g, .cpus = cpus, .mem_gb = mem };
+			nc.total_gpus += (int)g;
+			nc.total_cpus += cpus;
+			nc.total_mem += mem;
+		}
+	}
+	if (nc.n_nodes == 0) {
+		sim_err(err, "--cluster '%s': no nodes", spec);
+		goto out;
+	}
+	*c = nc;
+	nc.nodes = NULL;
+	rv = 0;
+	goto out;
+bad:
+	sim_err(err, "--cluster '%s': expected [COUNTx]GPUS:CORES:MEM_GB, e.g. 16x8:24:500", grp);
+out:
+	free(nc.nodes);
+	free(copy);
+	return rv;
+}
+
+void sim_cluster_free(sim_cluster_t *c)
+{
+	if (c) {
+		free(c->nodes);
+		c->nodes = NULL;
+		c->n_nodes = 0;
+	}
+}
