@@ -42,7 +42,8 @@ LOADER_TESTS = \
 	loader/test/cache.t \
 	loader/test/order.t \
 	loader/test/pipeline.t \
-	loader/test/minio.t
+	loader/test/minio.t \
+	loader/test/pack.t
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
 	loader/test/order.t \
@@ -72,6 +73,11 @@ loader_test_pipeline_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_minio_t_SOURCES = loader/test/minio.c loader/test/testdata.c
 loader_test_minio_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_minio_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_pack_t_SOURCES = loader/test/pack.c loader/test/testdata.c
+loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
+# pack.t runs the tool it tests.
+loader/test/pack.log: tools/coordl-pack$(EXEEXT)
 
 # prep tests (prep helper)
 # prep.t compiles prep.c itself (not the convenience library) so that it

@@ -10,3 +10,9 @@ dist_man_MANS += doc/coordl-datagen.1
 UNIT_TESTS += tools/test/coordl-datagen.sh
 EXTRA_DIST += tools/test/coordl-datagen.sh
 
+# coordl-pack (loader helper): ImageFolder / file list -> coordl shards.
+bin_PROGRAMS += tools/coordl-pack
+tools_coordl_pack_SOURCES = tools/coordl-pack.c
+tools_coordl_pack_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
+tools_coordl_pack_LDADD = loader/libcoordl-core.la
+dist_man_MANS += doc/coordl-pack.1
