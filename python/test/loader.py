@@ -5,8 +5,8 @@ Iterates whole epochs and checks shapes, dtypes, value ranges, labels
 set_epoch determinism across thread counts, automatic advance to the next
 epoch, exact resume from state_dict(), sharding, the effective config,
 stats(), set_threads, errors raised with the C library's message, the
-natural loop across epoch boundaries, copies, and views that outlive
-close().
+natural loop across epoch boundaries, copies, views that outlive close(),
+and corrupt files replaced and reported.
 """
 
 import errno
@@ -224,5 +224,28 @@ with taputil.Dataset(classes=3, images=45, seed=11) as ds:
         ok("batch" in str(e), "... naming the bad field: %s" % e)
     ok(coordl.version().count(".") == 2, "version() is x.y.z: %s"
        % coordl.version())
+
+# --- corrupt items are replaced, counted and reported ------------------------
+with taputil.Dataset(classes=2, images=16, seed=4, corrupt=3) as ds:
+    with coordl.Loader(ds.root, batch_size=BATCH, threads=2,
+                       output="numpy") as ld:
+        n, replaced, sizes = ld.num_samples, 0, []
+        for b in ld.batches():
+            replaced += b.replaced
+            sizes.append(b.n)
+            finite = bool(np.isfinite(b.images).all())
+        is_(sum(sizes), n, "with corrupt files an epoch still has every "
+            "sample")
+        ok(finite, "replacement samples are finite images")
+        st = ld.stats()
+        # Each of the 3 corrupt files is drawn once per epoch, so at least
+        # 3 samples are replaced; a replacement may itself be corrupt and
+        # be counted again by stats().
+        ok(replaced >= 3 and st["corrupt"] >= replaced,
+           "3 corrupt files: Batch.replaced %d >= 3, stats() corrupt %d >= "
+           "replaced" % (replaced, st["corrupt"]))
+        what = ld.last_corrupt()
+        ok(what is not None and "corrupt" in what,
+           "last_corrupt() names the file: %s" % what)
 
 done_testing()

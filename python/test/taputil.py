@@ -110,12 +110,14 @@ class Dataset:
     """A generated ImageFolder tree in a private temporary directory,
     removed when the test ends (with-statement)."""
 
-    def __init__(self, classes=3, images=40, seed=7):
+    def __init__(self, classes=3, images=40, seed=7, corrupt=0):
         gen = datagen()
         self.dir = tempfile.mkdtemp(prefix="coordl-pytest-")
         self.root = os.path.join(self.dir, "data")
         cmd = [gen, "--out", self.root, "--classes", str(classes),
                "--images", str(images), "--seed", str(seed)]
+        if corrupt:
+            cmd += ["--corrupt", str(corrupt)]
         r = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
