@@ -19,7 +19,7 @@ profiler_libsynmodel_la_LIBADD = $(LIBM)
 
 PROFILER_TEST_LIBS = profiler/libsynmodel.la profiler/libsynstore.la \
 	policy/libsynpolicy.la $(JANSSON_LIBS) $(LIBM)
-PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler \
+PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler -I$(top_srcdir)/tests \
 	-DPROFILER_TEST_DATA='"$(abs_top_srcdir)/profiler/test/data"'
 
 check_PROGRAMS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t
@@ -34,3 +34,11 @@ profiler_test_conf_t_SOURCES = profiler/test/conf.c tests/tap.h
 profiler_test_conf_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_conf_t_LDADD = $(PROFILER_TEST_LIBS)
 EXTRA_DIST += profiler/test/data
+
+# The measurement protocol on the embedded loader, and the CLI.
+bin_PROGRAMS += profiler/synergy-profile
+profiler_synergy_profile_SOURCES = profiler/synergy-profile.c \
+	profiler/measure.c profiler/measure.h
+profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler
+profiler_synergy_profile_LDADD = profiler/libsynmodel.la profiler/libsynstore.la \
+	policy/libsynpolicy.la loader/libcoordl.la $(JANSSON_LIBS) $(LIBM)

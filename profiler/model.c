@@ -15,11 +15,11 @@
 #include "model.h"
 #include "errprintf.h"
 
-double syn__model_prep(const syn__rates_t *r, double cpus)
+/* The measured curve: through the origin, linear between points, linear
+ * in the per-core rate of the last point beyond it. */
+static double prep_curve(const syn__rates_t *r, double cpus)
 {
 	int n = r->n_prep;
-	if (n < 1 || !(cpus > 0))
-		return 0;
 	if (cpus <= r->prep_cpus[0])
 		return r->prep_rate[0] * cpus / r->prep_cpus[0];
 	if (cpus >= r->prep_cpus[n - 1])
@@ -29,6 +29,21 @@ double syn__model_prep(const syn__rates_t *r, double cpus)
 		k++;
 	double w = (cpus - r->prep_cpus[k]) / (r->prep_cpus[k + 1] - r->prep_cpus[k]);
 	return r->prep_rate[k] * (1 - w) + r->prep_rate[k + 1] * w;
+}
+
+double syn__model_prep(const syn__rates_t *r, double cpus)
+{
+	if (r->n_prep < 1 || !(cpus > 0))
+		return 0;
+	/* A job given more cores can always run fewer threads, so prep
+	 * throughput never falls as cores grow: take the best of the curve
+	 * here and at every measured point below (a noisy point where more
+	 * threads measured slower must not make the profile non-monotone). */
+	double v = prep_curve(r, cpus);
+	for (int k = 0; k < r->n_prep && r->prep_cpus[k] <= cpus; k++)
+		if (r->prep_rate[k] > v)
+			v = r->prep_rate[k];
+	return v;
 }
 
 double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes)
@@ -56,12 +71,20 @@ double syn__model_fetch(const syn__rates_t *r, double cache_bytes)
 	return (double)r->dataset_items / t;
 }
 
+double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes)
+{
+	double p = syn__model_prep(r, cpus);
+	double f = syn__model_fetch(r, cache_bytes);
+	if (!(p > 0))
+		return 0;
+	if (isinf(f))
+		return p;
+	return 1.0 / (1.0 / p + 1.0 / f);
+}
+
 double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes)
 {
-	double t = syn__model_prep(r, cpus);
-	double f = syn__model_fetch(r, cache_bytes);
-	if (f < t)
-		t = f;
+	double t = syn__model_loader(r, cpus, cache_bytes);
 	if (r->gpu > 0 && r->gpu < t)
 		t = r->gpu;
 	return t;

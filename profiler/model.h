@@ -4,7 +4,14 @@
  * From a handful of measured rates the model predicts a job's throughput
  * at any (cores, cache) point:
  *
- *   tput(c, m) = min(R_gpu, R_prep(c), R_fetch(m))
+ *   tput(c, m) = min(R_gpu, 1 / (1/R_prep(c) + 1/R_fetch(m)))
+ *
+ * DS-Analyzer takes min(R_gpu, R_prep, R_fetch), which holds for a loader
+ * that fetches and decodes in separate stages. A coordl worker fetches an
+ * item and then decodes it on the same thread, so the two times add up
+ * per item (the harmonic combination); both forms agree when one rate is
+ * much larger than the other. The loader and the GPU do overlap
+ * (prefetching), hence the outer min.
  *
  * R_prep(c) is piecewise linear through the measured prep points (data in
  * memory), through the origin below the first one, and extrapolated with
@@ -47,7 +54,10 @@ double syn__model_fetch(const syn__rates_t *r, double cache_bytes);
 /* The MinIO hit rate for a cache of cache_bytes: min(1, cache/dataset). */
 double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes);
 
-/* Predicted samples/s at (cpus, cache_bytes): the min of the three rates. */
+/* The loader alone at (cpus, cache_bytes): prep and fetch times added. */
+double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes);
+
+/* Predicted samples/s at (cpus, cache_bytes): min(GPU, loader). */
 double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes);
 
 /*

@@ -41,6 +41,12 @@ static void test_prep(void)
 	is_near(syn__model_prep(&r, 3), 2400, 1e-9, "between points: linear");
 	is_near(syn__model_prep(&r, 8), 6000, 1e-9, "beyond the last point: per-core rate of the last");
 	is_near(syn__model_prep(&r, 0), 0, 0, "zero cpus: zero");
+	/* A noisy sweep where 4 threads measured slower than 2 (regression:
+	 * the first profile on a loaded machine came out non-monotone). */
+	r.prep_rate[1] = 1500;
+	is_near(syn__model_prep(&r, 3), 1800, 1e-9, "never below a measured point with fewer cpus");
+	is_near(syn__model_prep(&r, 4), 1800, 1e-9, "a slower point with more threads is lifted");
+	is_near(syn__model_prep(&r, 8), 3000, 1e-9, "extrapolation still from the last point");
 	r.n_prep = 0;
 	is_near(syn__model_prep(&r, 4), 0, 0, "no points: zero");
 }
@@ -66,14 +72,18 @@ static void test_fetch(void)
 static void test_tput(void)
 {
 	syn__rates_t r = rates();
-	/* 4 cpus, full cache: min(2000, 3000, 100000) = GPU. */
+	/* 4 cpus, full cache: loader 1/(1/3000 + 1/1e5) = 2912.6 > GPU. */
 	is_near(syn__model_tput(&r, 4, SYN__GIB), 2000, 1e-9, "GPU bound");
-	/* 1 cpu, full cache: min(2000, 900, ...) = prep. */
-	is_near(syn__model_tput(&r, 1, SYN__GIB), 900, 1e-9, "prep bound");
-	/* 4 cpus, no cache: min(2000, 3000, 976.5625) = fetch. */
-	is_near(syn__model_tput(&r, 4, 0), 976.5625, 1e-9, "fetch bound");
+	/* 1 cpu, full cache: 1/(1/900 + 1/1e5) = 891.97 < GPU. */
+	is_near(syn__model_tput(&r, 1, SYN__GIB), 1 / (1 / 900.0 + 1 / 1e5), 1e-9, "prep bound");
+	/* 4 cpus, no cache: 1/(1/3000 + 1/976.5625) = 736.74: fetch bound. */
+	is_near(syn__model_tput(&r, 4, 0), 1 / (1 / 3000.0 + 1 / 976.5625), 1e-9, "fetch bound");
+	is_near(syn__model_loader(&r, 4, 0), syn__model_tput(&r, 4, 0), 1e-12, "loader alone below the GPU");
 	r.gpu = 0;
-	is_near(syn__model_tput(&r, 4, SYN__GIB), 3000, 1e-9, "gpu rate 0 does not limit");
+	is_near(syn__model_tput(&r, 4, SYN__GIB), 1 / (1 / 3000.0 + 1 / 1e5), 1e-9,
+	        "gpu rate 0 does not limit");
+	r.fetch_storage_bps = r.fetch_memory_bps = 0;
+	is_near(syn__model_tput(&r, 4, 0), 3000, 1e-9, "unmeasured fetch: prep alone");
 }
 
 static void test_grid(void)
@@ -84,14 +94,16 @@ static void test_grid(void)
 	double cpus[] = { 1, 2, 3, 4 }, mem[] = { 0, 0.5, 1 };
 
 	memset(&p, 0, sizeof(p));
-	/* Proportional share: 2 cpus, 1 GiB -> min(2000, 1800, 1e5) = 1800. */
+	/* Proportional share: 2 cpus, 1 GiB -> 1/(1/1800 + 1/1e5) = 1768.17. */
+	double base = 1 / (1 / 1800.0 + 1 / 1e5);
+#define R4(x) (round((x) * 1e4) / 1e4)
 	ok(syn__model_grid(&r, cpus, 4, mem, 3, 2, 1, &p, msg, sizeof(msg)) == 0, "build a grid");
-	is_near(p.base_tput, 1800, 0, "base is the prediction at the share");
+	is_near(p.base_tput, round(base * 10) / 10, 1e-9, "base is the prediction at the share");
 	is_near(p.tput[1][2], 1, 0, "the share's cell is 1.0");
-	is_near(p.tput[0][2], 0.5, 0, "1 cpu, full cache: 900/1800");
-	is_near(p.tput[3][2], 1.1111, 0, "4 cpus: GPU bound at 2000/1800, rounded to 4 decimals");
-	is_near(p.tput[3][0], 0.5425, 0, "4 cpus, no cache: 976.5625/1800 rounded");
-	is_near(p.tput[3][1], round(10000 / 5.17 / 1800 * 1e4) / 1e4, 1e-12, "4 cpus, half cache");
+	is_near(p.tput[0][2], R4(1 / (1 / 900.0 + 1 / 1e5) / base), 1e-12, "1 cpu, full cache");
+	is_near(p.tput[3][2], R4(2000 / base), 1e-12, "4 cpus: GPU bound, rounded to 4 decimals");
+	is_near(p.tput[3][0], R4(1 / (1 / 3000.0 + 1 / 976.5625) / base), 1e-12, "4 cpus, no cache");
+	is_near(p.tput[3][1], R4(1 / (1 / 3000.0 + 5.17 / 10000) / base), 1e-12, "4 cpus, half cache");
 	is_near(p.prep_rate_per_core, 750, 0, "per-core prep rate from the largest point");
 	ok(p.dataset_items == 10000 && p.dataset_bytes == 1073741824ULL, "dataset size copied");
 

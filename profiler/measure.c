@@ -1,0 +1,555 @@
+/*
+ * measure.c: the DS-Analyzer protocol on the embedded coordl loader (see
+ * measure.h).
+ *
+ * Every rate comes from the loader's own counters or from the wall time of
+ * batches it handed out; nothing is estimated from file sizes alone. The
+ * emulated GPU is asynchronous, as a CUDA stream is: the consumer takes the
+ * next batch while the "GPU" still works on the previous one and then waits
+ * until the GPU is free before submitting it (sleeping, so that the CPU
+ * stays with the loader's workers), so a job runs at min(R_gpu, loader).
+ *
+ * Storage is made cold between runs by evicting just the dataset's files
+ * from the page cache (posix_fadvise DONTNEED): it needs no root and does
+ * not disturb other jobs on the node. Dropping the whole page cache
+ * (/proc/sys/vm/drop_caches, root only) is available as well.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coordl.h"
+#include "measure.h"
+#include "errprintf.h"
+
+#define FAIL(...) syn__store_errprintf(msg, (size_t)msglen, errno ? errno : EIO, __VA_ARGS__)
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_until(double t)
+{
+	struct timespec ts;
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+void syn__measure_opts_init(syn__measure_opts_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->batch_size = 32;
+	o->out_size = 224;
+	o->mode = COORDL_MODE_TRAIN;
+	o->layout = COORDL_LAYOUT_NCHW_F32;
+	o->windows = 5;
+	o->window_batches = 10;
+	o->check_frac = 0.5;
+	o->cold = SYN__COLD_AUTO;
+}
+
+static void progress(const syn__measure_opts_t *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void progress(const syn__measure_opts_t *o, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	if (!o->progress)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	o->progress(o->progress_arg, line);
+}
+
+/* A running loader plus the emulated GPU in front of it. */
+struct run {
+	coordl_loader_t *ld;
+	uint64_t epoch;
+	double gpu_rate, gpu_free;
+	coordl_error_t err;
+};
+
+static coordl_loader_t *open_loader(const syn__measure_opts_t *o, int mode, int threads,
+                                    double cache_bytes, const char *cache_name, coordl_error_t *err)
+{
+	coordl_config_t cfg;
+	coordl_config_init(&cfg);
+	cfg.path = o->dataset;
+	cfg.batch_size = o->batch_size;
+	cfg.out_size = o->out_size;
+	cfg.layout = o->layout;
+	cfg.mode = mode;
+	cfg.threads = threads;
+	cfg.cache_bytes = (int64_t)cache_bytes;
+	cfg.seed = o->seed;
+	/* Only the profiler's own named caches (unique to this process) are
+	 * shared, so that a raw-mode loader can fill a cache that a decoding
+	 * loader then uses; the profile never depends on another job's. */
+	cfg.cache_name = cache_name;
+	return coordl_create(&cfg, err);
+}
+
+static int start(struct run *r, const syn__measure_opts_t *o, int mode, int threads,
+                 double cache_bytes, const char *cache_name, double gpu_rate)
+{
+	memset(r, 0, sizeof(*r));
+	r->gpu_rate = gpu_rate;
+	if (!(r->ld = open_loader(o, mode, threads, cache_bytes, cache_name, &r->err)))
+		return -1;
+	return coordl_set_epoch(r->ld, 0, &r->err);
+}
+
+/* Take one batch (crossing into the next epoch when one ends) and feed it
+ * to the emulated GPU. Returns the samples consumed, or -1. */
+static int consume(struct run *r)
+{
+	coordl_batch_t *b = NULL;
+	int rc = coordl_next(r->ld, &b, &r->err);
+	if (rc == 0) {
+		if (coordl_set_epoch(r->ld, ++r->epoch, &r->err) < 0)
+			return -1;
+		rc = coordl_next(r->ld, &b, &r->err);
+	}
+	if (rc <= 0) {
+		if (rc == 0)
+			snprintf(r->err.text, sizeof(r->err.text), "the dataset has no samples");
+		return -1;
+	}
+	int n = b->n;
+	if (r->gpu_rate > 0) {
+		double t = now();
+		if (r->gpu_free > t)
+			sleep_until(r->gpu_free);
+		else
+			r->gpu_free = t;
+		r->gpu_free += n / r->gpu_rate;
+	}
+	coordl_release(r->ld, b);
+	return n;
+}
+
+/* Consume the rest of the current epoch; the loader's stats then describe
+ * it. Returns 0 or -1. */
+static int finish_epoch(struct run *r, coordl_stats_t *st)
+{
+	for (;;) {
+		coordl_batch_t *b = NULL;
+		int rc = coordl_next(r->ld, &b, &r->err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			break;
+		int n = b->n;
+		if (r->gpu_rate > 0) {
+			double t = now();
+			if (r->gpu_free > t)
+				sleep_until(r->gpu_free);
+			else
+				r->gpu_free = t;
+			r->gpu_free += n / r->gpu_rate;
+		}
+		coordl_release(r->ld, b);
+	}
+	if (r->gpu_rate > 0 && r->gpu_free > now())
+		sleep_until(r->gpu_free); /* the GPU finishes the last batch */
+	if (coordl_get_stats(r->ld, st) < 0)
+		return -1;
+	return coordl_set_epoch(r->ld, ++r->epoch, &r->err);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void summarize(double *v, int n, syn__stat_t *s)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	s->min = v[0];
+	s->max = v[n - 1];
+	s->med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Time `windows` windows of `batches` batches each, after letting the
+ * prefetch ring settle at the current thread count. */
+static int timed(struct run *r, const syn__measure_opts_t *o, syn__stat_t *out)
+{
+	double v[64];
+	int windows = o->windows < 1 ? 1 : o->windows > 64 ? 64 : o->windows;
+	int settle = coordl_config(r->ld)->prefetch;
+	for (int i = 0; i < settle; i++)
+		if (consume(r) < 0)
+			return -1;
+	for (int w = 0; w < windows; w++) {
+		double t0 = now();
+		long samples = 0;
+		for (int i = 0; i < o->window_batches; i++) {
+			int n = consume(r);
+			if (n < 0)
+				return -1;
+			samples += n;
+		}
+		v[w] = (double)samples / (now() - t0);
+	}
+	summarize(v, windows, out);
+	return 0;
+}
+
+static int evict_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (flag == FTW_F && S_ISREG(st->st_mode)) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		if (fd < 0)
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			close(fd);
+		}
+	}
+	return 0;
+}
+
+int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
+{
+	int how = o->cold;
+	struct stat st;
+
+	if (how == SYN__COLD_NONE) {
+		snprintf(note, (size_t)notelen, "storage not made cold (--cold=none): page-cache rates");
+		return 0;
+	}
+	if (how == SYN__COLD_AUTO)
+		how = SYN__COLD_FADVISE;
+	if (how == SYN__COLD_DROP) {
+		int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0 && write(fd, "3\n", 2) == 2) {
+			close(fd);
+			snprintf(note, (size_t)notelen, "page cache dropped (drop_caches)");
+			return 0;
+		}
+		if (fd >= 0)
+			close(fd);
+		snprintf(note, (size_t)notelen, "cannot drop the page cache (%s); evicted the dataset's "
+		         "files instead", strerror(errno));
+	} else {
+		snprintf(note, (size_t)notelen, "dataset files evicted from the page cache (fadvise)");
+	}
+	/* Evict every file under the dataset directory, or beside a file
+	 * list or shard index (the files it names live there). */
+	char *copy = strdup(o->dataset);
+	if (!copy)
+		return -1;
+	const char *root = (stat(o->dataset, &st) == 0 && S_ISDIR(st.st_mode)) ? copy : dirname(copy);
+	int rc = nftw(root, evict_one, 16, FTW_PHYS);
+	free(copy);
+	return rc;
+}
+
+static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
+                          syn__stat_t *out, double *hit_rate, char *msg, int msglen);
+
+/* Synergy's optimistic search over worker threads on the loader r, with
+ * every item cached: start at the most threads, halve while the job's
+ * throughput stays within 10% of that, else step down one at a time. */
+static int cpu_search(struct run *r, const syn__measure_opts_t *o, int max_threads, double gpu,
+                      syn__measure_result_t *res, char *msg, int msglen)
+{
+	double job[1025] = { 0 };
+	int c = max_threads;
+
+	/* Measure `t` threads; returns the job's throughput or -1. */
+#define MEASURE(t) \
+	do { \
+		int t_ = (t); \
+		if (res->n_points >= SYN__MAX_POINTS) \
+			goto done; \
+		if (coordl_set_threads(r->ld, t_, &r->err) < 0 || \
+		    timed(r, o, &res->point[res->n_points]) < 0) \
+			return FAIL("CPU sweep at %d threads: %s", t_, r->err.text); \
+		res->point_threads[res->n_points] = t_; \
+		double p_ = res->point[res->n_points].med; \
+		job[t_] = gpu > 0 && gpu < p_ ? gpu : p_; \
+		progress(o, "cpu sweep: %d thread%s: %.0f samples/s (%.0f-%.0f)", t_, t_ > 1 ? "s" : "", \
+		         p_, res->point[res->n_points].min, res->point[res->n_points].max); \
+		res->n_points++; \
+	} while (0)
+
+	MEASURE(c);
+	double best = job[c];
+	while (c > 1) {
+		int half = c / 2;
+		MEASURE(half);
+		if (job[half] >= 0.9 * best) {
+			c = half;
+			continue;
+		}
+		for (int k = c - 1; k > half; k--) {
+			MEASURE(k);
+			if (job[k] < 0.9 * best)
+				break;
+		}
+		break;
+	}
+done:
+#undef MEASURE
+	return 0;
+}
+
+int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char *msg, int msglen)
+{
+	int rv = -1;
+	struct run r = { 0 }, raw = { 0 };
+	char name_full[64];
+	coordl_error_t cerr;
+	coordl_stats_t st;
+	double t_all = now(), t;
+
+	memset(res, 0, sizeof(*res));
+	errno = 0;
+	int max_threads = o->max_threads > 0 ? o->max_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (max_threads < 1)
+		max_threads = 1;
+	if (max_threads > 1024)
+		max_threads = 1024;
+
+	/* The dataset's size decides the cache sizes below. */
+	coordl_loader_t *probe = open_loader(o, COORDL_MODE_RAW, 1, 0, NULL, &cerr);
+	if (!probe) {
+		FAIL("%s", cerr.text);
+		goto out;
+	}
+	res->rates.dataset_bytes = coordl_dataset_bytes(probe);
+	res->rates.dataset_items = coordl_dataset_items(probe);
+	coordl_destroy(probe);
+	double d = (double)res->rates.dataset_bytes;
+	/* Room for the whole dataset: the cache's own bookkeeping is small
+	 * next to the items, but give it some slack. */
+	double full = d * 1.02 + 4 * 1024 * 1024;
+	progress(o, "dataset: %llu items, %.1f MiB", (unsigned long long)res->rates.dataset_items,
+	         d / 1048576);
+
+	/* 1. GPU ingestion: synthetic batches (no fetch, no decode). */
+	t = now();
+	if (o->gpu_rate > 0) {
+		if (start(&r, o, COORDL_MODE_SYNTHETIC, max_threads, 0, NULL, o->gpu_rate) < 0 ||
+		    timed(&r, o, &res->gpu) < 0) {
+			FAIL("GPU ingestion run: %s", r.err.text);
+			goto out;
+		}
+		coordl_destroy(r.ld);
+		r.ld = NULL;
+		res->rates.gpu = res->gpu.med;
+		progress(o, "gpu ingestion: %.0f samples/s (%.0f-%.0f)", res->gpu.med, res->gpu.min,
+		         res->gpu.max);
+	} else {
+		progress(o, "gpu ingestion: unlimited (no --gpu-rate)");
+	}
+	res->seconds[0] = now() - t;
+
+	/* 2. Fetch: raw mode (no decode) from cold storage into a named cache
+	 * that holds everything, then a second epoch served from that cache.
+	 * The raw loader stays attached so the cache outlives it until the
+	 * decoding loader has attached too. */
+	t = now();
+	res->cold = o->cold;
+	snprintf(name_full, sizeof(name_full), "synprof-%ld-full", (long)getpid());
+	if (syn__make_cold(o, res->cold_note, sizeof(res->cold_note)) < 0) {
+		FAIL("making storage cold");
+		goto out;
+	}
+	if (start(&raw, o, COORDL_MODE_RAW, max_threads, full, name_full, 0) < 0 ||
+	    finish_epoch(&raw, &st) < 0) {
+		FAIL("storage fetch run: %s", raw.err.text);
+		goto out;
+	}
+	res->storage_bps.med = res->storage_bps.min = res->storage_bps.max =
+		st.epoch_wall > 0 ? (double)st.storage_bytes / st.epoch_wall : 0;
+	if (finish_epoch(&raw, &st) < 0) {
+		FAIL("cache fetch run: %s", raw.err.text);
+		goto out;
+	}
+	res->memory_bps.med = res->memory_bps.min = res->memory_bps.max =
+		st.epoch_wall > 0 ? d / st.epoch_wall : 0;
+	res->rates.fetch_storage_bps = res->storage_bps.med;
+	res->rates.fetch_memory_bps = res->memory_bps.med;
+	progress(o, "fetch: storage %.1f MiB/s, cache %.1f MiB/s (%s)", res->storage_bps.med / 1048576,
+	         res->memory_bps.med / 1048576, res->cold_note);
+	res->seconds[1] = now() - t;
+
+	/* 3. Prep with all data in memory: the decoding loader attaches to
+	 * the cache the raw loader filled, so no warm-up epoch is needed. */
+	t = now();
+	if (start(&r, o, o->mode, max_threads, full, name_full, 0) < 0) {
+		FAIL("prep loader: %s", r.err.text);
+		goto out;
+	}
+	coordl_destroy(raw.ld);
+	raw.ld = NULL;
+	if (coordl_get_stats(r.ld, &st) == 0)
+		progress(o, "cache filled: %.1f MiB of %.1f MiB", (double)st.cache_bytes_used / 1048576,
+		         d / 1048576);
+	res->seconds[2] = now() - t;
+
+	/* 4. The CPU axis, in this same launch. */
+	t = now();
+	if (cpu_search(&r, o, max_threads, res->rates.gpu, res, msg, msglen) < 0)
+		goto out;
+	coordl_destroy(r.ld);
+	r.ld = NULL;
+	/* The model wants the points in increasing thread order. */
+	for (int i = 0; i < res->n_points; i++) {
+		double c = res->point_threads[i], v = res->point[i].med;
+		int k = res->rates.n_prep;
+		while (k > 0 && res->rates.prep_cpus[k - 1] > c) {
+			res->rates.prep_cpus[k] = res->rates.prep_cpus[k - 1];
+			res->rates.prep_rate[k] = res->rates.prep_rate[k - 1];
+			k--;
+		}
+		res->rates.prep_cpus[k] = c;
+		res->rates.prep_rate[k] = v;
+		res->rates.n_prep++;
+	}
+	res->seconds[3] = now() - t;
+
+	/* 5. Check the memory axis at one real, partial cache size, on a
+	 * prefix of an epoch: the order is random, so any prefix sees the
+	 * cache's hit rate. */
+	t = now();
+	if (o->check_frac > 0) {
+		double hit;
+		res->check_cache_bytes = floor(o->check_frac * d);
+		if (measure_cached(o, max_threads, res->check_cache_bytes, 0, &res->check_measured, &hit,
+		                   msg, msglen) < 0)
+			goto out;
+		res->check_hit_rate = hit;
+		res->check_predicted = syn__model_tput(&res->rates, max_threads, res->check_cache_bytes);
+		progress(o, "memory check: cache %.0f%% of the dataset (hit rate %.2f): measured %.0f, "
+		         "model %.0f samples/s", 100 * o->check_frac, hit, res->check_measured.med,
+		         res->check_predicted);
+	}
+	res->seconds[4] = now() - t;
+	rv = 0;
+out:
+	coordl_destroy(r.ld);
+	coordl_destroy(raw.ld);
+	res->wall = now() - t_all;
+	return rv;
+}
+
+/*
+ * Run a decoding loader at (threads, cache_bytes) with the emulated GPU,
+ * its cache pre-filled by a raw-mode loader (MinIO keeps whatever comes
+ * first, so the fill is what a first epoch would leave), storage made cold
+ * before each measurement. epochs > 0: time that many whole epochs;
+ * epochs == 0: time windows on a prefix of one epoch.
+ */
+static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
+                          syn__stat_t *out, double *hit_rate, char *msg, int msglen)
+{
+	int rv = -1;
+	struct run r = { 0 }, raw = { 0 };
+	coordl_stats_t st;
+	double v[64];
+	char note[128], name[64];
+	uint64_t hits = 0, samples = 0;
+	static int seq;
+
+	errno = 0;
+	if (epochs < 0 || epochs > 64) {
+		errno = EINVAL;
+		return FAIL("epochs %d: expected 1..64", epochs);
+	}
+	snprintf(name, sizeof(name), "synprof-%ld-%d", (long)getpid(), ++seq);
+	if (cache_bytes > 0) {
+		if (start(&raw, o, COORDL_MODE_RAW, threads, cache_bytes, name, 0) < 0 ||
+		    finish_epoch(&raw, &st) < 0) {
+			FAIL("filling a cache of %.0f bytes: %s", cache_bytes, raw.err.text);
+			goto out;
+		}
+	}
+	if (start(&r, o, o->mode, threads, cache_bytes, cache_bytes > 0 ? name : NULL, o->gpu_rate) < 0) {
+		FAIL("loader at %d threads, cache %.0f bytes: %s", threads, cache_bytes, r.err.text);
+		goto out;
+	}
+	coordl_destroy(raw.ld);
+	raw.ld = NULL;
+	/* Measure from epoch 1: epoch 0's order is the one the fill used, so
+	 * its first batches would all be hits whatever the cache size. */
+	r.epoch = 1;
+	if (coordl_set_epoch(r.ld, r.epoch, &r.err) < 0) {
+		FAIL("loader at %d threads: %s", threads, r.err.text);
+		goto out;
+	}
+	if (epochs == 0) {
+		/* Fit the windows into one epoch so the hit rate is the cache's. */
+		syn__measure_opts_t po = *o;
+		long nb = (long)coordl_num_batches(r.ld) - coordl_config(r.ld)->prefetch;
+		if (nb < po.windows)
+			po.windows = nb < 1 ? 1 : (int)nb;
+		if ((long)po.windows * po.window_batches > nb)
+			po.window_batches = (int)(nb / po.windows) < 1 ? 1 : (int)(nb / po.windows);
+		if (syn__make_cold(o, note, sizeof(note)) < 0) {
+			FAIL("making storage cold");
+			goto out;
+		}
+		r.gpu_free = now();
+		if (timed(&r, &po, out) < 0 || coordl_get_stats(r.ld, &st) < 0) {
+			FAIL("measuring at %d threads, cache %.0f bytes: %s", threads, cache_bytes, r.err.text);
+			goto out;
+		}
+		hits = st.cache_hits;
+		samples = st.cache_hits + st.cache_misses;
+	}
+	for (int e = 0; e < epochs; e++) {
+		if (syn__make_cold(o, note, sizeof(note)) < 0) {
+			FAIL("making storage cold");
+			goto out;
+		}
+		double t0 = now();
+		r.gpu_free = t0;
+		if (finish_epoch(&r, &st) < 0) {
+			FAIL("measured epoch at %d threads: %s", threads, r.err.text);
+			goto out;
+		}
+		v[e] = (double)st.samples / (now() - t0);
+		hits += st.cache_hits;
+		samples += st.cache_hits + st.cache_misses;
+	}
+	if (epochs > 0)
+		summarize(v, epochs, out);
+	if (hit_rate)
+		*hit_rate = samples ? (double)hits / (double)samples : 0;
+	rv = 0;
+out:
+	coordl_destroy(r.ld);
+	coordl_destroy(raw.ld);
+	return rv;
+}
+
+int syn__measure_point(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
+                       syn__stat_t *out, double *hit_rate, char *msg, int msglen)
+{
+	if (epochs < 1) {
+		errno = EINVAL;
+		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "epochs %d: expected 1..64", epochs);
+	}
+	return measure_cached(o, threads, cache_bytes, epochs, out, hit_rate, msg, msglen);
+}

@@ -1,0 +1,764 @@
+/*
+ * synergy-profile: measure a job's data-stall sensitivity and manage the
+ * profile store.
+ *
+ *   synergy-profile run [OPTIONS] DATASET      profile with the embedded loader
+ *   synergy-profile show KEY|FILE              the profile as a table
+ *   synergy-profile what-if KEY|FILE --cpus N --cache BYTES
+ *   synergy-profile plot KEY|FILE --out FILE.png
+ *   synergy-profile list                       every profile in the store
+ *   synergy-profile measure [OPTIONS] DATASET --threads N --cache BYTES
+ *                                              one direct measurement
+ *
+ * The store directory comes from --store, else ProfileStore= in
+ * synergy.conf (--conf, $SYNERGY_CONF, /etc/slurm/synergy.conf). Errors go
+ * to stderr prefixed "synergy-profile:", with exit status 1 (2 for usage).
+ * Progress lines go to stderr when it is a terminal (or with --verbose).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coordl.h"
+#include "synergy_conf.h"
+#include "synergy_profile.h"
+#include "synergy_store.h"
+#include "measure.h"
+#include "model.h"
+
+#define PROG "synergy-profile"
+
+static const char usage_text[] =
+	"Usage: " PROG " COMMAND [OPTIONS] [ARGS]\n"
+	"\n"
+	"Measure a DNN training job's throughput as a function of CPU cores and\n"
+	"cache memory per GPU, and manage the profile store the scheduler reads.\n"
+	"\n"
+	"Commands:\n"
+	"  run [OPTIONS] DATASET     profile a dataset + pipeline with the embedded loader\n"
+	"  show KEY|FILE             print a profile as a table\n"
+	"  what-if KEY|FILE --cpus N --cache BYTES\n"
+	"                            predicted throughput per GPU at that allocation\n"
+	"  plot KEY|FILE --out FILE.png\n"
+	"                            plot throughput against cores and cache\n"
+	"  list                      list the profiles in the store\n"
+	"  measure [OPTIONS] DATASET --threads N --cache BYTES\n"
+	"                            measure one point directly (to check predictions)\n"
+	"\n"
+	"Common options:\n"
+	"  --store DIR       profile store (default: ProfileStore= in synergy.conf)\n"
+	"  --conf FILE       synergy.conf to read (default: $SYNERGY_CONF, else\n"
+	"                    " SYN_CONF_DEFAULT_PATH ")\n"
+	"  -v, --verbose     progress lines even when stderr is not a terminal\n"
+	"  -q, --quiet       no progress lines\n"
+	"  -h, --help        this text\n"
+	"  -V, --version     the version\n"
+	"\n"
+	"run and measure options:\n"
+	"  --key KEY         store the profile under KEY ([A-Za-z0-9_.-], up to 64)\n"
+	"  --out FILE        write the profile to FILE instead of the store\n"
+	"  --model TEXT      free-text description kept in the profile\n"
+	"  --gpu-rate R      emulated GPU ingestion, samples/s (default: unlimited)\n"
+	"  --batch-size N    samples per batch (default 32)\n"
+	"  --size N          output image side (default 224)\n"
+	"  --eval            evaluation pipeline (resize + center crop)\n"
+	"  --uint8           uint8 NHWC output instead of float NCHW\n"
+	"  --seed N          shuffle and augmentation seed (default 0)\n"
+	"  --max-threads N   top of the CPU search (default: online cores)\n"
+	"  --grid-cpus LIST  profile rows, cores per GPU (default 1,2,3,4,5,6,8,9,12,16,24)\n"
+	"  --grid-mem LIST   profile columns, GiB per GPU (default: 0, 1/4, 1/2, 3/4\n"
+	"                    and all of the dataset)\n"
+	"  --prop-cpus N     proportional share the grid is normalised to (default 3)\n"
+	"  --prop-mem GIB    (default 62.5)\n"
+	"  --windows N       timed windows per CPU point (default 5)\n"
+	"  --window-batches N  batches per window (default 10)\n"
+	"  --check-frac F    cache fraction of the measured memory point (default 0.5;\n"
+	"                    0 skips it)\n"
+	"  --cold MODE       make storage cold with: auto (default; = fadvise), fadvise\n"
+	"                    (evict the dataset's files), drop (drop_caches, root), none\n"
+	"  --threads N       (measure) worker threads\n"
+	"  --cache BYTES     (measure, what-if) cache size; suffix K, M, G, T\n"
+	"  --epochs N        (measure) measured epochs (default 3)\n"
+	"  --cpus N          (what-if) cores per GPU\n"
+	"\n"
+	"See synergy-profile(1).\n";
+
+enum {
+	OPT_STORE = 256, OPT_CONF, OPT_KEY, OPT_OUT, OPT_MODEL, OPT_GPU_RATE, OPT_BATCH, OPT_SIZE,
+	OPT_EVAL, OPT_UINT8, OPT_SEED, OPT_MAX_THREADS, OPT_GRID_CPUS, OPT_GRID_MEM, OPT_PROP_CPUS,
+	OPT_PROP_MEM, OPT_WINDOWS, OPT_WINDOW_BATCHES, OPT_CHECK_FRAC, OPT_COLD, OPT_THREADS,
+	OPT_CACHE, OPT_EPOCHS, OPT_CPUS,
+};
+
+static const struct option long_opts[] = {
+	{ "store", required_argument, NULL, OPT_STORE },
+	{ "conf", required_argument, NULL, OPT_CONF },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "model", required_argument, NULL, OPT_MODEL },
+	{ "gpu-rate", required_argument, NULL, OPT_GPU_RATE },
+	{ "batch-size", required_argument, NULL, OPT_BATCH },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "eval", no_argument, NULL, OPT_EVAL },
+	{ "uint8", no_argument, NULL, OPT_UINT8 },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+	{ "grid-cpus", required_argument, NULL, OPT_GRID_CPUS },
+	{ "grid-mem", required_argument, NULL, OPT_GRID_MEM },
+	{ "prop-cpus", required_argument, NULL, OPT_PROP_CPUS },
+	{ "prop-mem", required_argument, NULL, OPT_PROP_MEM },
+	{ "windows", required_argument, NULL, OPT_WINDOWS },
+	{ "window-batches", required_argument, NULL, OPT_WINDOW_BATCHES },
+	{ "check-frac", required_argument, NULL, OPT_CHECK_FRAC },
+	{ "cold", required_argument, NULL, OPT_COLD },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "cache", required_argument, NULL, OPT_CACHE },
+	{ "epochs", required_argument, NULL, OPT_EPOCHS },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct args {
+	const char *store, *conf, *key, *out, *model;
+	syn__measure_opts_t mo;
+	double grid_cpus[SYN_PROFILE_MAX_CPU], grid_mem[SYN_PROFILE_MAX_MEM];
+	int n_grid_cpus, n_grid_mem;
+	double prop_cpus, prop_mem;
+	int threads, epochs;
+	double cache, cpus;
+	int have_cache, have_cpus;
+	int verbose; /* -1 quiet, 0 auto, 1 verbose */
+};
+
+static void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void errmsg(const char *fmt, ...)
+{
+	va_list ap;
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry '" PROG " --help'.\n", stderr);
+	return 2;
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v) || v < lo || v > hi) {
+		usage_error("--%s '%s': expected a number in %g..%g", opt, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_int(const char *opt, const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi) {
+		usage_error("--%s '%s': expected an integer in %ld..%ld", opt, s, lo, hi);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+/* Parse options for every command (each command checks what it needs).
+ * Returns the index of the first operand, or -1 after a usage error. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	double v;
+	while (1) {
+		int c = getopt_long(argc, argv, "vqhV", long_opts, NULL);
+		if (c == -1)
+			break;
+		switch (c) {
+		case OPT_STORE: a->store = optarg; break;
+		case OPT_CONF: a->conf = optarg; break;
+		case OPT_KEY:
+			if (!syn_profile_key_valid(optarg)) {
+				usage_error("--key '%s': expected 1..%d of [A-Za-z0-9_.-], not starting with '.'",
+				            optarg, SYN_PROFILE_KEY_MAX);
+				return -1;
+			}
+			a->key = optarg;
+			break;
+		case OPT_OUT: a->out = optarg; break;
+		case OPT_MODEL: a->model = optarg; break;
+		case OPT_GPU_RATE:
+			if (parse_double("gpu-rate", optarg, 0, 1e9, &a->mo.gpu_rate) < 0)
+				return -1;
+			break;
+		case OPT_BATCH:
+			if (parse_int("batch-size", optarg, 1, 65536, &a->mo.batch_size) < 0)
+				return -1;
+			break;
+		case OPT_SIZE:
+			if (parse_int("size", optarg, 8, 4096, &a->mo.out_size) < 0)
+				return -1;
+			break;
+		case OPT_EVAL: a->mo.mode = COORDL_MODE_EVAL; break;
+		case OPT_UINT8: a->mo.layout = COORDL_LAYOUT_NHWC_U8; break;
+		case OPT_SEED:
+			if (parse_double("seed", optarg, 0, 9007199254740992.0, &v) < 0)
+				return -1;
+			a->mo.seed = (uint64_t)v;
+			break;
+		case OPT_MAX_THREADS:
+			if (parse_int("max-threads", optarg, 1, 1024, &a->mo.max_threads) < 0)
+				return -1;
+			break;
+		case OPT_GRID_CPUS:
+			if ((a->n_grid_cpus = syn__parse_list(optarg, a->grid_cpus, SYN_PROFILE_MAX_CPU)) < 0 ||
+			    !(a->grid_cpus[0] > 0)) {
+				usage_error("--grid-cpus '%s': expected up to %d increasing numbers > 0, "
+				            "comma-separated", optarg, SYN_PROFILE_MAX_CPU);
+				return -1;
+			}
+			break;
+		case OPT_GRID_MEM:
+			if ((a->n_grid_mem = syn__parse_list(optarg, a->grid_mem, SYN_PROFILE_MAX_MEM)) < 0) {
+				usage_error("--grid-mem '%s': expected up to %d increasing numbers >= 0 (GiB), "
+				            "comma-separated", optarg, SYN_PROFILE_MAX_MEM);
+				return -1;
+			}
+			break;
+		case OPT_PROP_CPUS:
+			if (parse_double("prop-cpus", optarg, 0.001, 1024, &a->prop_cpus) < 0)
+				return -1;
+			break;
+		case OPT_PROP_MEM:
+			if (parse_double("prop-mem", optarg, 0, 1e6, &a->prop_mem) < 0)
+				return -1;
+			break;
+		case OPT_WINDOWS:
+			if (parse_int("windows", optarg, 1, 64, &a->mo.windows) < 0)
+				return -1;
+			break;
+		case OPT_WINDOW_BATCHES:
+			if (parse_int("window-batches", optarg, 1, 100000, &a->mo.window_batches) < 0)
+				return -1;
+			break;
+		case OPT_CHECK_FRAC:
+			if (parse_double("check-frac", optarg, 0, 1, &a->mo.check_frac) < 0)
+				return -1;
+			break;
+		case OPT_COLD:
+			if (!strcmp(optarg, "auto"))
+				a->mo.cold = SYN__COLD_AUTO;
+			else if (!strcmp(optarg, "fadvise"))
+				a->mo.cold = SYN__COLD_FADVISE;
+			else if (!strcmp(optarg, "drop"))
+				a->mo.cold = SYN__COLD_DROP;
+			else if (!strcmp(optarg, "none"))
+				a->mo.cold = SYN__COLD_NONE;
+			else {
+				usage_error("--cold '%s': expected auto, fadvise, drop or none", optarg);
+				return -1;
+			}
+			break;
+		case OPT_THREADS:
+			if (parse_int("threads", optarg, 1, 1024, &a->threads) < 0)
+				return -1;
+			break;
+		case OPT_CACHE:
+			if (syn__parse_bytes(optarg, &a->cache) < 0) {
+				usage_error("--cache '%s': expected bytes with optional suffix K, M, G, T", optarg);
+				return -1;
+			}
+			a->have_cache = 1;
+			break;
+		case OPT_EPOCHS:
+			if (parse_int("epochs", optarg, 1, 64, &a->epochs) < 0)
+				return -1;
+			break;
+		case OPT_CPUS:
+			if (parse_double("cpus", optarg, 0.001, 1024, &a->cpus) < 0)
+				return -1;
+			a->have_cpus = 1;
+			break;
+		case 'v': a->verbose = 1; break;
+		case 'q': a->verbose = -1; break;
+		case 'h': fputs(usage_text, stdout); exit(0);
+		case 'V': printf(PROG " %s (coordl %s)\n", PACKAGE_VERSION, coordl_version()); exit(0);
+		default:
+			usage_error("unknown option");
+			return -1;
+		}
+	}
+	return optind;
+}
+
+static syn_store_t *open_store(const struct args *a, int flags)
+{
+	syn_store_error_t err;
+	syn_conf_error_t cerr;
+	const char *dir = a->store;
+	syn_conf_t *conf = NULL;
+	syn_store_t *s = NULL;
+
+	if (!dir) {
+		if (!(conf = syn_conf_load(a->conf, &cerr))) {
+			errmsg("no profile store: give --store DIR, or set %s= in synergy.conf (%s)",
+			       SYN_CONF_PROFILE_STORE, cerr.text);
+			return NULL;
+		}
+		dir = syn_conf_get(conf, SYN_CONF_PROFILE_STORE);
+		if (!dir || !*dir) {
+			errmsg("no profile store: %s has no %s= line; give --store DIR", syn_conf_path(conf),
+			       SYN_CONF_PROFILE_STORE);
+			syn_conf_destroy(conf);
+			return NULL;
+		}
+	}
+	if (!(s = syn_store_create(dir, flags, &err)))
+		errmsg("%s", err.text);
+	syn_conf_destroy(conf);
+	return s;
+}
+
+/* A KEY or FILE operand: a name with a '/' or ending in .json that exists
+ * is a file; anything else is a key in the store. */
+static int load_profile(const struct args *a, const char *what, syn_profile_t *p)
+{
+	syn_store_error_t err;
+	size_t n = strlen(what);
+	struct stat st;
+
+	if ((strchr(what, '/') || (n > 5 && !strcmp(what + n - 5, ".json"))) && stat(what, &st) == 0) {
+		if (syn_profile_read_file(what, p, &err) < 0) {
+			errmsg("%s", err.text);
+			return -1;
+		}
+		return 0;
+	}
+	if (!syn_profile_key_valid(what)) {
+		errmsg("'%s' is neither a profile file nor a valid profile key", what);
+		return -1;
+	}
+	syn_store_t *s = open_store(a, 0);
+	if (!s)
+		return -1;
+	int rc = syn_store_get(s, what, p, &err);
+	if (rc < 0) {
+		if (errno == ENOENT)
+			errmsg("no profile '%s' in %s", what, syn_store_dir(s));
+		else
+			errmsg("%s", err.text);
+	}
+	syn_store_destroy(s);
+	return rc;
+}
+
+static void human_bytes(double b, char *buf, size_t len)
+{
+	const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+static void print_profile(const syn_profile_t *p, FILE *f)
+{
+	char db[32], sb[32], mb[32], gb[32];
+	fprintf(f, "profile   %s\n", p->key);
+	if (p->model[0])
+		fprintf(f, "model     %s\n", p->model);
+	fprintf(f, "share     %g cpus, %g GiB per GPU = 1.0", p->prop_cpus, p->prop_mem_gb);
+	if (p->base_tput > 0)
+		fprintf(f, " (%.1f samples/s)", p->base_tput);
+	fputc('\n', f);
+	human_bytes(p->fetch_storage_bps, sb, sizeof(sb));
+	human_bytes(p->fetch_memory_bps, mb, sizeof(mb));
+	if (p->gpu_rate > 0)
+		snprintf(gb, sizeof(gb), "%.1f samples/s", p->gpu_rate);
+	else
+		snprintf(gb, sizeof(gb), "unlimited");
+	fprintf(f, "rates     gpu %s, prep %.1f samples/s per core, storage %s/s, cache %s/s\n",
+	        gb, p->prep_rate_per_core, sb, mb);
+	human_bytes((double)p->dataset_bytes, db, sizeof(db));
+	fprintf(f, "dataset   %llu items, %s\n", (unsigned long long)p->dataset_items, db);
+	if (p->machine[0])
+		fprintf(f, "machine   %s\n", p->machine);
+	if (p->date[0] || p->tool[0])
+		fprintf(f, "date      %s%s%s%s\n", p->date, p->tool[0] ? " (" : "", p->tool,
+		        p->tool[0] ? ")" : "");
+	fprintf(f, "\nnormalised throughput per GPU (rows: cpus, columns: cache GiB)\n");
+	fprintf(f, "%8s", "cpus");
+	for (int j = 0; j < p->n_mem; j++)
+		fprintf(f, " %8.4g", p->mem_gb[j]);
+	fputc('\n', f);
+	for (int i = 0; i < p->n_cpu; i++) {
+		fprintf(f, "%8g", p->cpus[i]);
+		for (int j = 0; j < p->n_mem; j++)
+			fprintf(f, " %8.4f", p->tput[i][j]);
+		fputc('\n', f);
+	}
+}
+
+static int cmd_show(const struct args *a, int argc, char **argv)
+{
+	syn_profile_t p;
+	if (argc != 1)
+		return usage_error("show: expected one KEY or FILE");
+	if (load_profile(a, argv[0], &p) < 0)
+		return 1;
+	print_profile(&p, stdout);
+	return 0;
+}
+
+static int cmd_what_if(const struct args *a, int argc, char **argv)
+{
+	syn_profile_t p;
+	if (argc != 1)
+		return usage_error("what-if: expected one KEY or FILE");
+	if (!a->have_cpus || !a->have_cache)
+		return usage_error("what-if: --cpus N and --cache BYTES are required");
+	if (load_profile(a, argv[0], &p) < 0)
+		return 1;
+	double gib = a->cache / SYN__GIB;
+	double v = syn_profile_eval(&p, a->cpus, gib);
+	char cb[32];
+	human_bytes(a->cache, cb, sizeof(cb));
+	printf("profile      %s\n", p.key);
+	printf("allocation   %g cpus, %s cache per GPU\n", a->cpus, cb);
+	printf("normalised   %.4f (1.0 = %g cpus, %g GiB)\n", v, p.prop_cpus, p.prop_mem_gb);
+	if (p.base_tput > 0)
+		printf("throughput   %.1f samples/s per GPU\n", v * p.base_tput);
+	if (a->cpus > p.cpus[p.n_cpu - 1] || gib > p.mem_gb[p.n_mem - 1] || a->cpus < p.cpus[0] ||
+	    gib < p.mem_gb[0])
+		printf("note         outside the profiled grid: clamped to its edge\n");
+	return 0;
+}
+
+static int list_cb(const char *key, const syn_profile_t *p, const char *problem, void *arg)
+{
+	int *bad = arg;
+	if (!p) {
+		errmsg("skipped %s", problem);
+		(*bad)++;
+		return 0;
+	}
+	double peak = 0;
+	for (int i = 0; i < p->n_cpu; i++)
+		for (int j = 0; j < p->n_mem; j++)
+			if (p->tput[i][j] > peak)
+				peak = p->tput[i][j];
+	printf("%-24s %6.2f %10.1f %5dx%-3d %-20s %s\n", key, peak, p->base_tput, p->n_cpu, p->n_mem,
+	       p->date[0] ? p->date : "-", p->model);
+	return 0;
+}
+
+static int cmd_list(const struct args *a, int argc, char **argv)
+{
+	syn_store_error_t err;
+	int bad = 0;
+	if (argc != 0)
+		return usage_error("list: takes no operands");
+	syn_store_t *s = open_store(a, 0);
+	if (!s)
+		return 1;
+	printf("%-24s %6s %10s %9s %-20s %s\n", "KEY", "PEAK", "BASE/s", "GRID", "DATE", "MODEL");
+	int n = syn_store_list(s, list_cb, &bad, &err);
+	if (n < 0)
+		errmsg("%s", err.text);
+	syn_store_destroy(s);
+	return n < 0 || bad ? 1 : 0;
+}
+
+static int cmd_plot(const struct args *a, int argc, char **argv)
+{
+	syn_profile_t p;
+	char tmpl[] = "/tmp/synergy-plot.XXXXXX";
+	int rv = 1, fd = -1;
+	FILE *f = NULL;
+
+	if (argc != 1)
+		return usage_error("plot: expected one KEY or FILE");
+	if (!a->out)
+		return usage_error("plot: --out FILE.png is required");
+	if (load_profile(a, argv[0], &p) < 0)
+		return 1;
+	if ((fd = mkstemp(tmpl)) < 0 || !(f = fdopen(fd, "w"))) {
+		errmsg("cannot create a temporary file: %s", strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	/* The data blocks: one per cache column (throughput vs cores), then
+	 * one per cores row (throughput vs cache). */
+	for (int j = 0; j < p.n_mem; j++) {
+		for (int i = 0; i < p.n_cpu; i++)
+			fprintf(f, "%g %g\n", p.cpus[i], p.tput[i][j]);
+		fprintf(f, "\n\n");
+	}
+	for (int i = 0; i < p.n_cpu; i++) {
+		for (int j = 0; j < p.n_mem; j++)
+			fprintf(f, "%g %g\n", p.mem_gb[j], p.tput[i][j]);
+		fprintf(f, "\n\n");
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		errmsg("%s: %s", tmpl, strerror(errno));
+		goto out;
+	}
+	f = NULL;
+	FILE *g = popen("gnuplot", "w");
+	if (!g) {
+		errmsg("cannot run gnuplot: %s", strerror(errno));
+		goto out;
+	}
+	fprintf(g, "set terminal pngcairo size 1200,500 noenhanced\n");
+	fprintf(g, "set output '%s'\n", a->out);
+	fprintf(g, "set multiplot layout 1,2 title 'profile %s (1.0 = %g cpus, %g GiB per GPU)'\n",
+	        p.key, p.prop_cpus, p.prop_mem_gb);
+	fprintf(g, "set grid\nset key left top\nset yrange [0:*]\nset ylabel 'normalised throughput'\n");
+	fprintf(g, "set xlabel 'CPU cores per GPU'\n");
+	for (int j = 0; j < p.n_mem; j++)
+		fprintf(g, "%s '%s' index %d using 1:2 with linespoints title '%g GiB'%s", j ? "" : "plot",
+		        tmpl, j, p.mem_gb[j], j + 1 < p.n_mem ? ", \\\n" : "\n");
+	fprintf(g, "set xlabel 'cache GiB per GPU'\nset key right bottom\n");
+	for (int i = 0; i < p.n_cpu; i++)
+		fprintf(g, "%s '%s' index %d using 1:2 with linespoints title '%g cpus'%s", i ? "" : "plot",
+		        tmpl, p.n_mem + i, p.cpus[i], i + 1 < p.n_cpu ? ", \\\n" : "\n");
+	fprintf(g, "unset multiplot\n");
+	int st = pclose(g);
+	if (st != 0) {
+		errmsg("gnuplot failed (status %d) writing %s", st, a->out);
+		goto out;
+	}
+	rv = 0;
+out:
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	unlink(tmpl);
+	return rv;
+}
+
+static void on_progress(void *arg, const char *msg)
+{
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+static int want_progress(const struct args *a)
+{
+	return a->verbose > 0 || (a->verbose == 0 && isatty(STDERR_FILENO));
+}
+
+static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
+{
+	syn__measure_result_t res;
+	syn_profile_t p;
+	syn_store_error_t err;
+	char msg[256];
+	syn_store_t *s = NULL;
+	int rv = 1;
+
+	if (had_dashdash)
+		return usage_error("run -- CMD: profiling a training command through its own loader "
+		                   "is not supported yet; profile its dataset with 'run DATASET'");
+	if (argc != 1)
+		return usage_error("run: expected one DATASET");
+	if (!a->key && !a->out)
+		return usage_error("run: give --key KEY (store) and/or --out FILE");
+	if (a->out && !a->key)
+		a->key = "profile";
+	a->mo.dataset = argv[0];
+	if (want_progress(a))
+		a->mo.progress = on_progress;
+	/* Open the store first: a profile measured for a minute and then
+	 * thrown away because of a typo'd store is worse than an early error. */
+	if (!a->out && !(s = open_store(a, SYN_STORE_CREATE)))
+		return 1;
+
+	if (syn__measure(&a->mo, &res, msg, sizeof(msg)) < 0) {
+		errmsg("%s: %s", argv[0], msg);
+		goto out;
+	}
+
+	double cpus[SYN_PROFILE_MAX_CPU], mem[SYN_PROFILE_MAX_MEM];
+	int n_cpu = a->n_grid_cpus, n_mem = a->n_grid_mem;
+	if (n_cpu)
+		memcpy(cpus, a->grid_cpus, sizeof(cpus));
+	else {
+		static const double def[] = { 1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 24 };
+		n_cpu = (int)(sizeof(def) / sizeof(def[0]));
+		memcpy(cpus, def, sizeof(def));
+	}
+	if (n_mem)
+		memcpy(mem, a->grid_mem, sizeof(mem));
+	else {
+		/* Cache fractions of the dataset, in GiB rounded to 1 MiB. */
+		double d = (double)res.rates.dataset_bytes / SYN__GIB;
+		for (int k = 0; k <= 4; k++) {
+			double v = round(d * k / 4 * 1024) / 1024;
+			if (n_mem == 0 || v > mem[n_mem - 1])
+				mem[n_mem++] = v;
+		}
+	}
+	memset(&p, 0, sizeof(p));
+	if (syn__model_grid(&res.rates, cpus, n_cpu, mem, n_mem, a->prop_cpus, a->prop_mem, &p, msg,
+	                    sizeof(msg)) < 0) {
+		errmsg("%s: building the profile grid: %s", argv[0], msg);
+		goto out;
+	}
+	snprintf(p.key, sizeof(p.key), "%s", a->key);
+	int max_measured = 0;
+	for (int i = 0; i < res.n_points; i++)
+		if (res.point_threads[i] > max_measured)
+			max_measured = res.point_threads[i];
+	if (a->model)
+		snprintf(p.model, sizeof(p.model), "%s", a->model);
+	else
+		snprintf(p.model, sizeof(p.model), "%s, batch %d, %dpx %s; cpus > %d extrapolated",
+		         argv[0], a->mo.batch_size, a->mo.out_size,
+		         a->mo.mode == COORDL_MODE_EVAL ? "eval" : "train", max_measured);
+	struct utsname u;
+	if (uname(&u) == 0)
+		snprintf(p.machine, sizeof(p.machine), "%.60s %.20s, %ld cores", u.nodename, u.machine,
+		         sysconf(_SC_NPROCESSORS_ONLN));
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(p.date, sizeof(p.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(p.tool, sizeof(p.tool), PROG " %s", PACKAGE_VERSION);
+
+	/* The measurements behind the profile, for the record. */
+	printf("measured in %.1f s (gpu %.1f, fetch %.1f, warm-up %.1f, cpu sweep %.1f, memory check %.1f)\n",
+	       res.wall, res.seconds[0], res.seconds[1], res.seconds[2], res.seconds[3], res.seconds[4]);
+	printf("storage: %s\n", res.cold_note);
+	if (res.rates.gpu > 0)
+		printf("gpu ingestion      %10.1f samples/s  (%.1f-%.1f)\n", res.gpu.med, res.gpu.min,
+		       res.gpu.max);
+	printf("fetch from storage %10.1f MiB/s\n", res.storage_bps.med / 1048576);
+	printf("fetch from cache   %10.1f MiB/s\n", res.memory_bps.med / 1048576);
+	for (int i = 0; i < res.n_points; i++)
+		printf("prep %3d thread%s   %10.1f samples/s  (%.1f-%.1f)\n", res.point_threads[i],
+		       res.point_threads[i] > 1 ? "s" : " ", res.point[i].med, res.point[i].min,
+		       res.point[i].max);
+	if (res.check_cache_bytes > 0)
+		printf("memory check       %10.1f samples/s measured at %.0f%% cache (hit rate %.3f), "
+		       "model %.1f (%+.1f%%)\n", res.check_measured.med,
+		       100.0 * res.check_cache_bytes / (double)res.rates.dataset_bytes, res.check_hit_rate,
+		       res.check_predicted,
+		       100 * (res.check_predicted - res.check_measured.med) / res.check_measured.med);
+	putchar('\n');
+	print_profile(&p, stdout);
+
+	if (a->out && syn_profile_write_file(a->out, &p, &err) < 0) {
+		errmsg("%s", err.text);
+		goto out;
+	}
+	if (s && syn_store_put(s, &p, &err) < 0) {
+		errmsg("%s", err.text);
+		goto out;
+	}
+	if (s)
+		fprintf(stderr, PROG ": stored '%s' in %s\n", p.key, syn_store_dir(s));
+	rv = 0;
+out:
+	syn_store_destroy(s);
+	return rv;
+}
+
+static int cmd_measure(struct args *a, int argc, char **argv)
+{
+	syn__stat_t st;
+	double hit;
+	char msg[256];
+	if (argc != 1)
+		return usage_error("measure: expected one DATASET");
+	if (!a->threads || !a->have_cache)
+		return usage_error("measure: --threads N and --cache BYTES are required");
+	a->mo.dataset = argv[0];
+	if (syn__measure_point(&a->mo, a->threads, a->cache, a->epochs ? a->epochs : 3, &st, &hit, msg,
+	                       sizeof(msg)) < 0) {
+		errmsg("%s: %s", argv[0], msg);
+		return 1;
+	}
+	printf("threads %d cache %.0f hit_rate %.3f samples_per_s %.1f min %.1f max %.1f\n", a->threads,
+	       a->cache, hit, st.med, st.min, st.max);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	memset(&a, 0, sizeof(a));
+	syn__measure_opts_init(&a.mo);
+	a.prop_cpus = 3;
+	a.prop_mem = 62.5;
+
+	if (argc < 2)
+		return usage_error("missing COMMAND");
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+		printf(PROG " %s (coordl %s)\n", PACKAGE_VERSION, coordl_version());
+		return 0;
+	}
+	/* Options may come before or after operands (GNU getopt permutes
+	 * them); "--" ends the options, as in `run -- CMD ARGS`. */
+	int had_dashdash = 0;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			had_dashdash = 1;
+			break;
+		}
+	int first = parse_args(argc - 1, argv + 1, &a);
+	if (first < 0)
+		return 2;
+	int n = argc - 1 - first;
+	char **ops = argv + 1 + first;
+
+	if (!strcmp(cmd, "run"))
+		return cmd_run(&a, n, ops, had_dashdash);
+	if (!strcmp(cmd, "show"))
+		return cmd_show(&a, n, ops);
+	if (!strcmp(cmd, "what-if"))
+		return cmd_what_if(&a, n, ops);
+	if (!strcmp(cmd, "plot"))
+		return cmd_plot(&a, n, ops);
+	if (!strcmp(cmd, "list"))
+		return cmd_list(&a, n, ops);
+	if (!strcmp(cmd, "measure"))
+		return cmd_measure(&a, n, ops);
+	return usage_error("unknown command '%s'", cmd);
+}
