@@ -37,6 +37,17 @@ int syn__cg_attach(const char *job_rel, pid_t pid, char *err, size_t errlen);
  */
 int syn__cg_remove(const char *job_rel, char *err, size_t errlen);
 
+/*
+ * Move the processes of one step (those whose freezer cgroup, where
+ * proctrack/cgroup tracks them, is job_<jobid>/<step_dir>) from the synergy
+ * child back into the job's cgroup. Called when the step ends: Slurm kills
+ * what is left of the step and then removes the job's cgroups, which fails
+ * while our child still holds processes. Other steps' processes stay.
+ * Returns the number of processes moved, or -1 with errno.
+ */
+int syn__cg_evict_step(const char *job_rel, uint32_t jobid, const char *step_dir,
+		       char *err, size_t errlen);
+
 /* 1 if the synergy child of job_rel exists in the cpuset hierarchy. */
 int syn__cg_exists(const char *job_rel);
 

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -192,4 +193,81 @@ int syn__cg_remove(const char *job_rel, char *err, size_t errlen)
 	rv = 0;
 out:
 	return rv;
+}
+
+/* 1 if pid's freezer cgroup is <...>/job_<jobid>/<step_dir> or below it. */
+static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
+{
+	char path[64], line[512], want[128];
+	FILE *f;
+	int rv = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	snprintf(want, sizeof(want), "/job_%u/%s", (unsigned)jobid, step_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *c = strstr(line, ":freezer:"), *hit;
+
+		if (!c)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		hit = strstr(c, want);
+		if (hit && (hit[strlen(want)] == '\0' || hit[strlen(want)] == '/'))
+			rv = 1;
+		break;
+	}
+	fclose(f);
+	return rv;
+}
+
+static int write_pid(const char *ctl, const char *rel, pid_t pid)
+{
+	char path[512];
+	FILE *f;
+	int rv;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s/cgroup.procs", ctl, rel);
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	rv = fprintf(f, "%d\n", (int)pid) < 0 ? -1 : 0;
+	if (fclose(f) != 0)
+		rv = -1;
+	return rv;
+}
+
+int syn__cg_evict_step(const char *job_rel, uint32_t jobid, const char *step_dir,
+		       char *err, size_t errlen)
+{
+	char path[512];
+	FILE *f;
+	long pid;
+	int moved = 0;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s/cgroup.procs", job_rel,
+		 SYN__CG_CHILD);
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fscanf(f, "%ld", &pid) == 1) {
+		if (pid <= 0 || !pid_in_step((pid_t)pid, jobid, step_dir))
+			continue;
+		/* A process that exits meanwhile is fine: ESRCH is ignored. */
+		if ((write_pid("cpuset", job_rel, (pid_t)pid) < 0 && errno != ESRCH) ||
+		    (write_pid("memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
+			snprintf(err, errlen, "moving pid %ld back to %s: %s", pid, job_rel,
+				 strerror(errno));
+			fclose(f);
+			return -1;
+		}
+		moved++;
+	}
+	fclose(f);
+	return moved;
 }

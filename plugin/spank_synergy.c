@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "synergy_env.h"
@@ -311,10 +312,37 @@ static void cache_dir_remove(uint32_t jobid)
 	close(dfd);
 }
 
-/* Remove the job's child cgroup, and its cache once nothing uses it. */
-static void cleanup(uint32_t jobid, const char *job_rel, const char *when)
+/* The name of this step's cgroup directory, as Slurm names it. */
+static int step_dir_name(spank_t sp, char *buf, size_t len)
 {
-	char err[200];
+	uint32_t stepid;
+
+	if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS)
+		return -1;
+	if (stepid == SLURM_BATCH_SCRIPT)
+		snprintf(buf, len, "step_batch");
+	else if (stepid == SLURM_EXTERN_CONT)
+		snprintf(buf, len, "step_extern");
+	else if (stepid == SLURM_INTERACTIVE_STEP)
+		snprintf(buf, len, "step_interactive");
+	else
+		snprintf(buf, len, "step_%u", (unsigned)stepid);
+	return 0;
+}
+
+/*
+ * Remove the job's child cgroup, and its cache once nothing uses it. When
+ * this step ends (sp given), its leftover processes (daemonised children of
+ * the task) are moved back to the job's cgroup first: Slurm kills them and
+ * removes the job's cgroup next, which our child would otherwise block.
+ */
+static void cleanup(spank_t sp, uint32_t jobid, const char *job_rel, const char *when)
+{
+	char err[200], step[64];
+
+	if (sp && step_dir_name(sp, step, sizeof(step)) == 0 &&
+	    syn__cg_evict_step(job_rel, jobid, step, err, sizeof(err)) < 0)
+		slurm_error("synergy: job %u: %s: %s", (unsigned)jobid, when, err);
 
 	if (syn__cg_remove(job_rel, err, sizeof(err)) < 0) {
 		if (errno != EBUSY)
@@ -508,13 +536,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
-	uint32_t jobid;
+	static uint32_t tasks_exited;
+	uint32_t jobid, ntasks;
 
 	if (!spank_remote(sp) || !job_active() || !exit_job_rel[0])
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
-	cleanup(jobid, exit_job_rel, "task exit");
+	/* Only the step's last local task takes its leftovers out: earlier
+	 * exits must not move the step's other, still running, tasks. */
+	tasks_exited++;
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS)
+		ntasks = UINT32_MAX;
+	cleanup(tasks_exited >= ntasks ? sp : NULL, jobid, exit_job_rel, "task exit");
 	return 0;
 }
 
@@ -542,7 +576,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
-	cleanup(jobid, exit_job_rel, "step exit");
+	cleanup(sp, jobid, exit_job_rel, "step exit");
 	return 0;
 }
 
@@ -554,7 +588,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	if (!plugin_ok || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
 	if (epilog_job_rel(sp, jobid, job_rel, sizeof(job_rel)) == 0)
-		cleanup(jobid, job_rel, "epilog");
+		cleanup(NULL, jobid, job_rel, "epilog");
 	else
 		cache_dir_remove(jobid);
 	return 0;

@@ -4,5 +4,7 @@
 EXTRA_DIST += tests/lib/cluster.sh
 INTEGRATION_TESTS += tests/integration/cluster-basic.sh
 dist_noinst_SCRIPTS += tests/integration/cluster-basic.sh
-INTEGRATION_TESTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh
-dist_noinst_SCRIPTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh
+INTEGRATION_TESTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
+	tests/integration/synergy-cleanup.sh
+dist_noinst_SCRIPTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
+	tests/integration/synergy-cleanup.sh

@@ -20,6 +20,7 @@
 #   CLUSTER_MEM       RealMemory per node in MB (default 4096)
 #   CLUSTER_SYNERGY   1: load our SPANK and job_submit plugins (required),
 #                     0: plain Slurm (default 1)
+#   CLUSTER_PROCESS_MEM     synergy.conf ProcessMemMB (default 1024)
 #   CLUSTER_PLUGSTACK_ARGS  extra key=value arguments for the SPANK plugin
 #   CLUSTER_PARTITION_EXTRA extra PartitionName= settings
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
@@ -33,6 +34,7 @@ CLUSTER_GPUS=${CLUSTER_GPUS:-2}
 CLUSTER_CPUS=${CLUSTER_CPUS:-$(nproc)}
 CLUSTER_MEM=${CLUSTER_MEM:-4096}
 CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-1}
+CLUSTER_PROCESS_MEM=${CLUSTER_PROCESS_MEM:-1024}
 CLUSTER_PLUGSTACK_ARGS=${CLUSTER_PLUGSTACK_ARGS:-}
 CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
@@ -178,7 +180,7 @@ CacheDir=$C/cache
 NodeGPUs=$CLUSTER_GPUS
 NodeCPUs=$CLUSTER_CPUS
 NodeMemMB=$CLUSTER_MEM
-ProcessMemMB=1024
+ProcessMemMB=$CLUSTER_PROCESS_MEM
 EOF
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
 		echo "required $top_builddir/plugin/.libs/spank_synergy.so conf=$C/etc/synergy.conf $CLUSTER_PLUGSTACK_ARGS" \
