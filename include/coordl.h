@@ -52,7 +52,8 @@ enum coordl_mode {
 	COORDL_MODE_TRAIN = 0, /* RandomResizedCrop + horizontal flip */
 	COORDL_MODE_EVAL,      /* resize short side to out_size*256/224, center crop */
 	COORDL_MODE_RAW,       /* no decode: batches carry only labels and encoded sizes
-	                          (used by the profiler to measure fetch alone) */
+	                          (data = n uint64_t sizes; used by the profiler to
+	                          measure fetch alone) */
 	COORDL_MODE_SYNTHETIC, /* no fetch, no decode: constant tensors (GPU ingestion rate) */
 };
 
@@ -69,14 +70,21 @@ typedef struct coordl_config {
 	int layout;            /* enum coordl_layout */
 	int mode;              /* enum coordl_mode */
 	int threads;           /* worker threads; 0 = SYNERGY_THREADS, else cores in the cpuset */
-	int64_t cache_bytes;   /* MinIO cache bound; -1 = SYNERGY_CACHE_BYTES, else 0 (off) */
+	int64_t cache_bytes;   /* MinIO cache bound; -1 = SYNERGY_CACHE_BYTES, else 0 (off).
+	                          The bound covers the cache's index and data: it never
+	                          occupies more, in memory or in its shm file */
 	const char *cache_name;/* shared cache name; NULL = SYNERGY_CACHE_NAME, else private */
 	uint64_t seed;         /* shuffle and augmentation seed (default 0) */
 	int shuffle;           /* 1 = new random order each epoch (default 1) */
 	int rank;              /* this process's shard, 0..world_size-1 (default 0) */
-	int world_size;        /* number of shards (default 1) */
+	int world_size;        /* number of shards (default 1). As PyTorch's
+	                          DistributedSampler: the epoch's order is padded by
+	                          wrapping to a multiple of world_size and rank r takes
+	                          positions r, r+W, ...; all ranks get ceil(N/W) samples */
 	int drop_last;         /* 1 = drop a partial last batch (default 0) */
-	int prefetch;          /* batches in flight ahead of the consumer (default 2*threads, >= 2) */
+	int prefetch;          /* batches in flight ahead of the consumer (default 2*threads,
+	                          at least 2, at most 8: workers share batches item by item,
+	                          so a shallow ring keeps them busy) */
 	float scale_min, scale_max; /* RandomResizedCrop area range (default 0.08, 1.0) */
 	float ratio_min, ratio_max; /* aspect range (default 3/4, 4/3) */
 	float flip_prob;       /* horizontal flip probability (default 0.5) */
@@ -172,14 +180,14 @@ typedef struct coordl_stats {
 	uint64_t epoch;             /* current epoch */
 	uint64_t samples;           /* samples delivered this epoch */
 	uint64_t batches;           /* batches delivered this epoch */
-	double epoch_wall;          /* since set_epoch (or create) */
+	double epoch_wall;          /* from the epoch's first coordl_next to its last batch (or now) */
 	double stall;               /* consumer waited inside coordl_next this epoch */
 	double prep_time;           /* worker time decoding+augmenting this epoch, summed */
 	double fetch_time;          /* worker time reading from storage this epoch, summed */
 	uint64_t storage_bytes;     /* bytes read from storage this epoch */
 	uint64_t cache_hits;        /* items served from the cache this epoch */
 	uint64_t cache_misses;
-	uint64_t cache_bytes_used;  /* bytes in the cache now (whole job on this node) */
+	uint64_t cache_bytes_used;  /* encoded bytes in the cache now (whole job on this node) */
 	uint64_t cache_bytes_limit;
 	uint64_t corrupt;           /* items skipped and replaced this epoch */
 	int threads;
@@ -194,7 +202,8 @@ typedef struct coordl_stats {
 
 int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
 
-/* Description of the last corrupt item (path and reason), or NULL. */
+/* Description of the last corrupt item (path and reason), or NULL. The text
+ * is owned by the loader and may change when the next corrupt item is met. */
 const char *coordl_last_corrupt(const coordl_loader_t *ld);
 
 /*

@@ -42,9 +42,10 @@ typedef struct item {
 	uint32_t shard;
 } item_t;
 
+/* The fetch interface: read item i, growing *buf as needed. */
 struct fetch_ops {
-	int (*fetch)(coordl__source_t *src, size_t i, uint8_t *dst, size_t len, char *why,
-		     size_t whylen);
+	int (*fetch)(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
+		     char *why, size_t whylen);
 };
 
 struct coordl__source {
@@ -144,12 +145,32 @@ static int read_full(int fd, uint8_t *dst, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Files backend: one open per item, path = root/name. */
-static int files_fetch(coordl__source_t *src, size_t i, uint8_t *dst, size_t len, char *why,
-		       size_t whylen)
+/* Make room for want bytes in the caller's per-thread buffer. */
+static int reserve(uint8_t **buf, size_t *cap, size_t want, char *why, size_t whylen)
+{
+	uint8_t *p;
+
+	if (want <= *cap)
+		return 0;
+	if (!(p = realloc(*buf, want))) {
+		snprintf(why, whylen, "out of memory for %zu bytes", want);
+		errno = ENOMEM;
+		return -1;
+	}
+	*buf = p;
+	*cap = want;
+	return 0;
+}
+
+/* Files backend: one open per item, path = root/name. The size comes from
+ * fstat at read time, not from the scan, so a file truncated since then is
+ * read as it is now (and then fails to decode). */
+static int files_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
+		       char *why, size_t whylen)
 {
 	char path[PATH_MAX];
 	const char *name = src->pool + src->items[i].name;
+	struct stat st;
 	int fd, rv = -1, e;
 
 	if (name[0] == '/')
@@ -165,30 +186,49 @@ static int files_fetch(coordl__source_t *src, size_t i, uint8_t *dst, size_t len
 		errno = e;
 		return -1;
 	}
-	if (read_full(fd, dst, len, 0) < 0) {
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		snprintf(why, whylen, "fstat: %s", strerror(e));
+		errno = e;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		errno = EINVAL;
+		goto out;
+	}
+	if (reserve(buf, cap, (size_t)st.st_size, why, whylen) < 0)
+		goto out;
+	if (read_full(fd, *buf, (size_t)st.st_size, 0) < 0) {
 		e = errno;
 		snprintf(why, whylen, "read: %s", strerror(e));
 		errno = e;
 		goto out;
 	}
+	*len = (size_t)st.st_size;
 	rv = 0;
 out:
+	e = errno;
 	close(fd);
+	errno = e;
 	return rv;
 }
 
 /* Shards backend: pread from a shard opened once at open. */
-static int shards_fetch(coordl__source_t *src, size_t i, uint8_t *dst, size_t len, char *why,
-			size_t whylen)
+static int shards_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
+			char *why, size_t whylen)
 {
 	const item_t *it = &src->items[i];
 
-	if (read_full(src->shard_fd[it->shard], dst, len, it->offset) < 0) {
+	if (reserve(buf, cap, (size_t)it->size, why, whylen) < 0)
+		return -1;
+	if (read_full(src->shard_fd[it->shard], *buf, (size_t)it->size, it->offset) < 0) {
 		int e = errno;
 		snprintf(why, whylen, "shard %u read: %s", it->shard, strerror(e));
 		errno = e;
 		return -1;
 	}
+	*len = (size_t)it->size;
 	return 0;
 }
 
@@ -198,51 +238,12 @@ static const struct fetch_ops shards_ops = { shards_fetch };
 int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap,
 			 size_t *len, char *why, size_t whylen)
 {
-	size_t want;
-
 	if (!src || i >= src->n) {
 		snprintf(why, whylen, "no such item");
 		errno = EINVAL;
 		return -1;
 	}
-	/* For files the size may have changed since open: take the current one
-	 * so a truncated file is read as it is (and then fails to decode). */
-	want = (size_t)src->items[i].size;
-	if (src->kind != COORDL_SOURCE_SHARDS) {
-		char path[PATH_MAX];
-		const char *name = src->pool + src->items[i].name;
-		struct stat st;
-		if (name[0] == '/')
-			snprintf(path, sizeof(path), "%s", name);
-		else
-			snprintf(path, sizeof(path), "%s/%s", src->root, name);
-		if (stat(path, &st) < 0) {
-			int e = errno;
-			snprintf(why, whylen, "stat: %s", strerror(e));
-			errno = e;
-			return -1;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			snprintf(why, whylen, "not a regular file");
-			errno = EINVAL;
-			return -1;
-		}
-		want = (size_t)st.st_size;
-	}
-	if (want > *cap) {
-		uint8_t *p = realloc(*buf, want);
-		if (!p) {
-			snprintf(why, whylen, "out of memory for %zu bytes", want);
-			errno = ENOMEM;
-			return -1;
-		}
-		*buf = p;
-		*cap = want;
-	}
-	if (src->ops->fetch(src, i, *buf, want, why, whylen) < 0)
-		return -1;
-	*len = want;
-	return 0;
+	return src->ops->fetch(src, i, buf, cap, len, why, whylen);
 }
 
 static int is_jpeg_name(const char *n)
