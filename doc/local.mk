@@ -1,1 +1,7 @@
 # doc: build rules (included from the top Makefile.am)
+
+# synergy-profile (profiler helper)
+dist_man_MANS += doc/synergy-profile.1
+
+# Slurm plugins and their configuration
+dist_man_MANS += doc/spank-synergy.8 doc/job_submit_synergy.8 doc/synergy.conf.5

@@ -48,3 +48,7 @@ plugin_test_submit_t_SOURCES = plugin/test/submit.c plugin/submit.c
 plugin_test_submit_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_submit_t_LDADD = plugin/libsynplugin.la \
 	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+
+# Example configuration (etc/): synergy.conf, the plugstack snippet, slurm.conf lines.
+EXTRA_DIST += etc/synergy.conf etc/plugstack.conf etc/plugstack.conf.d/synergy.conf \
+	etc/slurm.conf.synergy
