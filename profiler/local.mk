@@ -42,3 +42,7 @@ profiler_synergy_profile_SOURCES = profiler/synergy-profile.c \
 profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler
 profiler_synergy_profile_LDADD = profiler/libsynmodel.la profiler/libsynstore.la \
 	policy/libsynpolicy.la loader/libcoordl.la $(JANSSON_LIBS) $(LIBM)
+
+# CLI golden output and end-to-end profiling on generated data.
+UNIT_TESTS += profiler/test/cli.sh profiler/test/run.sh
+EXTRA_DIST += profiler/test/cli.sh profiler/test/run.sh

@@ -1,0 +1,72 @@
+#!/bin/sh
+# cli.sh: golden-output tests of synergy-profile show / what-if on the
+# checked-in profile, list over a store holding good and corrupt files, the
+# store lookup through synergy.conf, and the CLI's error paths.
+. "$top_srcdir/tests/lib/tap.sh"
+sp="$top_builddir/profiler/synergy-profile"
+data="$top_srcdir/profiler/test/data"
+[ -x "$sp" ] || skip_all "synergy-profile not built"
+tmp=$(mktemp -d /tmp/syn-cli-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# Golden files hold the output for the profile in the data directory; the
+# file operand is printed nowhere, so they do not depend on the path.
+test_ok "show matches the golden table" \
+	sh -c "'$sp' show '$data/resnet18.json' | diff -u '$data/show-resnet18.out' -"
+whatif() {
+	"$sp" what-if "$data/resnet18.json" --cpus 3 --cache 62.5G &&
+	"$sp" what-if "$data/resnet18.json" --cpus 4 --cache 100G &&
+	"$sp" what-if "$data/resnet18.json" --cpus 24 --cache 1T &&
+	"$sp" what-if "$data/resnet18.json" --cpus 7.5 --cache 20.8G
+}
+whatif > "$tmp/whatif.out" 2>&1
+test_ok "what-if matches the golden predictions (share, inside, clamped, between rows)" \
+	diff -u "$data/whatif-resnet18.out" "$tmp/whatif.out"
+
+# A store with one good profile, one corrupt and one of a future schema.
+store="$tmp/store"
+mkdir "$store"
+sed 's/"key": "resnet18"/"key": "r18"/' "$data/resnet18.json" > "$store/r18.json"
+head -c 200 "$data/resnet18.json" > "$store/torn.json"
+sed 's/"schema": 1/"schema": 7/; s/"key": "resnet18"/"key": "future"/' "$data/resnet18.json" > "$store/future.json"
+echo "ProfileStore = $store" > "$tmp/synergy.conf"
+
+"$sp" list --store "$store" > "$tmp/list.out" 2> "$tmp/list.err"
+rc=$?
+test_ok "list exits 1 when it skipped bad files" test "$rc" -eq 1
+test_ok "list shows the good profile" grep -q '^r18 ' "$tmp/list.out"
+test_ok "list names the torn file" grep -q 'torn.json' "$tmp/list.err"
+test_ok "list names the unknown schema version" grep -q 'future.json: schema version 7' "$tmp/list.err"
+test_ok "show by key through synergy.conf" \
+	sh -c "SYNERGY_CONF='$tmp/synergy.conf' '$sp' show r18 | grep -q '^profile   r18'"
+test_ok "show by key with --conf" \
+	sh -c "'$sp' show --conf '$tmp/synergy.conf' r18 | grep -q '^profile   r18'"
+
+# Errors: exit status and a message naming the input.
+expect_fail() { # STATUS PATTERN CMD...: CMD exits STATUS and stderr matches PATTERN
+	st=$1 pat=$2; shift 2
+	"$@" > /dev/null 2> "$tmp/err"
+	rc=$?
+	[ "$rc" -eq "$st" ] && grep -q -- "$pat" "$tmp/err" ||
+		{ diag "exit $rc, stderr: $(cat "$tmp/err")"; return 1; }
+}
+test_ok "missing key: exit 1 naming it" expect_fail 1 "no profile 'nosuch'" "$sp" show --store "$store" nosuch
+test_ok "torn file: exit 1 naming file and problem" expect_fail 1 "torn.json: line" "$sp" show "$store/torn.json"
+test_ok "no store configured: exit 1 saying how to set it" \
+	expect_fail 1 "ProfileStore" env SYNERGY_CONF="$tmp/none.conf" "$sp" show r18
+test_ok "what-if without --cache: usage error" expect_fail 2 "cache" "$sp" what-if "$data/resnet18.json" --cpus 2
+test_ok "bad --cache value: usage error naming it" expect_fail 2 "--cache '12X'" "$sp" what-if r18 --cpus 2 --cache 12X
+test_ok "bad --key: usage error" expect_fail 2 "--key '../x'" "$sp" run --key ../x /nonexistent
+test_ok "unknown command: usage error" expect_fail 2 "unknown command 'frobnicate'" "$sp" frobnicate
+test_ok "run -- CMD says it is not supported yet" expect_fail 2 "not supported yet" "$sp" run --key x -- true
+test_ok "run on a missing dataset: exit 1 naming it" \
+	expect_fail 1 "/nonexistent" "$sp" run --store "$store" --key x -q /nonexistent
+test_ok "--help prints usage" sh -c "'$sp' --help | grep -q '^Usage: synergy-profile'"
+
+if command -v gnuplot > /dev/null; then
+	test_ok "plot writes a PNG" sh -c "'$sp' plot '$data/resnet18.json' --out '$tmp/p.png' &&
+		head -c 8 '$tmp/p.png' | od -An -c | grep -q 'P   N   G'"
+else
+	test_skip "gnuplot not installed"
+fi
+done_testing
