@@ -15,7 +15,11 @@
  *           the least free resources that fits; (2) else the GPU-proportional
  *           demand; (3) else a node with enough free GPUs, whose co-located
  *           jobs holding more than their proportional share are pushed back
- *           to it, then placed at the proportional demand.
+ *           to it, then placed at the proportional demand; and, after all
+ *           jobs are placed, (4) leftover: cores and memory still free on a
+ *           node go to its jobs, best marginal gain per share first, one
+ *           profile cell at a time (work-conserving; never lowers a job, so
+ *           the guarantee holds; opts.no_leftover turns it off).
  *   OPT     Synergy-OPT: an ILP picks one profile cell per job maximising the
  *           total normalised throughput under cluster CPU and memory with the
  *           fairness floor, then a second program packs jobs onto nodes
@@ -128,6 +132,7 @@ typedef struct syn_round_opts {
 	double now;          /* current time, for FTF */
 	double eps;          /* best-case tolerance, default 0.01 */
 	double opt_time_limit_s; /* per GLPK solve, default 10 */
+	int no_leftover;     /* TUNE: skip step 4 (leftover), default 0 */
 } syn_round_opts_t;
 
 /* What a round did. */
@@ -136,7 +141,9 @@ typedef struct syn_round_stats {
 	int best_case;         /* placed at their best-case demand (step 1) */
 	int downgraded;        /* placed at the proportional demand (step 2) */
 	int pushed_back;       /* co-located jobs pushed back to their share (step 3) */
-	int opt_fallback;      /* OPT: packing fell back to best-fit */
+	int upgraded;          /* leftover upgrades applied (step 4) */
+	int opt_fallback;      /* OPT: packing fell back to TUNE's steps */
+	double opt_bound;      /* OPT: phase 1 objective, an upper bound on total_tput */
 	double total_tput;     /* sum over placed jobs of tput x gpus */
 } syn_round_stats_t;
 

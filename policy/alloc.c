@@ -443,3 +443,104 @@ int syn__place(struct syn__ctx *cx, int j, enum syn__mode mode, int have_demand,
 	}
 	return 0;
 }
+
+/*
+ * The best single-cell upgrade of a placed job: a profile cell with at
+ * least its cores and memory and more throughput, whose growth fits on
+ * every node of the job. Returns the gain per share of resources added
+ * (0 if none) and the cell in *nc, *nm.
+ */
+static double best_upgrade(struct syn__ctx *cx, const syn_job_t *job, double *nc, double *nm)
+{
+	const syn_profile_t *p = job->profile;
+	const syn_alloc_t *a = &job->alloc;
+	double best = 0, sc, sm;
+
+	if (!p)
+		return 0;
+	place_share(cx->nodes, a->place, a->n_place, &sc, &sm);
+	for (int i = 0; i < p->n_cpu; i++) {
+		double dc = p->cpus[i] - a->cpus_per_gpu;
+		if (dc < 0)
+			continue;
+		for (int k = 0; k < p->n_mem; k++) {
+			double dm = p->mem_gb[k] - a->mem_per_gpu, gain, cost;
+			int fit = 1;
+
+			if (dm < 0 || !(p->tput[i][k] > a->tput + 1e-9))
+				continue;
+			for (int q = 0; q < a->n_place && fit; q++) {
+				const syn_node_t *n = &cx->nodes[a->place[q].node];
+				fit = n->free_cpus + SYN__EPS * (1 + n->cpus) >= a->place[q].gpus * dc &&
+				      n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >= a->place[q].gpus * dm;
+			}
+			if (!fit)
+				continue;
+			gain = (p->tput[i][k] - a->tput) * job->gpus;
+			cost = (dc / sc + (sm > 0 ? dm / sm : 0)) * job->gpus + 1e-9;
+			if (gain / cost > best) {
+				best = gain / cost;
+				*nc = p->cpus[i];
+				*nm = p->mem_gb[k];
+			}
+		}
+	}
+	return best;
+}
+
+void syn__leftover(struct syn__ctx *cx)
+{
+	int *cnt = NULL, *at = NULL, *list = NULL, total = 0;
+
+	/* Jobs per node (a spanning job is listed on each of its nodes). */
+	cnt = calloc((size_t)cx->n_nodes + 1, sizeof *cnt);
+	for (int q = 0; cnt && q < cx->n_placed; q++) {
+		const syn_alloc_t *a = &cx->jobs[cx->placed[q]].alloc;
+		for (int i = 0; i < a->n_place; i++)
+			cnt[a->place[i].node + 1]++;
+		total += a->n_place;
+	}
+	at = malloc(sizeof *at * (size_t)(cx->n_nodes + 1));
+	list = malloc(sizeof *list * (size_t)(total > 0 ? total : 1));
+	if (!cnt || !at || !list)
+		goto out; /* step 4 only improves: without memory it is skipped */
+	for (int i = 0; i < cx->n_nodes; i++)
+		cnt[i + 1] += cnt[i];
+	memcpy(at, cnt, sizeof *at * (size_t)(cx->n_nodes + 1));
+	for (int q = 0; q < cx->n_placed; q++) {
+		const syn_alloc_t *a = &cx->jobs[cx->placed[q]].alloc;
+		for (int i = 0; i < a->n_place; i++)
+			list[at[a->place[i].node]++] = cx->placed[q];
+	}
+	/* On each node with something left, apply the upgrade with the best
+	 * gain per share among its jobs until none fits. Each upgrade strictly
+	 * raises one job's throughput on a finite grid, so this ends. */
+	for (int nd = 0; nd < cx->n_nodes; nd++) {
+		const syn_node_t *n = &cx->nodes[nd];
+		if (n->free_cpus <= SYN__EPS * (1 + n->cpus) && n->free_mem_gb <= SYN__EPS * (1 + n->mem_gb))
+			continue;
+		for (;;) {
+			double best = 0, bc = 0, bm = 0;
+			int who = -1;
+
+			for (int q = cnt[nd]; q < cnt[nd + 1]; q++) {
+				double c = 0, m = 0, g = best_upgrade(cx, &cx->jobs[list[q]], &c, &m);
+				if (g > best) {
+					best = g;
+					who = list[q];
+					bc = c;
+					bm = m;
+				}
+			}
+			if (who < 0)
+				break;
+			set_demand(cx, &cx->jobs[who], bc, bm);
+			if (cx->st)
+				cx->st->upgraded++;
+		}
+	}
+out:
+	free(cnt);
+	free(at);
+	free(list);
+}

@@ -10,3 +10,8 @@ sim_synergy_sim_LDADD = policy/libsynpolicy.la profiler/libsynstore.la \
 UNIT_TESTS += sim/test/golden.sh sim/test/malformed.sh
 EXTRA_DIST += sim/test/golden.sh sim/test/malformed.sh sim/test/golden1.csv \
 	sim/test/golden1.expected
+
+# Benchmark of the policy core (run by bench/sim-bench.sh).
+noinst_PROGRAMS += sim/synergy-policy-bench
+sim_synergy_policy_bench_SOURCES = sim/policy-bench.c
+sim_synergy_policy_bench_LDADD = policy/libsynpolicy.la $(GLPK_LIBS) $(LIBM)

@@ -52,7 +52,8 @@ static void test_tune_steps(void)
 	small_cluster(n);
 	four_jobs(j);
 	syn_round_opts_init(&o);
-	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "TUNE round succeeds");
+	o.no_leftover = 1;
+	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "TUNE round (steps 1-3) succeeds");
 	/* J1 at best case (9, 62.5) on node 0 (tie: lowest index); J2 at
 	 * (1, 20.8) best-fit on the fuller node 0; J3 at (12, 125) only fits
 	 * node 1; J4 fits nowhere at best case or share (node 0 has 2 cores,
@@ -70,6 +71,21 @@ static void test_tune_steps(void)
 	is_near(n[0].free_cpus, 5, 1e-9, "node 0: 12 - 3 - 1 - 3 = 5 cores free");
 	is_int(n[1].free_gpus, 3, "node 1: 3 GPUs free");
 	is_int(syn_check_round(n, N_NODES, j, 4, &err), 0, "capacity and guarantee hold");
+
+	/* Step 4 hands node 0's 5 spare cores to J1 and J4 (resnet18), and
+	 * node 1's spare memory to nobody (J3 is at its peak). */
+	double before = st.total_tput;
+	four_jobs(j);
+	o.no_leftover = 0;
+	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "TUNE round with step 4 succeeds");
+	ok(st.upgraded >= 1, "leftover upgrades applied (%d)", st.upgraded);
+	ok(st.total_tput > before + 0.5, "total throughput rises: %.3f -> %.3f", before, st.total_tput);
+	ok(j[0].alloc.cpus_per_gpu > 3 && j[3].alloc.cpus_per_gpu > 3 &&
+		   j[0].alloc.cpus_per_gpu + j[3].alloc.cpus_per_gpu <= 11,
+	   "J1 and J4 share the spare cores: %g + %g", j[0].alloc.cpus_per_gpu,
+	   j[3].alloc.cpus_per_gpu);
+	ok(at(&j[1], 0, 1, 20.8) && at(&j[2], 1, 12, 125), "J2, J3 unchanged");
+	is_int(syn_check_round(n, N_NODES, j, 4, &err), 0, "capacity and guarantee hold after step 4");
 }
 
 static void test_prop_greedy(void)
