@@ -81,6 +81,40 @@ def require_numpy():
         skip_all("numpy is not installed for %s" % sys.executable)
 
 
+def _sanitizer_runtime(lib):
+    """Make a sanitizer build of libcoordl loadable into Python.
+
+    An ASan-instrumented library refuses to load (and kills the process)
+    unless the ASan runtime is the first library of the process, which an
+    uninstrumented interpreter never arranges. So re-run this test with the
+    runtime the library was linked with in LD_PRELOAD; leak detection is
+    off there because the interpreter itself keeps memory until exit (the
+    C unit tests check libcoordl for leaks). TSan cannot watch an
+    uninstrumented interpreter's threads reliably: skip."""
+    try:
+        out = subprocess.run(["ldd", lib], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+    except OSError:
+        return
+    runtime = None
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0].startswith("libtsan"):
+            skip_all("libcoordl is built with TSan, which cannot run under "
+                     "an uninstrumented Python")
+        if f and f[0].startswith("libasan") and len(f) >= 3:
+            runtime = f[2]
+    if runtime is None or runtime in os.environ.get("LD_PRELOAD", ""):
+        return
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = " ".join(filter(None, [runtime,
+                                               env.get("LD_PRELOAD")]))
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+                                                 "detect_leaks=0"]))
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
 def require_library():
     """Import coordl and load libcoordl, or skip the file."""
     require_numpy()
@@ -92,6 +126,7 @@ def require_library():
             skip_all("libcoordl is not built (%s)" % built)
         # Test the library of this build tree, never an installed one.
         os.environ["COORDL_LIBRARY"] = built
+    _sanitizer_runtime(os.environ["COORDL_LIBRARY"])
     try:
         _abi.load()
     except OSError as e:
