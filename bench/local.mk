@@ -10,3 +10,9 @@ bench_coordl_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_coordl_bench_LDADD = loader/libcoordl-core.la
 dist_man_MANS += doc/coordl-bench.1
 
+# prep bench (prep helper): prep-bench DIR compares the prep stage with a
+# naive full decode + resize, interleaved, per core.
+noinst_PROGRAMS += bench/prep-bench
+bench_prep_bench_SOURCES = bench/prep-bench.c loader/prep.c
+bench_prep_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) $(LIBJPEG_CFLAGS)
+bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
