@@ -16,3 +16,6 @@ noinst_PROGRAMS += bench/prep-bench
 bench_prep_bench_SOURCES = bench/prep-bench.c loader/prep.c
 bench_prep_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) $(LIBJPEG_CFLAGS)
 bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
+
+# sim bench (policy helper)
+EXTRA_DIST += bench/sim-bench.sh
