@@ -24,8 +24,9 @@ extern "C" {
 /* Environment variable that overrides the path. */
 #define SYN_CONF_ENV "SYNERGY_CONF"
 
-/* Key naming the profile store directory. */
+/* Key naming the profile store directory, and its default. */
 #define SYN_CONF_PROFILE_STORE "ProfileStore"
+#define SYN_CONF_PROFILE_STORE_DEFAULT "/var/lib/synergy/profiles"
 
 /* Human-readable detail for a failed call; owned by the caller. */
 typedef struct syn_conf_error {

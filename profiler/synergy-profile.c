@@ -56,7 +56,8 @@ static const char usage_text[] =
 	"                            measure one point directly (to check predictions)\n"
 	"\n"
 	"Common options:\n"
-	"  --store DIR       profile store (default: ProfileStore= in synergy.conf)\n"
+	"  --store DIR       profile store (default: ProfileStore= in synergy.conf,\n"
+	"                    else " SYN_CONF_PROFILE_STORE_DEFAULT ")\n"
 	"  --conf FILE       synergy.conf to read (default: $SYNERGY_CONF, else\n"
 	"                    " SYN_CONF_DEFAULT_PATH ")\n"
 	"  -v, --verbose     progress lines even when stderr is not a terminal\n"
@@ -328,18 +329,17 @@ static syn_store_t *open_store(const struct args *a, int flags)
 	syn_store_t *s = NULL;
 
 	if (!dir) {
-		if (!(conf = syn_conf_load(a->conf, &cerr))) {
-			errmsg("no profile store: give --store DIR, or set %s= in synergy.conf (%s)",
-			       SYN_CONF_PROFILE_STORE, cerr.text);
+		/* No synergy.conf, or one without the key: the documented
+		 * default, as the plugins use. A conf that exists but does not
+		 * parse is an error: its store line may be what is broken. */
+		conf = syn_conf_load(a->conf, &cerr);
+		if (!conf && (errno != ENOENT || a->conf)) {
+			errmsg("%s", cerr.text);
 			return NULL;
 		}
-		dir = syn_conf_get(conf, SYN_CONF_PROFILE_STORE);
-		if (!dir || !*dir) {
-			errmsg("no profile store: %s has no %s= line; give --store DIR", syn_conf_path(conf),
-			       SYN_CONF_PROFILE_STORE);
-			syn_conf_destroy(conf);
-			return NULL;
-		}
+		dir = conf ? syn_conf_get(conf, SYN_CONF_PROFILE_STORE) : NULL;
+		if (!dir || !*dir)
+			dir = SYN_CONF_PROFILE_STORE_DEFAULT;
 	}
 	if (!(s = syn_store_create(dir, flags, &err)))
 		errmsg("%s", err.text);

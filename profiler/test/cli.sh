@@ -52,8 +52,14 @@ expect_fail() { # STATUS PATTERN CMD...: CMD exits STATUS and stderr matches PAT
 }
 test_ok "missing key: exit 1 naming it" expect_fail 1 "no profile 'nosuch'" "$sp" show --store "$store" nosuch
 test_ok "torn file: exit 1 naming file and problem" expect_fail 1 "torn.json: line" "$sp" show "$store/torn.json"
-test_ok "no store configured: exit 1 saying how to set it" \
-	expect_fail 1 "ProfileStore" env SYNERGY_CONF="$tmp/none.conf" "$sp" show r18
+echo "Enabled=yes" > "$tmp/nostore.conf"
+test_ok "no ProfileStore= line: the default store" \
+	expect_fail 1 "/var/lib/synergy/profiles" env SYNERGY_CONF="$tmp/nostore.conf" "$sp" show nosuchkey-$$
+echo "this is not a setting" > "$tmp/broken.conf"
+test_ok "a broken synergy.conf: exit 1 naming file:line" \
+	expect_fail 1 "broken.conf:1" env SYNERGY_CONF="$tmp/broken.conf" "$sp" show r18
+test_ok "a missing --conf file: exit 1 naming it" \
+	expect_fail 1 "none.conf" "$sp" show --conf "$tmp/none.conf" r18
 test_ok "what-if without --cache: usage error" expect_fail 2 "cache" "$sp" what-if "$data/resnet18.json" --cpus 2
 test_ok "bad --cache value: usage error naming it" expect_fail 2 "--cache '12X'" "$sp" what-if r18 --cpus 2 --cache 12X
 test_ok "bad --key: usage error" expect_fail 2 "--key '../x'" "$sp" run --key ../x /nonexistent
