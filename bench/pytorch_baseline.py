@@ -7,7 +7,8 @@ input pipeline: ImageFolder, RandomResizedCrop(224), RandomHorizontalFlip,
 ToTensor, Normalize(ImageNet mean/std), DataLoader(batch_size=64,
 shuffle=True, num_workers=cores, persistent_workers=True).
 --loader coordl runs the same augmentations in libcoordl through its
-Python binding, with threads=cores, float32 NCHW output and no cache.
+Python binding, with threads=cores, no cache, and float32 NCHW torch
+tensors (zero-copy torch.from_numpy of the loader's buffers).
 
 Both run --epochs + 1 epochs and time the last --epochs of them: the first,
 untimed, starts the workers and warms the page cache, so the timed epochs
@@ -77,7 +78,7 @@ def coordl_epochs(args, cores):
 
     with coordl.Loader(args.data, batch_size=args.batch_size, threads=cores,
                        cache_bytes=0, seed=args.seed, layout="nchw_f32",
-                       mean=MEAN, std=STD, output="numpy") as ld:
+                       mean=MEAN, std=STD, output="torch") as ld:
         for epoch in range(args.epochs + 1):
             start, cpu = time.perf_counter(), cpu_seconds([])
             ld.set_epoch(epoch)

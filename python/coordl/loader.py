@@ -350,8 +350,11 @@ class Loader:
         previous batch's images are given back to the loader first."""
         ptr = self._ptr()
         h = self._handle
-        h.flush()
+        # The thread that asks for batches is the consumer: releases from
+        # it go straight to libcoordl, others wait in h.pending.
+        h.owner_thread = threading.get_ident()
         self._release_last()
+        h.flush()
         bptr = ctypes.POINTER(_abi.Batch)()
         err = _abi.Error()
         rc = self._lib.coordl_next(ptr, ctypes.byref(bptr), ctypes.byref(err))

@@ -191,6 +191,25 @@ with taputil.Dataset(classes=3, images=45, seed=11) as ds:
         is_(counts, [nb] * 3, "natural loop over 3 epochs with prefetch=%d "
             "(%d batches) never trips on the held batch" % (prefetch, nb))
 
+    # The same from a consumer thread other than the one that created the
+    # loader (a training script's prefetch thread, for example).
+    import threading
+    with coordl.Loader(ds.root, batch_size=BATCH, prefetch=prefetch,
+                       threads=1, output="numpy") as ld:
+        counts = []
+
+        def consume():
+            try:
+                for epoch in range(3):
+                    ld.set_epoch(epoch)
+                    counts.append(sum(1 for _ in ld))
+            except Exception as e:      # reported by the check below
+                counts.append(repr(e))
+        t = threading.Thread(target=consume)
+        t.start()
+        t.join()
+        is_(counts, [nb] * 3, "the same loop in another thread")
+
     # copy=True: every batch may be kept, and keeping them is not altered
     # by the batches that follow.
     with coordl.Loader(ds.root, batch_size=BATCH, prefetch=2, threads=1,
