@@ -9,7 +9,10 @@
  * waiting for data: the quantity Synergy allocates CPU and memory against.
  * Throughput and stall come from the loader's own counters; CPU time comes
  * from getrusage(RUSAGE_SELF) over the epoch, so "img/cpu-s" is the rate per
- * core actually used, whatever the thread count.
+ * core actually used, whatever the thread count. "diskMB" is what the kernel
+ * really read from the block device for this process (/proc/self/io
+ * read_bytes): storageMB minus what the page cache served, which is how the
+ * page cache is compared with the MinIO cache under the same memory limit.
  */
 #include "config.h"
 
@@ -88,6 +91,22 @@ static double peak_rss_mb(void)
 
 	getrusage(RUSAGE_SELF, &ru);
 	return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* Bytes this process caused to be read from block devices, or -1. */
+static long long disk_read_bytes(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	char line[128];
+	long long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "read_bytes: %lld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
 }
 
 /* Sleep until an absolute CLOCK_MONOTONIC time, so GPU steps do not drift. */
@@ -204,20 +223,22 @@ int main(int argc, char **argv)
 		if (gpu_rate > 0)
 			printf("# emulated GPU: %.1f images/s\n", gpu_rate);
 	}
-	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %7s %8s\n", "epoch", "images", "wall_s",
-	       "img/s", "img/s/thr", "img/cpu-s", "stall%", "hit%", "storageMB", "corrupt",
+	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %8s %7s %8s\n", "epoch", "images", "wall_s",
+	       "img/s", "img/s/thr", "img/cpu-s", "stall%", "hit%", "storageMB", "diskMB", "corrupt",
 	       "rssMB");
 	for (int64_t e = 0; e < epochs; e++) {
 		coordl_batch_t *b;
 		coordl_stats_t st;
 		struct timespec gpu_t;
 		double cpu0, cpu;
+		long long disk0, disk;
 		int64_t nb = 0;
 		int rc;
 
 		if (coordl_set_epoch(ld, (uint64_t)e, &err) < 0)
 			die("%s", err.text);
 		cpu0 = cpu_seconds();
+		disk0 = disk_read_bytes();
 		clock_gettime(CLOCK_MONOTONIC, &gpu_t);
 		while ((rc = coordl_next(ld, &b, &err)) == 1) {
 			if (gpu_rate > 0) {
@@ -238,16 +259,20 @@ int main(int argc, char **argv)
 		if (rc < 0)
 			die("%s", err.text);
 		cpu = cpu_seconds() - cpu0;
+		disk = disk_read_bytes();
 		coordl_get_stats(ld, &st);
 		{
 			double wall = st.epoch_wall > 0 ? st.epoch_wall : 1e-9;
 			uint64_t lookups = st.cache_hits + st.cache_misses;
-			printf("%5lld %8llu %8.2f %9.1f %9.1f %10.1f %7.1f %7.1f %10.1f %7llu %8.1f\n",
+			char dbuf[32] = "-";
+			if (disk0 >= 0 && disk >= disk0)
+				snprintf(dbuf, sizeof(dbuf), "%.1f", (double)(disk - disk0) / 1e6);
+			printf("%5lld %8llu %8.2f %9.1f %9.1f %10.1f %7.1f %7.1f %10.1f %8s %7llu %8.1f\n",
 			       (long long)e, (unsigned long long)st.samples, st.epoch_wall,
 			       st.images_per_s, st.images_per_s_per_core,
 			       cpu > 0 ? (double)st.samples / cpu : 0.0, 100.0 * st.stall / wall,
 			       lookups ? 100.0 * (double)st.cache_hits / (double)lookups : 0.0,
-			       (double)st.storage_bytes / 1e6, (unsigned long long)st.corrupt,
+			       (double)st.storage_bytes / 1e6, dbuf, (unsigned long long)st.corrupt,
 			       peak_rss_mb());
 			fflush(stdout);
 		}

@@ -19,3 +19,7 @@ bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
 
 # sim bench (policy helper)
 EXTRA_DIST += bench/sim-bench.sh
+
+# loader benches (loader helper): thread scaling, interleaved; MinIO versus
+# the page cache under one memory cgroup limit (root).
+EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh

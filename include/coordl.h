@@ -189,7 +189,8 @@ typedef struct coordl_stats {
 	uint64_t cache_misses;
 	uint64_t cache_bytes_used;  /* encoded bytes in the cache now (whole job on this node) */
 	uint64_t cache_bytes_limit;
-	uint64_t corrupt;           /* items skipped and replaced this epoch */
+	uint64_t corrupt;           /* items skipped and replaced this epoch (a replacement
+	                               that is corrupt too counts again) */
 	int threads;
 	double images_per_s;        /* samples / epoch_wall */
 	double images_per_s_per_core;

@@ -36,7 +36,7 @@ LOADER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader -I$(top_srcdir)/tes
 	$(LIBJPEG_CFLAGS)
 LOADER_TEST_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
 
-LOADER_TESTS = \
+LOADER_TEST_PROGS = \
 	loader/test/env.t \
 	loader/test/source.t \
 	loader/test/cache.t \
@@ -44,13 +44,15 @@ LOADER_TESTS = \
 	loader/test/pipeline.t \
 	loader/test/minio.t \
 	loader/test/pack.t
+LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
 	loader/test/order.t \
 	loader/test/pipeline.t \
 	loader/test/minio.t \
 	loader/test/cache.t
-check_PROGRAMS += $(LOADER_TESTS)
+check_PROGRAMS += $(LOADER_TEST_PROGS)
+EXTRA_DIST += loader/test/coordl-bench.sh
 UNIT_TESTS += $(LOADER_TESTS)
 THREAD_TESTS += $(LOADER_THREAD_TESTS)
 noinst_HEADERS += loader/test/testdata.h
@@ -78,6 +80,7 @@ loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
 # pack.t runs the tool it tests.
 loader/test/pack.log: tools/coordl-pack$(EXEEXT)
+loader/test/coordl-bench.log: bench/coordl-bench$(EXEEXT) tools/coordl-datagen$(EXEEXT)
 
 # prep tests (prep helper)
 # prep.t compiles prep.c itself (not the convenience library) so that it
