@@ -210,9 +210,21 @@ const char *coordl_last_corrupt(const coordl_loader_t *ld);
 /*
  * CUDA ingestion: copy a batch to the device on the loader's stream
  * (asynchronously when pin_memory was set) and set b->device_data.
+ * device_data stays valid until coordl_release(). An asynchronous copy may
+ * still be running when this returns: call coordl_device_wait(), or make
+ * your stream wait on coordl_cuda_stream(), before reading device_data.
  * Returns -1 with ENOTSUP when built without CUDA or no device exists.
  */
 int coordl_to_device(coordl_loader_t *ld, coordl_batch_t *b, coordl_error_t *err);
+
+/* Block until the copy of b started by coordl_to_device() has finished
+ * (returns at once for synchronous copies). 0, or -1 with EINVAL for a batch
+ * not of this loader, ENOTSUP without CUDA. */
+int coordl_device_wait(coordl_loader_t *ld, coordl_batch_t *b);
+
+/* The loader's CUDA stream (a cudaStream_t) once coordl_to_device() has
+ * been called, else NULL. */
+void *coordl_cuda_stream(coordl_loader_t *ld);
 
 /* Library version string, e.g. "0.1.0". */
 const char *coordl_version(void);

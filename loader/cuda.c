@@ -133,3 +133,8 @@ void coordl__cuda_wait(coordl__cuda_t *cu, int slot)
 		cu->pending[slot] = 0;
 	}
 }
+
+void *coordl__cuda_stream(coordl__cuda_t *cu)
+{
+	return cu ? (void *)cu->stream : NULL;
+}

@@ -31,4 +31,7 @@ int coordl__cuda_copy(coordl__cuda_t *cu, int slot, const void *src, size_t n, i
 /* Wait until the last copy from slot has finished reading its host buffer. */
 void coordl__cuda_wait(coordl__cuda_t *cu, int slot);
 
+/* The stream copies run on (a cudaStream_t). */
+void *coordl__cuda_stream(coordl__cuda_t *cu);
+
 #endif

@@ -889,3 +889,30 @@ int coordl_to_device(coordl_loader_t *ld, coordl_batch_t *b, coordl_error_t *err
 	return coordl__errprintf(err, ENOTSUP, "libcoordl was built without CUDA");
 #endif
 }
+
+int coordl_device_wait(coordl_loader_t *ld, coordl_batch_t *b)
+{
+#ifdef HAVE_CUDA
+	struct slot *s;
+
+	if (!ld || !b || !(s = slot_of(ld, b))) {
+		errno = EINVAL;
+		return -1;
+	}
+	coordl__cuda_wait(ld->cuda, s->idx);
+	return 0;
+#else
+	errno = ENOTSUP;
+	return -1;
+#endif
+}
+
+void *coordl_cuda_stream(coordl_loader_t *ld)
+{
+#ifdef HAVE_CUDA
+	return ld ? coordl__cuda_stream(ld->cuda) : NULL;
+#else
+	(void)ld;
+	return NULL;
+#endif
+}

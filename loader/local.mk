@@ -43,7 +43,8 @@ LOADER_TEST_PROGS = \
 	loader/test/order.t \
 	loader/test/pipeline.t \
 	loader/test/minio.t \
-	loader/test/pack.t
+	loader/test/pack.t \
+	loader/test/cuda.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -78,6 +79,9 @@ loader_test_minio_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_pack_t_SOURCES = loader/test/pack.c loader/test/testdata.c
 loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_cuda_t_SOURCES = loader/test/cuda.c loader/test/testdata.c
+loader_test_cuda_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
+loader_test_cuda_t_LDADD = $(LOADER_TEST_LDADD) $(CUDA_LIBS)
 # pack.t runs the tool it tests.
 loader/test/pack.log: tools/coordl-pack$(EXEEXT)
 loader/test/coordl-bench.log: bench/coordl-bench$(EXEEXT) tools/coordl-datagen$(EXEEXT)
