@@ -26,7 +26,8 @@ PYTHON_TESTS = \
 	python/test/abi.py \
 	python/test/loader.py \
 	python/test/tensors.py \
-	python/test/example.py
+	python/test/example.py \
+	python/test/compare-pytorch.py
 UNIT_TESTS += $(PYTHON_TESTS)
 EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py \
 	examples/train_resnet_emulated.py
