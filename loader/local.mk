@@ -53,7 +53,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/minio.t \
 	loader/test/cache.t
 check_PROGRAMS += $(LOADER_TEST_PROGS)
-EXTRA_DIST += loader/test/coordl-bench.sh
+EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c
 UNIT_TESTS += $(LOADER_TESTS)
 THREAD_TESTS += $(LOADER_THREAD_TESTS)
 noinst_HEADERS += loader/test/testdata.h
