@@ -20,6 +20,10 @@ bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
 # sim bench (policy helper)
 EXTRA_DIST += bench/sim-bench.sh
 
+# profiler bench: full-profile time and predicted-vs-measured accuracy
+# (bench/profiler-accuracy.sh BUILD_DIR prints both tables).
+EXTRA_DIST += bench/profiler-accuracy.sh
+
 # loader benches (loader helper): thread scaling, interleaved; MinIO versus
 # the page cache under one memory cgroup limit (root).
 EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh
