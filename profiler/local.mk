@@ -46,3 +46,6 @@ profiler_synergy_profile_LDADD = profiler/libsynmodel.la profiler/libsynstore.la
 # CLI golden output and end-to-end profiling on generated data.
 UNIT_TESTS += profiler/test/cli.sh profiler/test/run.sh
 EXTRA_DIST += profiler/test/cli.sh profiler/test/run.sh
+# libFuzzer target for the profile and synergy.conf parsers; built on
+# demand with clang (see the comment at its top), not by make check.
+EXTRA_DIST += profiler/test/fuzz_profile.c
