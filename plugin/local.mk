@@ -52,3 +52,19 @@ plugin_test_submit_t_LDADD = plugin/libsynplugin.la \
 # Example configuration (etc/): synergy.conf, the plugstack snippet, slurm.conf lines.
 EXTRA_DIST += etc/synergy.conf etc/plugstack.conf etc/plugstack.conf.d/synergy.conf \
 	etc/slurm.conf.synergy
+
+# synergyd: the tuner daemon on the controller host (libslurm).
+sbin_PROGRAMS += plugin/synergyd
+plugin_synergyd_SOURCES = plugin/synergyd.c plugin/tuner.c plugin/tuner.h \
+	plugin/submit.c plugin/submit.h
+plugin_synergyd_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+plugin_synergyd_LDFLAGS = $(SLURM_LDFLAGS)
+plugin_synergyd_LDADD = plugin/libsynplugin.la profiler/libsynstore.la \
+	policy/libsynpolicy.la $(SLURM_LIBS) $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+EXTRA_DIST += etc/synergyd.service
+
+check_PROGRAMS += plugin/test/tuner.t
+UNIT_TESTS += plugin/test/tuner.t
+plugin_test_tuner_t_SOURCES = plugin/test/tuner.c plugin/tuner.c
+plugin_test_tuner_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_tuner_t_LDADD = plugin/libsynplugin.la

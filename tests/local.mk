@@ -5,6 +5,8 @@ EXTRA_DIST += tests/lib/cluster.sh
 INTEGRATION_TESTS += tests/integration/cluster-basic.sh
 dist_noinst_SCRIPTS += tests/integration/cluster-basic.sh
 INTEGRATION_TESTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
-	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh
+	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
+	tests/integration/synergy-tuner.sh
 dist_noinst_SCRIPTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
-	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh
+	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
+	tests/integration/synergy-tuner.sh

@@ -147,6 +147,9 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MinJobAge=300
+# Backfill every second, so that a job resized while pending (synergyd)
+# starts within a test's patience rather than at the next minute.
+SchedulerParameters=bf_interval=1
 PlugStackConfig=$C/etc/plugstack.conf
 EOF
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
@@ -218,9 +221,7 @@ cluster_start() {
 	cluster__wait 5 test -s "$C/run/munged.pid" || bail "munged wrote no pid file"
 	cluster_pids="$(cat "$C/run/munged.pid")"
 
-	setsid /usr/sbin/slurmctld -D -c -f "$SLURM_CONF" \
-		>"$C/log/slurmctld.out" 2>&1 </dev/null &
-	cluster_pids="$cluster_pids $!"
+	cluster_start_ctld
 	local node
 	for node in $CLUSTER_NODES; do
 		mkdir -p "$C/spool/$node"
@@ -241,6 +242,21 @@ cluster_start() {
 		fi
 		sleep 0.1
 	done
+}
+
+# cluster_start_ctld: start slurmctld (again, after cluster_stop_ctld);
+# it keeps its state in $C/state, so jobs survive a restart.
+cluster_start_ctld() {
+	setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" $([ -s "$C/state/node_state" ] || echo -c) \
+		>>"$C/log/slurmctld.out" 2>&1 </dev/null &
+	cluster_ctld_pid=$!
+	cluster_pids="$cluster_pids $cluster_ctld_pid"
+}
+
+# cluster_stop_ctld: stop slurmctld (by its PID) and wait until it is gone.
+cluster_stop_ctld() {
+	kill -TERM "$cluster_ctld_pid" 2>/dev/null
+	cluster__wait 10 bash -c "! kill -0 $cluster_ctld_pid 2>/dev/null"
 }
 
 # cluster__node_cgroups: the cgroup directories Slurm made for our nodes.

@@ -1,0 +1,424 @@
+/*
+ * synergyd: the Synergy tuner, a small daemon on the controller host.
+ *
+ * Every round it loads partitions, nodes and jobs from slurmctld (libslurm)
+ * and applies the TUNE rule to pending Synergy jobs: a job that
+ * job_submit/synergy sized above its GPU-proportional share and that waits
+ * for resources while some node has the GPUs it needs free is moved back
+ * to the GPU-proportional share (the partition's DefCpuPerGPU and
+ * DefMemPerGPU), so that it starts instead of waiting for cores or memory.
+ * It also counts the queued profiling requests, and writes a status file
+ * and node_exporter textfile metrics. A failed RPC (slurmctld restarting)
+ * is logged and the next round tries again; the daemon never exits for it.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "synergy_conf.h"
+#include "submit.h"
+#include "tuner.h"
+#include "util.h"
+
+static volatile sig_atomic_t stop;
+
+typedef struct opts {
+	const char *conf;
+	const char *status;
+	const char *metrics;
+	double interval;
+	long min_wait;
+	int once;
+	int dry_run;
+	int verbose;
+} opts_t;
+
+typedef struct stats {
+	unsigned long rounds, downgraded_total, errors_total;
+	int pending_synergy, downgraded, requests, ctld_ok;
+	time_t last;
+} stats_t;
+
+static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logmsg(const char *fmt, ...)
+{
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	va_list ap;
+
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(stderr, "%s synergyd: ", ts);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: synergyd [OPTION]...\n"
+	      "Synergy tuner: every round, move pending Synergy jobs that wait for cores or\n"
+	      "memory while their GPUs are free back to the GPU-proportional share.\n\n"
+	      "  -c, --conf=FILE      synergy.conf (default $SYNERGY_CONF or " SYN_CONF_DEFAULT_PATH ")\n"
+	      "  -i, --interval=SEC   seconds between rounds (default 30)\n"
+	      "  -w, --min-wait=SEC   only jobs pending at least this long (default 0)\n"
+	      "  -s, --status=FILE    write a status file after every round\n"
+	      "  -m, --metrics=FILE   write node_exporter textfile metrics (*.prom)\n"
+	      "  -1, --once           run one round and exit (0: round done, 1: failed)\n"
+	      "  -n, --dry-run        decide and log, change no job\n"
+	      "  -v, --verbose        log why each pending Synergy job is left alone\n"
+	      "  -h, --help           this text\n", f);
+}
+
+/* Write path atomically: a temporary file beside it, then rename. */
+static int write_file(const char *path, const char *text)
+{
+	char tmp[4096];
+	FILE *f;
+	int rv = -1;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -1;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -1;
+	if (fputs(text, f) >= 0 && fclose(f) == 0)
+		rv = rename(tmp, path);
+	else
+		unlink(tmp);
+	return rv;
+}
+
+static int count_requests(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len > 4 && strcmp(e->d_name + len - 4, ".req") == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The partition's GPU-proportional share per GPU. */
+static void part_share(const partition_info_msg_t *parts, const char *name,
+		       const syn__conf_t *conf, uint64_t *cpu, uint64_t *mem)
+{
+	uint32_t i;
+
+	*cpu = 0;
+	*mem = 0;
+	for (i = 0; parts && name && i < parts->record_count; i++) {
+		const partition_info_t *p = &parts->partition_array[i];
+		if (p->name && strcmp(p->name, name) == 0) {
+			/* libslurm fills the list; the string form is kept as a
+			 * fallback for what older servers send. */
+			if (p->job_defaults_list) {
+				ListIterator it = slurm_list_iterator_create(p->job_defaults_list);
+				job_defaults_t *jd;
+
+				while (it && (jd = slurm_list_next(it))) {
+					if (jd->type == JOB_DEF_CPU_PER_GPU)
+						*cpu = jd->value;
+					else if (jd->type == JOB_DEF_MEM_PER_GPU)
+						*mem = jd->value;
+				}
+				if (it)
+					slurm_list_iterator_destroy(it);
+			} else if (syn__job_defaults(p->job_defaults_str, cpu, mem) < 0) {
+				logmsg("partition %s: malformed JobDefaults '%s'", name,
+				       p->job_defaults_str);
+			}
+			break;
+		}
+	}
+	/* Without partition defaults the configured node shape defines the share. */
+	if (!*cpu && conf->node_gpus && conf->node_cpus)
+		*cpu = conf->node_cpus / conf->node_gpus;
+	if (!*cpu)
+		*cpu = 1;
+	if (!*mem && conf->node_gpus && conf->node_mem_mb)
+		*mem = conf->node_mem_mb / conf->node_gpus;
+}
+
+/* Most GPUs free on one usable node. */
+static int max_free_gpus(const opts_t *o, const node_info_msg_t *nodes)
+{
+	uint32_t i;
+	int best = 0;
+
+	for (i = 0; nodes && i < nodes->record_count; i++) {
+		const node_info_t *n = &nodes->node_array[i];
+		uint32_t base = n->node_state & NODE_STATE_BASE;
+		int free;
+
+		/* slurmctld reports a partly used node as ALLOCATED (MIXED is what
+		 * clients derive), so the free GPUs decide, not the state. */
+		if (!n->name ||
+		    (base != NODE_STATE_IDLE && base != NODE_STATE_MIXED &&
+		     base != NODE_STATE_ALLOCATED) ||
+		    (n->node_state & NODE_STATE_DRAIN))
+			continue;
+		free = syn__gres_gpus(n->gres) - syn__gres_gpus(n->gres_used);
+		if (o->verbose)
+			logmsg("node %s: state %#x gres '%s' used '%s': %d GPU(s) free", n->name,
+			       (unsigned)n->node_state, n->gres ? n->gres : "",
+			       n->gres_used ? n->gres_used : "", free);
+		if (free > best)
+			best = free;
+	}
+	return best;
+}
+
+static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int gpus,
+		     uint64_t cpu_share, uint64_t mem_share)
+{
+	job_desc_msg_t d;
+	char comment[256];
+	uint32_t tasks = j->ntasks_per_node && j->ntasks_per_node != NO_VAL16 ?
+			 j->ntasks_per_node : 1;
+	uint32_t nodes = j->num_nodes ? j->num_nodes : 1;
+	uint64_t cpus = cpu_share * (uint64_t)gpus;
+	uint16_t cpt = (uint16_t)((cpus + tasks - 1) / tasks);
+
+	if (cpt < 1)
+		cpt = 1;
+	snprintf(comment, sizeof(comment),
+		 "synergy: key=%s downgraded to GPU-proportional by synergyd "
+		 "(waited for resources with %d GPU(s) free): cpus=%u mem=%lluM",
+		 key, gpus, (unsigned)(cpt * tasks), (unsigned long long)(mem_share * gpus));
+	logmsg("job %u: %s%s", j->job_id, comment + 9, o->dry_run ? " [dry run]" : "");
+	if (o->dry_run)
+		return 0;
+	slurm_init_job_desc_msg(&d);
+	d.job_id = j->job_id;
+	d.cpus_per_task = cpt;
+	d.min_cpus = (uint32_t)cpt * tasks * nodes;
+	/* Submission derived the per-node minimum from the sized request. */
+	d.pn_min_cpus = (uint16_t)(cpt * tasks);
+	if (mem_share)
+		d.pn_min_memory = mem_share * (uint64_t)gpus;
+	d.admin_comment = comment;
+	if (slurm_update_job(&d) != SLURM_SUCCESS) {
+		logmsg("job %u: update failed: %s", j->job_id, slurm_strerror(slurm_get_errno()));
+		return -1;
+	}
+	return 0;
+}
+
+static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
+{
+	partition_info_msg_t *parts = NULL;
+	node_info_msg_t *nodes = NULL;
+	job_info_msg_t *jobs = NULL;
+	time_t now = time(NULL);
+	int rv = -1, free_gpus;
+	uint32_t i;
+
+	st->rounds++;
+	st->last = now;
+	st->pending_synergy = st->downgraded = 0;
+	st->requests = count_requests(conf->request_dir);
+	if (slurm_load_partitions(0, &parts, SHOW_ALL) != SLURM_SUCCESS ||
+	    slurm_load_node(0, &nodes, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS ||
+	    slurm_load_jobs(0, &jobs, SHOW_ALL) != SLURM_SUCCESS) {
+		logmsg("cannot reach slurmctld: %s; trying again next round",
+		       slurm_strerror(slurm_get_errno()));
+		st->ctld_ok = 0;
+		st->errors_total++;
+		goto out;
+	}
+	st->ctld_ok = 1;
+	free_gpus = max_free_gpus(o, nodes);
+	for (i = 0; i < jobs->record_count; i++) {
+		const job_info_t *j = &jobs->job_array[i];
+		char key[SYN__KEY_MAX + 1];
+		uint64_t cpu_share, mem_share;
+		int gpus;
+
+		if ((j->job_state & JOB_STATE_BASE) != JOB_PENDING ||
+		    syn__comment_key(j->admin_comment, key, sizeof(key)) < 0)
+			continue;
+		st->pending_synergy++;
+		if (j->state_reason != WAIT_RESOURCES || now - j->submit_time < o->min_wait) {
+			if (o->verbose)
+				logmsg("job %u: not waiting for resources long enough (reason %u)",
+				       j->job_id, (unsigned)j->state_reason);
+			continue;
+		}
+		gpus = syn__gpus_per_node(j->tres_per_node, j->tres_per_job, j->num_nodes);
+		if (gpus <= 0 || gpus > free_gpus) {
+			if (o->verbose)
+				logmsg("job %u: needs %d GPU(s) per node ('%s'), at most %d free",
+				       j->job_id, gpus, j->tres_per_node ? j->tres_per_node : "",
+				       free_gpus);
+			continue;
+		}
+		part_share(parts, j->partition, conf, &cpu_share, &mem_share);
+		if (downgrade(o, j, key, gpus, cpu_share, mem_share) == 0) {
+			st->downgraded++;
+			st->downgraded_total++;
+			free_gpus -= gpus;
+		} else {
+			st->errors_total++;
+		}
+	}
+	rv = 0;
+out:
+	slurm_free_job_info_msg(jobs);
+	slurm_free_node_info_msg(nodes);
+	slurm_free_partition_info_msg(parts);
+	return rv;
+}
+
+static void write_outputs(const opts_t *o, const stats_t *st)
+{
+	char buf[2048];
+
+	if (o->status) {
+		snprintf(buf, sizeof(buf),
+			 "time=%lld\nrounds=%lu\nslurmctld=%s\npending_synergy_jobs=%d\n"
+			 "downgraded_last_round=%d\ndowngraded_total=%lu\nprofiling_requests=%d\n"
+			 "errors_total=%lu\n",
+			 (long long)st->last, st->rounds, st->ctld_ok ? "ok" : "unreachable",
+			 st->pending_synergy, st->downgraded, st->downgraded_total, st->requests,
+			 st->errors_total);
+		if (write_file(o->status, buf) < 0)
+			logmsg("cannot write %s: %s", o->status, strerror(errno));
+	}
+	if (o->metrics) {
+		snprintf(buf, sizeof(buf),
+			 "# HELP synergy_tuner_rounds_total Tuner rounds run.\n"
+			 "# TYPE synergy_tuner_rounds_total counter\n"
+			 "synergy_tuner_rounds_total %lu\n"
+			 "# HELP synergy_tuner_last_round_seconds Time of the last round.\n"
+			 "# TYPE synergy_tuner_last_round_seconds gauge\n"
+			 "synergy_tuner_last_round_seconds %lld\n"
+			 "# HELP synergy_tuner_slurmctld_up Whether the last round reached slurmctld.\n"
+			 "# TYPE synergy_tuner_slurmctld_up gauge\n"
+			 "synergy_tuner_slurmctld_up %d\n"
+			 "# HELP synergy_pending_jobs Pending jobs sized by Synergy.\n"
+			 "# TYPE synergy_pending_jobs gauge\n"
+			 "synergy_pending_jobs %d\n"
+			 "# HELP synergy_downgraded_jobs_total Jobs moved back to GPU-proportional.\n"
+			 "# TYPE synergy_downgraded_jobs_total counter\n"
+			 "synergy_downgraded_jobs_total %lu\n"
+			 "# HELP synergy_profiling_requests Queued profiling requests.\n"
+			 "# TYPE synergy_profiling_requests gauge\n"
+			 "synergy_profiling_requests %d\n"
+			 "# HELP synergy_tuner_errors_total Failed RPCs and updates.\n"
+			 "# TYPE synergy_tuner_errors_total counter\n"
+			 "synergy_tuner_errors_total %lu\n",
+			 st->rounds, (long long)st->last, st->ctld_ok, st->pending_synergy,
+			 st->downgraded_total, st->requests, st->errors_total);
+		if (write_file(o->metrics, buf) < 0)
+			logmsg("cannot write %s: %s", o->metrics, strerror(errno));
+	}
+}
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "conf", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "min-wait", required_argument, NULL, 'w' },
+		{ "status", required_argument, NULL, 's' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "once", no_argument, NULL, '1' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	opts_t o = { .interval = 30 };
+	syn__conf_t conf;
+	stats_t st;
+	char err[256];
+	uint64_t v;
+	int c, rv;
+
+	while ((c = getopt_long(argc, argv, "c:i:w:s:m:1nvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': o.conf = optarg; break;
+		case 's': o.status = optarg; break;
+		case 'm': o.metrics = optarg; break;
+		case '1': o.once = 1; break;
+		case 'n': o.dry_run = 1; break;
+		case 'v': o.verbose = 1; break;
+		case 'i':
+			if (syn__parse_u64(optarg, 1, 86400, &v) < 0) {
+				fprintf(stderr, "synergyd: --interval: '%s' is not 1..86400 seconds\n", optarg);
+				return 2;
+			}
+			o.interval = (double)v;
+			break;
+		case 'w':
+			if (syn__parse_u64(optarg, 0, 86400 * 365, &v) < 0) {
+				fprintf(stderr, "synergyd: --min-wait: '%s' is not a number of seconds\n",
+					optarg);
+				return 2;
+			}
+			o.min_wait = (long)v;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "synergyd: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!o.conf)
+		o.conf = getenv(SYN_CONF_ENV) && *getenv(SYN_CONF_ENV) ? getenv(SYN_CONF_ENV)
+								      : SYN_CONF_DEFAULT_PATH;
+	syn__conf_defaults(&conf);
+	if (syn__conf_load(&conf, o.conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "synergyd: %s\n", err);
+		return 1;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	slurm_init(NULL);
+	memset(&st, 0, sizeof(st));
+	logmsg("started: interval %gs, conf %s%s", o.interval, o.conf,
+	       o.dry_run ? ", dry run" : "");
+	for (;;) {
+		rv = round_once(&o, &conf, &st);
+		write_outputs(&o, &st);
+		if (o.once || stop)
+			break;
+		for (double t = 0; t < o.interval && !stop; t += 0.2)
+			usleep(200000);
+		if (stop)
+			break;
+	}
+	slurm_fini();
+	logmsg("stopped after %lu rounds", st.rounds);
+	return o.once && rv < 0 ? 1 : 0;
+}
