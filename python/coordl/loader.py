@@ -160,10 +160,11 @@ class _Buffer:
 
 class Batch:
     """One batch: images (numpy view or copy, None in raw mode), labels
-    (int64), indices (uint64 dataset indices), n, epoch, seq, replaced."""
+    (int64), indices (uint64 dataset indices), sizes (uint64 encoded sizes
+    in raw mode, else None), n, epoch, seq, replaced."""
 
-    __slots__ = ("images", "labels", "indices", "n", "epoch", "seq",
-                 "replaced", "data_bytes", "_buffer")
+    __slots__ = ("images", "labels", "indices", "sizes", "n", "epoch",
+                 "seq", "replaced", "data_bytes", "_buffer")
 
     def release(self):
         """Give the image buffer back now; `images` must not be used after.
@@ -375,10 +376,17 @@ class Loader:
         batch.data_bytes = b.data_bytes
         batch.labels = np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64)
         batch.indices = np.ctypeslib.as_array(b.indices, (n,)).copy()
+        batch.sizes = None
         need = n * int(np.prod(self._sample_shape)) * \
             np.dtype(self._typestr).itemsize
-        if (not b.data or self._mode == _abi.MODE_RAW
-                or b.data_bytes < need):
+        if self._mode == _abi.MODE_RAW:
+            # Raw mode carries one uint64 encoded size per sample.
+            if b.data and b.data_bytes >= n * 8:
+                sizes = ctypes.cast(b.data, ctypes.POINTER(ctypes.c_uint64))
+                batch.sizes = np.ctypeslib.as_array(sizes, (n,)).copy()
+            batch.images, batch._buffer = None, None
+            buf.release()
+        elif not b.data or b.data_bytes < need:
             batch.images, batch._buffer = None, None
             buf.release()
         elif self._copy:

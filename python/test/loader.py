@@ -224,6 +224,17 @@ with taputil.Dataset(classes=3, images=45, seed=11) as ds:
         ok(all(h.flags.owndata for h in held),
            "copy=True: arrays own their memory")
 
+    # Raw mode (fetch only, as the profiler uses it): no images, the
+    # encoded size of each sample instead; one epoch reads every byte once.
+    with coordl.Loader(ds.root, batch_size=BATCH, mode="raw", threads=1,
+                       output="numpy") as ld:
+        got = list(ld.batches())
+        ok(all(b.images is None and b.sizes is not None for b in got),
+           "mode='raw': images None, encoded sizes given")
+        is_(sum(int(b.sizes.sum()) for b in got), ld.dataset_bytes,
+            "mode='raw': sizes of an epoch sum to the dataset's bytes")
+        del got
+
     # --- errors --------------------------------------------------------------
     missing = os.path.join(ds.dir, "no-such-dataset")
     e = raises(coordl.CoordlError, lambda: coordl.Loader(missing),
