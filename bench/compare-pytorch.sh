@@ -23,7 +23,7 @@
 set -u
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${top_builddir:-.}
-data= images=2000 classes=10 reps=5 cores= epochs=1 batch=64
+data='' images=2000 classes=10 reps=5 cores='' epochs=1 batch=64
 PY=${PYTHON3:-/usr/bin/python3}
 
 usage() { sed -n '2,25s/^# \{0,1\}//p' "$0"; }
