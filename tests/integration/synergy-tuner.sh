@@ -41,6 +41,7 @@ test_ok "metrics report slurmctld up" grep -qx "synergy_tuner_slurmctld_up 1" "$
 "$synergyd" --interval=1 --conf="$C/etc/synergy.conf" --status="$C/status2" \
 	2>"$C/log/tuner2.log" &
 tuner=$!
+cluster_atexit "$tuner"
 cluster__wait 10 grep -qx slurmctld=ok "$C/status2"
 cluster_stop_ctld
 test_ok "with slurmctld gone the daemon reports it unreachable" \

@@ -275,11 +275,25 @@ cluster__cgroup_pids() {
 	done | sort -u
 }
 
+# cluster_atexit PID: a process the test started (e.g. synergyd) that the
+# teardown stops first, whatever ends the test.
+cluster_extra_pids=
+cluster_atexit() { cluster_extra_pids="$cluster_extra_pids $1"; }
+
 # cluster_stop: tear everything down (idempotent; installed as EXIT trap).
 cluster_stop() {
 	local pid i d
 	[ -n "$C" ] || return 0
 	trap - EXIT INT TERM
+	if [ -n "$cluster_extra_pids" ]; then
+		# shellcheck disable=SC2086
+		kill -TERM $cluster_extra_pids 2>/dev/null
+		for pid in $cluster_extra_pids; do
+			cluster__wait 5 bash -c "! kill -0 $pid 2>/dev/null" ||
+				kill -KILL "$pid" 2>/dev/null
+		done
+		cluster_extra_pids=
+	fi
 	if [ -n "$cluster_pids" ]; then
 		# Let slurmctld cancel running jobs first so that the SPANK plugin's
 		# own cleanup runs; then stop the daemons by their recorded PIDs.
