@@ -315,6 +315,28 @@ static int short_ok(double d)
 	return strtod(s, NULL) == d;
 }
 
+/* The text fields are fixed-size arrays that a caller may have filled to
+ * the brim: bound every read by the array, and report one that is not
+ * UTF-8 (JSON cannot carry it, and jansson would refuse it) by name. */
+static const char *bad_string(const syn_profile_t *p)
+{
+	const struct { const char *name, *v; size_t cap; } f[] = {
+		{ "model", p->model, sizeof(p->model) },
+		{ "machine", p->machine, sizeof(p->machine) },
+		{ "date", p->date, sizeof(p->date) },
+		{ "tool", p->tool, sizeof(p->tool) },
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (strnlen(f[i].v, f[i].cap) == f[i].cap)
+			return f[i].name;
+		json_t *t = json_string(f[i].v);
+		if (!t)
+			return f[i].name;
+		json_decref(t);
+	}
+	return NULL;
+}
+
 static int set_new(json_t *obj, const char *k, json_t *v, int *okp)
 {
 	if (!v || json_object_set_new(obj, k, v) < 0)
@@ -334,6 +356,12 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 	}
 	if (syn_profile_check(p, msg, (int)sizeof(msg)) < 0) {
 		SYN__ERR(err, EINVAL, "profile '%.64s': %s", p->key, msg);
+		goto out;
+	}
+	const char *bad = bad_string(p);
+	if (bad) {
+		SYN__ERR(err, EINVAL, "profile '%.64s': field '%s' is not NUL-terminated UTF-8 text",
+		         p->key, bad);
 		goto out;
 	}
 	root = json_object();

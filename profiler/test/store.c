@@ -233,6 +233,17 @@ static void test_files(void)
 	ok(syn_profile_write_file(path, &p, &err) == -1 && errno == EINVAL && strstr(err.text, "prop_cpus") &&
 	   access(path, F_OK) != 0, "an invalid profile is not written (EINVAL, names prop_cpus)");
 
+	make_profile(&p, "file", 1.5);
+	snprintf(p.model, sizeof(p.model), "caf\xe9 latin-1");
+	errno = 0;
+	ok(syn_profile_format(&p, &err) == NULL && errno == EINVAL && strstr(err.text, "'model'"),
+	   "a model text that is not UTF-8 is refused, naming the field");
+	make_profile(&p, "file", 1.5);
+	memset(p.machine, 'x', sizeof(p.machine));
+	errno = 0;
+	ok(syn_profile_format(&p, &err) == NULL && errno == EINVAL && strstr(err.text, "'machine'"),
+	   "a machine text without its NUL is refused, naming the field");
+
 	errno = 0;
 	ok(syn_profile_read_file(dir, &q, &err) == -1 && errno == EINVAL, "a directory is not a profile");
 	snprintf(path, sizeof(path), "%s/missing.json", dir);
