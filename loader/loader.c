@@ -513,6 +513,9 @@ static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
 				s->data = NULL;
 				return coordl__errprintf(err, ENOMEM, "batch buffers: out of memory");
 			}
+			/* Transparent huge pages (where the system allows them on
+			 * request) turn ~5000 faults per 19 MB batch into ~10. */
+			madvise(s->data, s->data_cap, MADV_HUGEPAGE);
 		}
 		memset(s->data, 0, s->data_cap);
 		if (!(s->b.labels = calloc(bs, sizeof(int32_t))) ||
