@@ -128,8 +128,8 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 		v = syn_check_round(nodes, c->n_nodes, act, n_act, &perr);
 		if (v != 0) {
 			if (r->violations == 0)
-				snprintf(r->first_violation, sizeof r->first_violation, "t=%.0f s: %s", now,
-					 perr.text);
+				snprintf(r->first_violation, sizeof r->first_violation, "t=%ld s: %s",
+					 (long)now, perr.text);
 			r->violations += v > 0 ? v : 1;
 		}
 		for (int k = 0; k < n_act; k++) {

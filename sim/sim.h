@@ -65,7 +65,7 @@ typedef struct sim_result {
 	double gpu_util, cpu_util, mem_util;   /* allocated / capacity over the makespan */
 	double speedup_mean;                   /* mean tput/prop_tput over job-rounds run */
 	long rounds, violations, carried, changed;
-	char first_violation[160];
+	char first_violation[200];
 	double cpu_s;                          /* CPU time the run took */
 } sim_result_t;
 
