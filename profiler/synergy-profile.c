@@ -215,7 +215,15 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->key = optarg;
 			break;
 		case OPT_OUT: a->out = optarg; break;
-		case OPT_MODEL: a->model = optarg; break;
+		case OPT_MODEL:
+			/* Checked now, not after a minute of measuring. */
+			if (strlen(optarg) >= sizeof(((syn_profile_t *)0)->model)) {
+				usage_error("--model: at most %zu characters",
+				            sizeof(((syn_profile_t *)0)->model) - 1);
+				return -1;
+			}
+			a->model = optarg;
+			break;
 		case OPT_GPU_RATE:
 			if (parse_double("gpu-rate", optarg, 0, 1e9, &a->mo.gpu_rate) < 0)
 				return -1;
