@@ -152,7 +152,7 @@ static void free_cache(coordl__cache_t *c)
 static int attach_named(coordl__cache_t *c, const char *name, const char *dir, size_t nitems,
 			uint64_t signature, coordl_error_t *err)
 {
-	int lfd = -1, rv = -1;
+	int lfd = -1, rv = -1, e;
 	struct stat st;
 
 	if (dir) {
@@ -181,9 +181,17 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, s
 	if (flock(c->fd, LOCK_EX | LOCK_NB) == 0) {
 		/* Nobody is attached: a new segment, or one left by a crashed
 		 * job. Either way start from an empty, zeroed one. */
-		if (ftruncate(c->fd, 0) < 0 || ftruncate(c->fd, (off_t)c->map_len) < 0) {
-			coordl__errprintf(err, errno, "cache '%s': size %s to %zu bytes: %s", name,
-					  c->path, c->map_len, strerror(errno));
+		if (ftruncate(c->fd, 0) < 0) {
+			coordl__errprintf(err, errno, "cache '%s': truncate %s: %s", name, c->path,
+					  strerror(errno));
+			goto out_unlink;
+		}
+		/* Size the file by reserving its space now (zero-filled): a
+		 * store into a tmpfs mapping that finds the filesystem full
+		 * would kill the process with SIGBUS. */
+		if ((e = posix_fallocate(c->fd, 0, (off_t)c->map_len)) != 0) {
+			coordl__errprintf(err, e, "cache '%s': reserve %zu bytes in %s: %s", name,
+					  c->map_len, c->path, strerror(e));
 			goto out_unlink;
 		}
 		c->base = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
@@ -236,13 +244,15 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, s
 	rv = 0;
 	goto out;
 out_unlink:
+	e = errno;
 	if (c->shm)
 		shm_unlink(c->shm_name);
 	else
 		unlink(c->path);
+	errno = e;
 out:
 	if (rv < 0) {
-		int e = errno;
+		e = errno;
 		if (c->base)
 			munmap(c->base, c->map_len);
 		c->base = NULL;

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,6 +141,33 @@ static void test_shared(const char *dir, const char *label)
 	ok(!exists(seg), "%s: and removed afterwards", label);
 }
 
+/* A cache directory without room for the segment is an error at attach,
+ * not a SIGBUS later. RLIMIT_FSIZE stands in for a full tmpfs (no root). */
+static void test_no_space(const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct rlimit rl = { 64 * 1024, 64 * 1024 };
+		coordl_error_t err = { "" };
+		coordl__cache_t *c;
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			_exit(3);
+		c = coordl__cache_attach("nospace", dir, 1 << 20, 10, 1, &err);
+		if (c)
+			_exit(1);
+		if (!strstr(err.text, "nospace") || !strstr(err.text, "reserve")) {
+			fprintf(stderr, "%s\n", err.text);
+			_exit(2);
+		}
+		_exit(0);
+	}
+	ok(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "no room for the segment: attach fails with a message naming the cache");
+}
+
 /* Two loader processes share one cache through SYNERGY_CACHE_NAME. */
 static void test_loaders(const char *dir)
 {
@@ -263,6 +292,7 @@ int main(void)
 		test_shared(NULL, "posix shm");
 	else
 		skip(20, "/dev/shm not writable");
+	test_no_space(dir);
 	test_loaders(dir);
 	td_rmrf(dir);
 	free(dir);
