@@ -28,6 +28,7 @@ loader_libcoordl_la_LIBADD = loader/libcoordl-core.la
 loader_libcoordl_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^coordl_[^_]'
 
 include_HEADERS += include/coordl.h include/synergy_env.h
+dist_man_MANS += doc/coordl.3
 pkgconfig_DATA += loader/coordl.pc
 DISTCLEANFILES += loader/coordl.pc
 
