@@ -266,50 +266,41 @@ int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
 static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
                           syn__stat_t *out, double *hit_rate, char *msg, int msglen);
 
-/* Synergy's optimistic search over worker threads on the loader r, with
- * every item cached: start at the most threads, halve while the job's
- * throughput stays within 10% of that, else step down one at a time. */
+/* The probe of the CPU search: one point on the running loader, with
+ * every item cached. */
+struct probe_ctx {
+	struct run *r;
+	const syn__measure_opts_t *o;
+	double gpu;
+	syn__measure_result_t *res;
+};
+
+static int probe_threads(int threads, void *arg, double *job)
+{
+	struct probe_ctx *pc = arg;
+	syn__measure_result_t *res = pc->res;
+	syn__stat_t *st = &res->point[res->n_points];
+
+	if (res->n_points >= SYN__MAX_POINTS)
+		return -1;
+	if (coordl_set_threads(pc->r->ld, threads, &pc->r->err) < 0 || timed(pc->r, pc->o, st) < 0)
+		return -1;
+	res->point_threads[res->n_points++] = threads;
+	/* The job runs at the slower of its GPU and its loader. */
+	*job = pc->gpu > 0 && pc->gpu < st->med ? pc->gpu : st->med;
+	progress(pc->o, "cpu sweep: %d thread%s: %.0f samples/s (%.0f-%.0f)", threads,
+	         threads > 1 ? "s" : "", st->med, st->min, st->max);
+	return 0;
+}
+
 static int cpu_search(struct run *r, const syn__measure_opts_t *o, int max_threads, double gpu,
                       syn__measure_result_t *res, char *msg, int msglen)
 {
-	double job[1025] = { 0 };
-	int c = max_threads;
+	struct probe_ctx pc = { r, o, gpu, res };
+	int order[SYN__MAX_POINTS];
 
-	/* Measure `t` threads; returns the job's throughput or -1. */
-#define MEASURE(t) \
-	do { \
-		int t_ = (t); \
-		if (res->n_points >= SYN__MAX_POINTS) \
-			goto done; \
-		if (coordl_set_threads(r->ld, t_, &r->err) < 0 || \
-		    timed(r, o, &res->point[res->n_points]) < 0) \
-			return FAIL("CPU sweep at %d threads: %s", t_, r->err.text); \
-		res->point_threads[res->n_points] = t_; \
-		double p_ = res->point[res->n_points].med; \
-		job[t_] = gpu > 0 && gpu < p_ ? gpu : p_; \
-		progress(o, "cpu sweep: %d thread%s: %.0f samples/s (%.0f-%.0f)", t_, t_ > 1 ? "s" : "", \
-		         p_, res->point[res->n_points].min, res->point[res->n_points].max); \
-		res->n_points++; \
-	} while (0)
-
-	MEASURE(c);
-	double best = job[c];
-	while (c > 1) {
-		int half = c / 2;
-		MEASURE(half);
-		if (job[half] >= 0.9 * best) {
-			c = half;
-			continue;
-		}
-		for (int k = c - 1; k > half; k--) {
-			MEASURE(k);
-			if (job[k] < 0.9 * best)
-				break;
-		}
-		break;
-	}
-done:
-#undef MEASURE
+	if (syn__cpu_search(max_threads, probe_threads, &pc, order, SYN__MAX_POINTS) < 0)
+		return FAIL("CPU sweep after %d points: %s", res->n_points, r->err.text);
 	return 0;
 }
 

@@ -142,6 +142,40 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
 	return 0;
 }
 
+int syn__cpu_search(int max_threads, syn__probe_f probe, void *arg, int *order, int max_points)
+{
+	int n = 0, c = max_threads;
+	double best, v;
+
+	if (max_threads < 1 || max_points < 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (probe(c, arg, &best) < 0)
+		return -1;
+	order[n++] = c;
+	while (c > 1 && n < max_points) {
+		int half = c / 2;
+		if (probe(half, arg, &v) < 0)
+			return -1;
+		order[n++] = half;
+		if (v >= 0.9 * best) {
+			c = half;
+			continue;
+		}
+		/* The knee lies between half and c: walk down from c. */
+		for (int k = c - 1; k > half && n < max_points; k--) {
+			if (probe(k, arg, &v) < 0)
+				return -1;
+			order[n++] = k;
+			if (v < 0.9 * best)
+				break;
+		}
+		break;
+	}
+	return n;
+}
+
 int syn__parse_list(const char *s, double *out, int max)
 {
 	int n = 0;

@@ -73,6 +73,18 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
                     const double *mem_gb, int n_mem, double prop_cpus, double prop_mem_gb,
                     syn_profile_t *p, char *msg, int msglen);
 
+/*
+ * Synergy's optimistic CPU search: probe max_threads, then halve while the
+ * job's throughput stays within 10% of that first point; at the first
+ * halving that falls further, step down one thread at a time from the last
+ * good count until a point falls below 90% too. probe(threads, arg, &tput)
+ * measures the job at that many threads and returns 0, or -1 to abort.
+ * Records at most max_points thread counts, in probing order, in order[].
+ * Returns the number of points probed, or -1 when a probe failed.
+ */
+typedef int (*syn__probe_f)(int threads, void *arg, double *tput);
+int syn__cpu_search(int max_threads, syn__probe_f probe, void *arg, int *order, int max_points);
+
 /* Parse a comma-separated list of n >= 1 non-negative, strictly increasing
  * numbers into out (at most max). Returns n or -1 (EINVAL). */
 int syn__parse_list(const char *s, double *out, int max);

@@ -116,6 +116,69 @@ static void test_grid(void)
 	   "no prep measurement is rejected");
 }
 
+/* Synthetic jobs for the CPU search: throughput min(gpu, per_core * c). */
+struct job {
+	double gpu, per_core;
+	int probes;
+};
+
+static int probe(int threads, void *arg, double *tput)
+{
+	struct job *j = arg;
+	double v = j->per_core * threads;
+	j->probes++;
+	*tput = j->gpu > 0 && j->gpu < v ? j->gpu : v;
+	return 0;
+}
+
+static int probe_fail(int threads, void *arg, double *tput)
+{
+	return threads == 15 ? -1 : probe(threads, arg, tput);
+}
+
+static int same_order(const int *got, int n, const int *want, int wn)
+{
+	if (n != wn)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (got[i] != want[i])
+			return 0;
+	return 1;
+}
+
+static void test_search(void)
+{
+	int order[32];
+	struct job j;
+
+	/* Linear scaling, no GPU limit: 8 threads is 50% of 16, so step
+	 * down from 16: 15 (94%) is kept, 14 (87.5%) stops the walk. */
+	j = (struct job){ 0, 100, 0 };
+	int n = syn__cpu_search(16, probe, &j, order, 32);
+	ok(same_order(order, n, (int[]){ 16, 8, 15, 14 }, 4), "linear job: 16, 8, then 15, 14");
+	/* GPU-bound everywhere (a language model): halve all the way down. */
+	j = (struct job){ 50, 100, 0 };
+	n = syn__cpu_search(16, probe, &j, order, 32);
+	ok(same_order(order, n, (int[]){ 16, 8, 4, 2, 1 }, 5), "flat job: 16, 8, 4, 2, 1");
+	/* Knee at 6 cores (600/s GPU, 100/s per core): 16, 8 within 10%;
+	 * 4 is not; walk down from 8: 7, 6 keep 600, 5 gives 500 and stops. */
+	j = (struct job){ 600, 100, 0 };
+	n = syn__cpu_search(16, probe, &j, order, 32);
+	ok(same_order(order, n, (int[]){ 16, 8, 4, 7, 6, 5 }, 6), "knee at 6: 16, 8, 4, 7, 6, 5");
+	/* Two cores (this machine): 2 then 1. */
+	j = (struct job){ 0, 100, 0 };
+	n = syn__cpu_search(2, probe, &j, order, 32);
+	ok(same_order(order, n, (int[]){ 2, 1 }, 2), "two cores: 2, 1");
+	n = syn__cpu_search(1, probe, &j, order, 32);
+	ok(same_order(order, n, (int[]){ 1 }, 1), "one core: 1");
+	j = (struct job){ 50, 100, 0 };
+	n = syn__cpu_search(16, probe, &j, order, 3);
+	is_int(n, 3, "stops at max_points");
+	j = (struct job){ 0, 100, 0 };
+	is_int(syn__cpu_search(16, probe_fail, &j, order, 32), -1, "a failed probe aborts the search");
+	is_int(syn__cpu_search(0, probe, &j, order, 32), -1, "zero threads is rejected");
+}
+
 static void test_parsers(void)
 {
 	double v[8], b;
@@ -138,6 +201,7 @@ int main(void)
 	test_fetch();
 	test_tput();
 	test_grid();
+	test_search();
 	test_parsers();
 	return done_testing();
 }
