@@ -379,7 +379,9 @@ int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t 
 		}
 	} while (!__atomic_compare_exchange_n(&c->hdr->used, &used, used + len, 1, __ATOMIC_ACQ_REL,
 					      __ATOMIC_RELAXED));
-	memcpy(c->data + used, data, len);
+	/* An empty file is a valid (corrupt) item whose buffer may be NULL. */
+	if (len)
+		memcpy(c->data + used, data, len);
 	e->off = used;
 	e->len = (uint32_t)len;
 	__atomic_store_n(&e->state, ENTRY_READY, __ATOMIC_RELEASE);
