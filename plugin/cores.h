@@ -13,8 +13,10 @@
  * "cuda<gpu>", "nvidia<gpu>" or "rsmi<gpu>") come first when the topology
  * knows it (gpu < 0: no preference); otherwise cores are taken in topology
  * order, which keeps them on as few packages as possible. If fewer than n
- * cores are allowed, all allowed cores are taken. Returns the number of
- * cores chosen (> 0), or -1 with errno (EINVAL: bad list or nothing allowed).
+ * cores are allowed, all allowed cores are taken. When n covers every
+ * allowed CPU the topology is not loaded and allowed is returned as it is
+ * (the count is then of CPUs). Returns the number of cores chosen (> 0), or
+ * -1 with errno (EINVAL: bad list or nothing allowed).
  * Honours HWLOC_SYNTHETIC etc. through the normal hwloc environment.
  */
 int syn__pick_cores(const char *allowed, int n, int gpu, char *out, size_t outlen);

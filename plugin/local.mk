@@ -68,3 +68,6 @@ UNIT_TESTS += plugin/test/tuner.t
 plugin_test_tuner_t_SOURCES = plugin/test/tuner.c plugin/tuner.c
 plugin_test_tuner_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_tuner_t_LDADD = plugin/libsynplugin.la
+
+# Benchmark (root, real daemons; prints a table): what the plugins add to a job.
+dist_noinst_SCRIPTS += plugin/bench/job-latency.sh
