@@ -361,7 +361,8 @@ int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t 
 	uint32_t expect = ENTRY_EMPTY;
 	uint64_t used;
 
-	if (!c || !c->base || i >= c->hdr->nitems || len > UINT32_MAX)
+	/* An empty item is not worth an entry (and has no bytes to copy). */
+	if (!c || !c->base || i >= c->hdr->nitems || len == 0 || len > UINT32_MAX)
 		return 0;
 	e = &c->ent[i];
 	if (__atomic_load_n(&e->state, __ATOMIC_RELAXED) != ENTRY_EMPTY)

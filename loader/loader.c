@@ -330,6 +330,10 @@ static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, i
 			}
 			__atomic_add_fetch(&ld->fetch_ns, ns_since(t), __ATOMIC_RELAXED);
 		}
+		if (ok && len == 0 && ld->cfg.mode != COORDL_MODE_RAW) {
+			snprintf(why, sizeof(why), "empty file");
+			ok = 0;
+		}
 		if (ok && ld->cfg.mode == COORDL_MODE_RAW) {
 			uint64_t l64 = len;
 			memcpy(dst, &l64, sizeof(l64));

@@ -26,7 +26,9 @@ test_ok "three epochs run" test "$(grep -c '^ *[0-9]' "$tmp/out")" -eq 3
 col() { awk -v e="$1" -v c="$2" '$1 == e && $1 ~ /^[0-9]+$/ { print $c }' "$tmp/out"; }
 test_ok "epoch 0 reads from storage" test "$(col 0 9)" != "0.0"
 test_ok "epochs 1 and 2 are served by the cache" test "$(col 1 9)" = "0.0" -a "$(col 2 9)" = "0.0"
-test_ok "epoch 1 hit rate is 100%" test "$(col 1 8)" = "100.0"
+# Every item but the empty corrupt file (nothing to cache) is a hit.
+hits_ok() { awk -v h="$(col 1 8)" 'BEGIN { exit !(h >= 95 && h < 100) }'; }
+test_ok "epoch 1 hits all but the empty file" hits_ok
 # A replacement drawn at random may itself be corrupt and count again.
 test_ok "the 3 corrupt files are counted every epoch" test "$(col 0 11)" -ge 3 -a "$(col 2 11)" -ge 3
 test_ok "the last corrupt item is named" grep -q '^# last corrupt item: .*corrupt' "$tmp/out"
