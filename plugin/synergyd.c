@@ -7,8 +7,10 @@
  * for resources while some node has the GPUs it needs free is moved back
  * to the GPU-proportional share (the partition's DefCpuPerGPU and
  * DefMemPerGPU), so that it starts instead of waiting for cores or memory.
- * It also counts the queued profiling requests, and writes a status file
- * and node_exporter textfile metrics. A failed RPC (slurmctld restarting)
+ * For each queued profiling request it submits one offline profiling job
+ * (ProfileCommand) and retires the request once the profile is in the
+ * store. After each round it writes a status file and node_exporter
+ * textfile metrics. A failed RPC (slurmctld restarting)
  * is logged and the next round tries again; the daemon never exits for it.
  */
 #include "config.h"
@@ -47,7 +49,8 @@ typedef struct opts {
 } opts_t;
 
 typedef struct stats {
-	unsigned long rounds, downgraded_total, errors_total;
+	unsigned long rounds, downgraded_total, errors_total, profiling_submitted_total;
+	unsigned long profiles_filed_total, profiling_failed_total;
 	int pending_synergy, downgraded, requests, ctld_ok;
 	time_t last;
 } stats_t;
@@ -227,6 +230,162 @@ static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int 
 	return 0;
 }
 
+/* The state of job id in jobs, or -1 when slurmctld no longer knows it. */
+static int job_state_of(const job_info_msg_t *jobs, uint32_t id)
+{
+	uint32_t i;
+
+	for (i = 0; jobs && i < jobs->record_count; i++)
+		if (jobs->job_array[i].job_id == id)
+			return (int)(jobs->job_array[i].job_state & JOB_STATE_BASE);
+	return -1;
+}
+
+/* ProfileCommand with %k replaced by the key (a safe word) and %s by the
+ * store directory. Returns 0, or -1 if it does not fit. */
+static int expand_command(const char *tmpl, const char *key, const char *store,
+			  char *out, size_t len)
+{
+	size_t n = 0;
+	const char *p;
+
+	for (p = tmpl; *p; p++) {
+		const char *ins = NULL;
+		char one[2] = { *p, 0 };
+
+		if (p[0] == '%' && p[1] == 'k')
+			ins = key;
+		else if (p[0] == '%' && p[1] == 's')
+			ins = store;
+		if (ins)
+			p++;
+		else
+			ins = one;
+		if (n + strlen(ins) >= len)
+			return -1;
+		memcpy(out + n, ins, strlen(ins));
+		n += strlen(ins);
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *id)
+{
+	char cmd[1024], script[1200], name[96], out[SYN__PATH_MAX + 96];
+	char env_key[96], env_mode[] = "SYNERGY_PROFILE_MODE=1",
+	     env_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	char *env[4];
+	job_desc_msg_t d;
+	submit_response_msg_t *resp = NULL;
+
+	if (expand_command(conf->profile_command, key, conf->store_dir, cmd, sizeof(cmd)) < 0)
+		return -1;
+	snprintf(script, sizeof(script),
+		 "#!/bin/sh\n# synergyd: offline profiling run for key %s\nexec %s\n", key, cmd);
+	snprintf(name, sizeof(name), "synergy-profile:%s", key);
+	snprintf(out, sizeof(out), "%s/%s.out", conf->request_dir, key);
+	snprintf(env_key, sizeof(env_key), "SYNERGY_PROFILE_KEY=%s", key);
+	env[0] = env_key;
+	env[1] = env_mode;
+	env[2] = env_path;
+	env[3] = NULL;
+	slurm_init_job_desc_msg(&d);
+	d.name = name;
+	d.script = script;
+	d.environment = env;
+	d.env_size = 3;
+	d.std_out = out;
+	d.work_dir = (char *)conf->request_dir;
+	d.user_id = getuid();
+	d.group_id = getgid();
+	d.min_nodes = 1;
+	/* One GPU's proportional share of a node: without a memory request the
+	 * job would ask for a whole node's memory and wait behind everyone. */
+	if (conf->node_gpus && conf->node_mem_mb)
+		d.pn_min_memory = conf->node_mem_mb / conf->node_gpus;
+	if (conf->node_gpus && conf->node_cpus && conf->node_cpus >= conf->node_gpus)
+		d.min_cpus = (uint32_t)(conf->node_cpus / conf->node_gpus);
+	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || !resp)
+		return -1;
+	*id = resp->job_id;
+	slurm_free_submit_response_response_msg(resp);
+	return 0;
+}
+
+/*
+ * Profiling requests: RequestDir/<key>.req, queued by job_submit/synergy.
+ * A request gets one profiling job (<key>.job holds its id); once the
+ * profile is in the store the request is done, and a job that ended
+ * without filing one turns the request into <key>.failed for the admin.
+ */
+static void handle_requests(const opts_t *o, const syn__conf_t *conf,
+			    const job_info_msg_t *jobs, stats_t *st)
+{
+	DIR *d = opendir(conf->request_dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char key[SYN__KEY_MAX + 1], path[SYN__PATH_MAX + 96], jobf[SYN__PATH_MAX + 96];
+		char prof[SYN__PATH_MAX + 96], failed[SYN__PATH_MAX + 96];
+		size_t len = strlen(e->d_name);
+		uint32_t id = 0;
+		FILE *f;
+		int state;
+
+		if (len <= 4 || len - 4 > SYN__KEY_MAX || strcmp(e->d_name + len - 4, ".req") != 0)
+			continue;
+		memcpy(key, e->d_name, len - 4);
+		key[len - 4] = '\0';
+		if (!syn__key_valid(key))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.req", conf->request_dir, key);
+		snprintf(jobf, sizeof(jobf), "%s/%s.job", conf->request_dir, key);
+		snprintf(prof, sizeof(prof), "%s/%s.json", conf->store_dir, key);
+		if (access(prof, F_OK) == 0) {
+			logmsg("profile %s is in the store: request done", key);
+			unlink(path);
+			unlink(jobf);
+			st->profiles_filed_total++;
+			continue;
+		}
+		f = fopen(jobf, "re");
+		if (f) {
+			if (fscanf(f, "%u", &id) != 1)
+				id = 0;
+			fclose(f);
+			state = id ? job_state_of(jobs, id) : -1;
+			if (state == JOB_PENDING || state == JOB_RUNNING || state == JOB_SUSPENDED)
+				continue;
+			snprintf(failed, sizeof(failed), "%s/%s.failed", conf->request_dir, key);
+			logmsg("profiling job %u for %s ended without a profile: see %s/%s.out",
+			       id, key, conf->request_dir, key);
+			rename(path, failed);
+			unlink(jobf);
+			st->profiling_failed_total++;
+			continue;
+		}
+		if (!conf->profile_command[0] || o->dry_run)
+			continue;
+		if (submit_profiling(conf, key, &id) < 0) {
+			logmsg("cannot submit a profiling job for %s: %s", key,
+			       slurm_strerror(slurm_get_errno()));
+			st->errors_total++;
+			continue;
+		}
+		f = fopen(jobf, "we");
+		if (f) {
+			fprintf(f, "%u\n", id);
+			fclose(f);
+		}
+		logmsg("submitted profiling job %u for %s", id, key);
+		st->profiling_submitted_total++;
+	}
+	closedir(d);
+}
+
 static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
 {
 	partition_info_msg_t *parts = NULL;
@@ -284,6 +443,8 @@ static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
 			st->errors_total++;
 		}
 	}
+	handle_requests(o, conf, jobs, st);
+	st->requests = count_requests(conf->request_dir);
 	rv = 0;
 out:
 	slurm_free_job_info_msg(jobs);
@@ -300,10 +461,12 @@ static void write_outputs(const opts_t *o, const stats_t *st)
 		snprintf(buf, sizeof(buf),
 			 "time=%lld\nrounds=%lu\nslurmctld=%s\npending_synergy_jobs=%d\n"
 			 "downgraded_last_round=%d\ndowngraded_total=%lu\nprofiling_requests=%d\n"
-			 "errors_total=%lu\n",
+			 "errors_total=%lu\nprofiling_submitted_total=%lu\n"
+			 "profiles_filed_total=%lu\nprofiling_failed_total=%lu\n",
 			 (long long)st->last, st->rounds, st->ctld_ok ? "ok" : "unreachable",
 			 st->pending_synergy, st->downgraded, st->downgraded_total, st->requests,
-			 st->errors_total);
+			 st->errors_total, st->profiling_submitted_total, st->profiles_filed_total,
+			 st->profiling_failed_total);
 		if (write_file(o->status, buf) < 0)
 			logmsg("cannot write %s: %s", o->status, strerror(errno));
 	}
@@ -327,11 +490,15 @@ static void write_outputs(const opts_t *o, const stats_t *st)
 			 "# HELP synergy_profiling_requests Queued profiling requests.\n"
 			 "# TYPE synergy_profiling_requests gauge\n"
 			 "synergy_profiling_requests %d\n"
+			 "# HELP synergy_profiles_filed_total Requested profiles that reached the store.\n"
+			 "# TYPE synergy_profiles_filed_total counter\n"
+			 "synergy_profiles_filed_total %lu\n"
 			 "# HELP synergy_tuner_errors_total Failed RPCs and updates.\n"
 			 "# TYPE synergy_tuner_errors_total counter\n"
 			 "synergy_tuner_errors_total %lu\n",
 			 st->rounds, (long long)st->last, st->ctld_ok, st->pending_synergy,
-			 st->downgraded_total, st->requests, st->errors_total);
+			 st->downgraded_total, st->requests, st->profiles_filed_total,
+			 st->errors_total);
 		if (write_file(o->metrics, buf) < 0)
 			logmsg("cannot write %s: %s", o->metrics, strerror(errno));
 	}

@@ -203,6 +203,19 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 		c->eps = d;
 		return 0;
 	}
+	if (strcasecmp(key, "ProfileCommand") == 0) {
+		/* An admin's command line, run by synergyd in a batch job: it
+		 * must start with an absolute path and fit, nothing more. */
+		if (value[0] != '/' || strlen(value) >= sizeof(c->profile_command) ||
+		    strpbrk(value, "\n\r")) {
+			errno = EINVAL;
+			return errprintf(err, errlen, "ProfileCommand: '%.60s' must be a command line "
+					 "starting with an absolute path, under %zu bytes", value,
+					 sizeof(c->profile_command));
+		}
+		snprintf(c->profile_command, sizeof(c->profile_command), "%s", value);
+		return 0;
+	}
 	if (strcasecmp(key, "NodeGPUs") == 0 || strcasecmp(key, "NodeCPUs") == 0 ||
 	    strcasecmp(key, "NodeMemMB") == 0) {
 		if (syn__parse_u64(value, 1, 1024ULL * 1024 * 1024, &v) < 0)

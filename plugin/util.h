@@ -24,7 +24,7 @@
  * see synergy_conf.h; Slurm-style Key=Value, keys case-insensitive) and the
  * SPANK plugin's plugstack arguments, which take the same keys. Keys:
  * Enabled, ProfileStore, RequestDir, CacheDir, ProcessMemMB, MaxCacheMB,
- * Eps, NodeGPUs, NodeCPUs, NodeMemMB (see synergy.conf(5)).
+ * Eps, NodeGPUs, NodeCPUs, NodeMemMB, ProfileCommand (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -35,6 +35,7 @@ typedef struct syn__conf {
 	uint64_t max_cache_mb;              /* upper bound on one job's cache grant per node */
 	double eps;                         /* best-case tolerance for the policy */
 	uint64_t node_gpus, node_cpus, node_mem_mb; /* the node shape job_submit sizes for (0: unknown) */
+	char profile_command[512];          /* synergyd runs it as a batch job per request ("": none) */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

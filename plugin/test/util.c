@@ -107,6 +107,12 @@ static void test_conf(void)
 	ok(syn__conf_arg(&c, "ProcessMemMB=99999999999999999999", err, sizeof(err)) == -1 &&
 	   c.process_mem_mb == 1024, "huge number refused");
 	ok(syn__conf_arg(&c, "Eps=1.5", err, sizeof(err)) == -1, "eps out of range refused");
+	ok(syn__conf_arg(&c, "ProfileCommand=/usr/bin/synergy-profile run --key %k /data/%k",
+			 err, sizeof(err)) == 0 &&
+	   strcmp(c.profile_command, "/usr/bin/synergy-profile run --key %k /data/%k") == 0,
+	   "ProfileCommand with arguments");
+	ok(syn__conf_arg(&c, "ProfileCommand=synergy-profile run", err, sizeof(err)) == -1 &&
+	   strstr(err, "absolute path"), "relative ProfileCommand refused");
 
 	fd = mkstemp(path);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
