@@ -197,7 +197,10 @@ static void finish_trace(sim_trace_t *t)
 		t->jobs[i].tput_sum = 0;
 		t->jobs[i].rounds_run = 0;
 	}
-	qsort(t->jobs, (size_t)t->n, sizeof *t->jobs, job_arrival_cmp);
+	/* A header-only trace has no job array, and qsort's pointer must not
+	 * be NULL even for zero elements (found by tests/fuzz/fuzz_trace.c). */
+	if (t->n > 0)
+		qsort(t->jobs, (size_t)t->n, sizeof *t->jobs, job_arrival_cmp);
 }
 
 int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_error_t *err)

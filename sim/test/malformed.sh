@@ -58,6 +58,8 @@ reject "duplicate id" "t.csv:4: id: 1 already used on line 2" "$H
 2,0,1,100,gnmt
 1,5,1,100,gnmt"
 reject "empty file" "expected the header" ""
+# A header and no jobs once sorted a NULL job array (UBSan, tests/fuzz).
+reject "header only" "the trace has no jobs" "$H"
 reject "job larger than the cluster" "job 1 needs 8 GPUs" "$H
 1,0,8,100,gnmt"
 long=$(printf '%02000d' 0)
