@@ -1,0 +1,67 @@
+/*
+ * fuzz_conf.c: libFuzzer entry point for the synergy.conf parser
+ * (syn_conf_parse in profiler/conf.c). The file is admin-edited and read by
+ * root-run plugins and slurmctld's job_submit, so a typo must end in an
+ * error message, never in a crash. An accepted configuration must be
+ * self-consistent: every key that syn_conf_foreach() reports is found again
+ * by syn_conf_get(), and keys and values are printable C strings from the
+ * input.
+ *
+ * profiler/test/fuzz_profile.c also feeds its inputs to this parser, mixed
+ * with the profile reader; this target has a seed corpus of configuration
+ * files of its own, so the fuzzer starts from the grammar it tests.
+ *
+ * Built and run by tests/fuzz/run-fuzz.sh.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synergy_conf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Every reported entry must be found again by lookup, with the same value:
+ * the parser refuses a key set twice, so there is exactly one entry per
+ * key whatever its case. */
+static int check_entry(const char *key, const char *value, int line, void *arg)
+{
+	const syn_conf_t *c = arg;
+	const char *v;
+
+	if (!key || !value || line < 1 || key[0] == '\0')
+		abort();
+	v = syn_conf_get(c, key);
+	if (!v || strcmp(v, value) != 0)
+		abort();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	syn_conf_error_t err = { "" };
+	syn_conf_t *c;
+	char *s;
+
+	/* The parser takes a NUL-terminated string; an embedded NUL simply
+	 * ends the text early, as it would for a file read with fgets. */
+	if (!(s = malloc(size + 1)))
+		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	errno = 0;
+	c = syn_conf_parse(s, "fuzz", &err);
+	if (c) {
+		if (syn_conf_foreach(c, check_entry, c) != 0)
+			abort();
+		(void)syn_conf_get(c, SYN_CONF_PROFILE_STORE);
+		syn_conf_destroy(c);
+	} else if (errno == 0 || err.text[0] == '\0') {
+		abort(); /* a refusal must set errno and say why */
+	}
+	free(s);
+	return 0;
+}
