@@ -342,7 +342,7 @@ static int axis_build(struct prep_axis *a, double b0, double bl, int m, int lo, 
 		int j1 = (int)ceil(c + fs - 0.5);
 		int o = flip ? m - 1 - i : i;
 		float *w = a->w + (size_t)o * n;
-		double sum = 0, ws[n];
+		double sum = 0;
 		int s;
 
 		if (j0 < lo)
@@ -353,11 +353,11 @@ static int axis_build(struct prep_axis *a, double b0, double bl, int m, int lo, 
 			j1 = j0 + n;
 		s = j0 + n > hi ? hi - n : j0;
 		for (int k = 0; k < n; k++)
-			ws[k] = 0;
+			w[k] = 0;
 		for (int j = j0; j < j1; j++) {
 			double d = fabs((j + 0.5 - c) / fs);
 			double v = d < 1.0 ? 1.0 - d : 0.0;
-			ws[j - s] = v;
+			w[j - s] = (float)v;
 			sum += v;
 		}
 		if (sum <= 0) {
@@ -365,10 +365,11 @@ static int axis_build(struct prep_axis *a, double b0, double bl, int m, int lo, 
 			int j = (int)floor(c);
 			j = j < lo ? lo : j >= hi ? hi - 1 : j;
 			s = j + n > hi ? hi - n : j;
-			ws[j - s] = sum = 1.0;
+			w[j - s] = 1.0f;
+			sum = 1.0;
 		}
 		for (int k = 0; k < n; k++)
-			w[k] = (float)(ws[k] / sum);
+			w[k] = (float)(w[k] / sum);
 		a->start[o] = s;
 	}
 	return 0;
@@ -465,9 +466,10 @@ static void emit_row(coordl__prep_ctx_t *ctx, int y, int first_slot, void *dst)
 {
 	const int m = ctx->p.out_size, n = ctx->vy.ntaps;
 	const float *w = ctx->vy.w + (size_t)y * n;
-	const v4f *r[n];
+	const v4f *r[4];
 
-	for (int k = 0; k < n; k++)
+	/* Ring rows of the taps; beyond 4 taps the general loop finds them. */
+	for (int k = 0; k < n && k < 4; k++)
 		r[k] = ctx->ring + (size_t)((first_slot + k) % n) * m;
 	/* The taps first, into a row of pixels; counts of 2 to 4 (nearly
 	 * every output row when the DCT scale leaves less than 2x to do) get
@@ -493,9 +495,11 @@ static void emit_row(coordl__prep_ctx_t *ctx, int y, int first_slot, void *dst)
 	default:
 		for (int x = 0; x < m; x++)
 			acc[x] = r[0][x] * w[0];
-		for (int k = 1; k < n; k++)
+		for (int k = 1; k < n; k++) {
+			const v4f *rk = ctx->ring + (size_t)((first_slot + k) % n) * m;
 			for (int x = 0; x < m; x++)
-				acc[x] += r[k][x] * w[k];
+				acc[x] += rk[x] * w[k];
+		}
 		break;
 	}
 	if (ctx->p.layout == COORDL_LAYOUT_NCHW_F32) {
