@@ -21,6 +21,7 @@
 
 #define LINE_MAX_LEN 1024
 #define MAX_JOB_GPUS 4096
+#define SIM_MAX_NODES 1000000
 
 int sim_err(sim_error_t *err, const char *fmt, ...)
 {
@@ -460,6 +461,14 @@ int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err)
 				goto out;
 			}
 			rest = x + 1;
+		}
+		/* Bound the whole cluster, not only each group: enough groups
+		 * of 100000 nodes would overflow the int node and GPU counts
+		 * (found by tests/fuzz/fuzz_trace.c). With at most 1024 GPUs a
+		 * node, SIM_MAX_NODES keeps total_gpus below 2^31. */
+		if (cnt > SIM_MAX_NODES - nc.n_nodes) {
+			sim_err(err, "--cluster '%s': more than %d nodes in all", grp, SIM_MAX_NODES);
+			goto out;
 		}
 		g = strtol(rest, &end, 10);
 		if (*end != ':' || g < 1 || g > 1024)

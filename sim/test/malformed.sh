@@ -82,6 +82,9 @@ opt_reject() {
 	fi
 }
 opt_reject "bad cluster" "--cluster" -c 16x8
+# Groups that add up past the node bound once overflowed the GPU count.
+opt_reject "cluster too large in all" "more than 1000000 nodes" \
+	-c 100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1024:1:1,100000x1:1:1
 opt_reject "bad allocator" "--alloc 'best'" -a best
 opt_reject "bad ordering" "--order" -o lifo
 opt_reject "bad split" "--split" --split 20/70
