@@ -63,11 +63,11 @@ if [ -z "$builddir" ]; then
 	builddir=$work/config
 	if [ ! -f "$builddir/config.h" ]; then
 		[ -x "$srcdir/configure" ] || { echo "run-fuzz.sh: run autoreconf -fi in $srcdir first" >&2; exit 2; }
-		mkdir -p "$builddir" &&
-		(cd "$builddir" && "$srcdir/configure" -q >configure.log 2>&1) || {
+		mkdir -p "$builddir" || exit 2
+		if ! (cd "$builddir" && "$srcdir/configure" -q >configure.log 2>&1); then
 			echo "run-fuzz.sh: configure failed, see $builddir/configure.log" >&2
 			exit 2
-		}
+		fi
 	fi
 fi
 if [ ! -f "$builddir/config.h" ]; then
