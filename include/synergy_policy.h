@@ -72,7 +72,7 @@ typedef enum syn_allocator {
 
 typedef enum syn_ordering {
 	SYN_ORDER_FIFO = 0, /* earliest arrival first */
-	SYN_ORDER_SRTF,     /* least remaining work first */
+	SYN_ORDER_SRTF,     /* least remaining time first: work left / last rate */
 	SYN_ORDER_LAS,      /* least attained service x GPUs first */
 	SYN_ORDER_FTF,      /* largest finish-time fairness ratio first */
 } syn_ordering_t;
@@ -122,7 +122,8 @@ typedef struct syn_job {
 	double remaining; /* work left */
 	double duration;  /* total work */
 	int pinned;
-	syn_alloc_t alloc; /* result of a round; input when pinned */
+	syn_alloc_t alloc; /* result of a round; input when pinned; SRTF reads
+			    * the previous one (tput / prop_tput is the rate) */
 } syn_job_t;
 
 /* Options of a round; initialise with syn_round_opts_init(). */

@@ -60,7 +60,13 @@ int syn_order(const syn_job_t *jobs, int n_jobs, syn_ordering_t ord, double now,
 			k = j->arrival;
 			break;
 		case SYN_ORDER_SRTF:
+			/* Remaining time, not work: a job that ran last round at
+			 * a speed-up over its share finishes its work that much
+			 * sooner (Synergy's SRTF), so divide by that rate. A job
+			 * without a previous allocation counts at its share. */
 			k = j->remaining;
+			if (j->alloc.n_place > 0 && j->alloc.prop_tput > 0 && j->alloc.tput > 0)
+				k /= j->alloc.tput / j->alloc.prop_tput;
 			break;
 		case SYN_ORDER_LAS:
 			k = j->attained * j->gpus;

@@ -130,13 +130,15 @@ int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 	for (int i = 0; i < n_jobs; i++)
 		if (check_job(&jobs[i], i, err) < 0)
 			return -1;
-	if (apply_pinned(nodes, n_nodes, jobs, n_jobs, err) < 0)
-		return -1;
+	/* Order before the allocations are reset: SRTF reads each job's rate
+	 * at its previous allocation to turn remaining work into time. */
 	order = malloc(sizeof *order * (size_t)(n_jobs > 0 ? n_jobs : 1));
 	if (!order || syn_order(jobs, n_jobs, o->ordering, o->now, order) < 0) {
 		syn__fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
+	if (apply_pinned(nodes, n_nodes, jobs, n_jobs, err) < 0)
+		goto out;
 	if (o->allocator == SYN_ALLOC_OPT) {
 		if (syn__opt_round(nodes, n_nodes, jobs, n_jobs, order, o, st, err) < 0)
 			goto out;

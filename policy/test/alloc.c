@@ -273,12 +273,42 @@ static void test_orders(void)
 	ok(idx[0] == 0 && idx[1] == 1 && idx[2] == 2, "FIFO by arrival");
 	syn_order(j, 3, SYN_ORDER_SRTF, 100, idx);
 	ok(idx[0] == 1 && idx[1] == 0 && idx[2] == 2, "SRTF by remaining");
+	/* SRTF is remaining time: job 3 ran last round at 3x its share, so
+	 * its 90 s of work take 30 s, less than job 1's 50. */
+	j[2].alloc = (syn_alloc_t){ .n_place = 1, .place = { { 0, 1 } }, .tput = 3, .prop_tput = 1 };
+	syn_order(j, 3, SYN_ORDER_SRTF, 100, idx);
+	ok(idx[0] == 1 && idx[1] == 2 && idx[2] == 0, "SRTF divides remaining work by the last rate");
+	memset(&j[2].alloc, 0, sizeof j[2].alloc);
 	/* LAS keys: 40, 30, 0 */
 	syn_order(j, 3, SYN_ORDER_LAS, 100, idx);
 	ok(idx[0] == 2 && idx[1] == 1 && idx[2] == 0, "LAS by attained x GPUs");
 	/* FTF rho: (100+50)/60 = 2.5, (95+10)/40 = 2.625, (92+90)/90 = 2.02 */
 	syn_order(j, 3, SYN_ORDER_FTF, 100, idx);
 	ok(idx[0] == 1 && idx[1] == 0 && idx[2] == 2, "FTF by finish-time fairness");
+}
+
+/*
+ * Regression: syn_round must order jobs before it clears their previous
+ * allocations, or SRTF never sees the rate a job ran at. One GPU, two
+ * jobs: A has 20 s of work and has not run; B has 30 s left but ran at 3x
+ * its share, so it needs 10 s and goes first.
+ */
+static void test_srtf_round_rate(void)
+{
+	syn_node_t n = { .gpus = 1, .cpus = 3, .mem_gb = 62.5 };
+	syn_job_t j[2];
+	syn_round_opts_t o;
+
+	memset(j, 0, sizeof j);
+	j[0] = (syn_job_t){ .id = 1, .gpus = 1, .arrival = 0, .remaining = 20, .duration = 20 };
+	j[1] = (syn_job_t){ .id = 2, .gpus = 1, .arrival = 1, .remaining = 30, .duration = 90 };
+	j[1].alloc = (syn_alloc_t){ .n_place = 1, .place = { { 0, 1 } }, .cpus_per_gpu = 3,
+				    .mem_per_gpu = 62.5, .tput = 3, .prop_tput = 1 };
+	syn_round_opts_init(&o);
+	o.ordering = SYN_ORDER_SRTF;
+	is_int(syn_round(&n, 1, j, 2, &o, NULL, NULL), 0, "SRTF round with previous rates");
+	ok(j[1].alloc.n_place == 1 && j[0].alloc.n_place == 0,
+	   "SRTF round: the job with less remaining time (B) gets the GPU");
 }
 
 int main(void)
@@ -290,5 +320,6 @@ int main(void)
 	test_advise();
 	test_args();
 	test_orders();
+	test_srtf_round_rate();
 	return done_testing();
 }

@@ -109,6 +109,11 @@ int main(void)
 			/* OPT only on the small instances it is meant for. */
 			if (a == SYN_ALLOC_OPT && (nj > 24 || nn > 6))
 				continue;
+			/* Every allocator starts from the same input: SRTF reads
+			 * the previous allocation's rate, which must not be the
+			 * result of the allocator run just before. */
+			for (int k = 0; k < nj; k++)
+				memset(&j[k].alloc, 0, sizeof j[k].alloc);
 			syn_round_opts_init(&o);
 			o.allocator = (syn_allocator_t)a;
 			o.ordering = ord;
