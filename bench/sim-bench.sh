@@ -26,7 +26,7 @@ mkdir -p "$out"
 if [ "${QUICK:-0}" = 1 ]; then
 	n=2000 win=1000-1999 rates=6,9,12 big=2000 reps=1 inst=2
 else
-	n=6000 win=4000-5000 rates=4,6,8,9,10,11,12 big=10000 reps=3 inst=10
+	n=6000 win=4000-5000 rates=4,6,8,9,10,11,12,14,16 big=10000 reps=3 inst=10
 fi
 
 echo "== 1. mean JCT vs load: 128 GPUs, 1-GPU jobs, 20/70/10, window ids $win of $n"
