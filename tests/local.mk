@@ -10,3 +10,6 @@ INTEGRATION_TESTS += tests/integration/synergy-sized.sh tests/integration/synerg
 dist_noinst_SCRIPTS += tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh
+# The profiling path with the real profiler (needs tools/ and profiler/).
+INTEGRATION_TESTS += tests/integration/synergy-profiling.sh
+dist_noinst_SCRIPTS += tests/integration/synergy-profiling.sh

@@ -1,11 +1,10 @@
 #!/bin/bash
 # synergy-tuner.sh: synergyd moves a Synergy job that waits for cores while
 # its GPU is free back to the GPU-proportional share, and the job then
-# runs; it reports in its status file and metrics; it turns a profiling
-# request into one profiling job and retires it once the profile is
-# filed, after which the key's jobs are sized; with slurmctld gone it
+# runs; it reports in its status file and metrics; with slurmctld gone it
 # fails the round without touching anything, and a running daemon carries
-# on once slurmctld is back.
+# on once slurmctld is back. Its profiling requests, with the real
+# profiler, are tested in synergy-profiling.sh.
 . "${top_srcdir:?}/tests/lib/cluster.sh"
 synergyd=$top_builddir/plugin/synergyd
 [ -x "$synergyd" ] || bail "plugin/synergyd not built"
@@ -39,36 +38,7 @@ test_ok "metrics count it" grep -qx "synergy_downgraded_jobs_total 1" "$C/synerg
 test_ok "metrics report slurmctld up" grep -qx "synergy_tuner_slurmctld_up 1" "$C/synergy.prom"
 [ "$tap_failed" = 0 ] || diag "$(cat "$C/log/tuner.log")"
 
-# A key without a profile: the tuner submits one profiling job for it,
-# retires the request once the profile is in the store, and the next job
-# with that key is sized. The profiling command here files a fixed profile
-# (a real site runs synergy-profile on the model's dataset).
 scancel "$a"
-cat >"$C/profile-cmd.sh" <<EOS
-#!/bin/sh
-sed "s/\"key\": \"img\"/\"key\": \"\$1\"/" "$C/store/img.json" >"\$2/\$1.json.tmp" &&
-	mv "\$2/\$1.json.tmp" "\$2/\$1.json"
-EOS
-chmod +x "$C/profile-cmd.sh"
-echo "ProfileCommand=$C/profile-cmd.sh %k %s" >>"$C/etc/synergy.conf"
-p=$(cluster_sbatch --gres=gpu:1 --synergy-profile=newkey --wrap true)
-cluster_wait_job "$p" 30 >/dev/null
-test_ok "a job without a profile queued a request" test -e "$C/requests/newkey.req"
-"$synergyd" --once --conf="$C/etc/synergy.conf" --status="$C/status" 2>>"$C/log/tuner.log"
-pj=$(cat "$C/requests/newkey.job" 2>/dev/null)
-test_ok "the tuner submitted a profiling job" test -n "$pj"
-st=$(cluster_wait_job "${pj:-0}" 30)
-test_ok "the profiling job ran ($st)" test "$st" = COMPLETED
-test_ok "it ran the configured command with the key" test -s "$C/store/newkey.json"
-"$synergyd" --once --conf="$C/etc/synergy.conf" --status="$C/status" 2>>"$C/log/tuner.log"
-test_ok "the request is retired" test ! -e "$C/requests/newkey.req" -a ! -e "$C/requests/newkey.job"
-test_ok "status counts the filed profile" grep -qx profiles_filed_total=1 "$C/status"
-q=$(cluster_sbatch --gres=gpu:1 --synergy-profile=newkey --wrap true)
-test_ok "the next job with that key is sized" \
-	bash -c "scontrol -o show job $q | grep -q 'TRES=cpu=2,mem=2G,'"
-st=$(cluster_wait_job "$q" 30)
-test_ok "and runs ($st)" test "$st" = COMPLETED
-[ "$tap_failed" = 0 ] || diag "$(cat "$C/log/tuner.log")"
 
 # A running daemon survives a slurmctld restart.
 "$synergyd" --interval=1 --conf="$C/etc/synergy.conf" --status="$C/status2" \
