@@ -737,7 +737,7 @@ out:
 }
 
 /* The slot a batch belongs to, or NULL when it is not one of ours. */
-static struct slot *slot_of(coordl_loader_t *ld, coordl_batch_t *b)
+static struct slot *slot_of(coordl_loader_t *ld, const coordl_batch_t *b)
 {
 	for (int i = 0; i < ld->nslots; i++)
 		if (&ld->slots[i].b == b)

@@ -358,6 +358,10 @@ int syn__job_cgroup(const char *proc_cgroup, const char *controller, uint32_t jo
 		path = c2 + 1;
 		if (*path != '/')
 			continue;
+		/* "//job_1" names the same cgroup as "/job_1"; the result must
+		 * stay relative, so skip every leading slash but the last. */
+		while (path[1] == '/')
+			path++;
 		/* Find "/job_<id>" followed by '/' or the end of the line. */
 		for (hit = path; (hit = strstr(hit, want)) && hit < end; hit++) {
 			const char *after = hit + wlen;

@@ -44,7 +44,8 @@ void syn__conf_defaults(syn__conf_t *c);
 /*
  * Set one configuration key from its text value (strict: unknown keys,
  * malformed or out-of-range values and relative paths are errors). Returns
- * 0, or -1 with errno EINVAL and a message naming the key in err.
+ * 0, or -1 with errno EINVAL (ERANGE for a number too large to represent)
+ * and a message naming the key in err.
  */
 int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err, size_t errlen);
 

@@ -86,7 +86,10 @@ int main(void)
 				diag("to_device: %s", err.text);
 				good = 0;
 			} else {
-				host = realloc(host, b->data_bytes);
+				void *grown = realloc(host, b->data_bytes);
+				if (!grown)
+					bail_out("out of memory");
+				host = grown;
 				/* The copy is asynchronous: wait for it first. */
 				if (coordl_device_wait(ld, b) < 0 ||
 				    cudaMemcpy(host, b->device_data, b->data_bytes,

@@ -158,6 +158,10 @@ static void test_job_cgroup(void)
 	   "short buffer");
 	ok(syn__job_cgroup("7:cpuset:/slurm_x/uid_0/job_42\n", "cpuset", 42, out, sizeof(out)) == 0 &&
 	   strcmp(out, "slurm_x/uid_0/job_42") == 0, "job path at the end of a line");
+	/* Regression (tests/fuzz/crashes/spank-1): "//" must not give an
+	 * absolute result. */
+	ok(syn__job_cgroup("1:cpuset://job_42\n", "cpuset", 42, out, sizeof(out)) == 0 &&
+	   strcmp(out, "job_42") == 0, "leading slashes are all skipped");
 }
 
 int main(void)

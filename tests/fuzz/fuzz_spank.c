@@ -100,13 +100,11 @@ static void cgroup(const char *text, const char *controller, uint32_t jobid)
 			abort();
 		return;
 	}
-	/* A path ending in the job's own directory, without "..". util.h
-	 * promises it relative, but a "//" in the text gives a leading '/'
-	 * (tests/fuzz/crashes/spank-1, reported; the kernel never writes
-	 * "//", and the plugin joins it under the controller's root either
-	 * way), so that one finding is tolerated here to let the fuzzer look
-	 * for others. */
+	/* A relative path ending in the job's own directory, without "..".
+	 * (tests/fuzz/crashes/spank-1 once gave a leading '/'.) */
 	olen = strnlen(out, sizeof(out));
+	if (out[0] == '/')
+		abort();
 	wlen = (size_t)snprintf(want, sizeof(want), "job_%u", (unsigned)jobid);
 	if (olen == sizeof(out) || strstr(out, "..") || olen < wlen ||
 	    strcmp(out + olen - wlen, want) != 0 || (olen > wlen && out[olen - wlen - 1] != '/'))
