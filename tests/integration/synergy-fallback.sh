@@ -54,6 +54,14 @@ test_ok "corrupt profile: job completed" test "$(cluster_job_state "$id")" = COM
 test_ok "corrupt profile: GPU-proportional" prop "$id"
 test_ok "corrupt profile: logged by slurmctld" grep -q "synergy: profile broken" "$C/log/slurmctld.log"
 
+# A profile store that cannot be read at all never fails a job either.
+mv "$C/store" "$C/store.away"
+j_nostore=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap "$script")
+st=$(cluster_wait_job "$j_nostore" 40)
+mv "$C/store.away" "$C/store"
+test_ok "store unreadable: job completed ($st)" test "$st" = COMPLETED
+test_ok "store unreadable: GPU-proportional" prop "$j_nostore"
+
 # rejected ARGS...: sbatch refuses and says why; no job is created.
 rejected() {
 	local want=$1 out rc before after
