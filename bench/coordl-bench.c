@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,8 @@
 #include "env.h"
 
 static const char *prog = "coordl-bench";
+
+#include "../tools/die.h"
 
 static void usage(FILE *f)
 {
@@ -55,17 +56,6 @@ static void usage(FILE *f)
 		prog);
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 static int64_t int_arg(const char *opt, const char *s, int64_t min, int64_t max)
 {

@@ -282,6 +282,17 @@ static int advice_fits(const syn_node_t *n, int g, double c, double m)
 	       n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >= g * m;
 }
 
+/* Advise node i's GPU-proportional share (TUNE step 2 or 3). */
+static void advise_share(syn_advice_t *out, const syn_profile_t *p, const syn_node_t *n, int i,
+			 int step)
+{
+	out->cpus_per_gpu = syn__share_cpus(n);
+	out->mem_per_gpu = syn__share_mem(n);
+	out->node = i;
+	out->step = step;
+	out->tput = out->prop_tput = syn_job_tput(p, out->cpus_per_gpu, out->mem_per_gpu);
+}
+
 int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile_t *p,
 	       double eps, syn_advice_t *out)
 {
@@ -359,12 +370,7 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 		}
 	}
 	if (best >= 0) {
-		const syn_node_t *n = &nodes[best];
-		out->cpus_per_gpu = syn__share_cpus(n);
-		out->mem_per_gpu = syn__share_mem(n);
-		out->node = best;
-		out->step = 2;
-		out->tput = out->prop_tput = syn_job_tput(p, out->cpus_per_gpu, out->mem_per_gpu);
+		advise_share(out, p, &nodes[best], best, 2);
 		snprintf(out->reason, sizeof out->reason,
 			 "%s: GPU-proportional share fits on node %d",
 			 have ? "best-case demand does not fit now" : "no profile", best);
@@ -383,16 +389,11 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 		}
 	}
 	if (best >= 0) {
-		const syn_node_t *n = &nodes[best];
-		out->cpus_per_gpu = syn__share_cpus(n);
-		out->mem_per_gpu = syn__share_mem(n);
-		out->node = best;
-		out->step = 3;
-		out->tput = out->prop_tput = syn_job_tput(p, out->cpus_per_gpu, out->mem_per_gpu);
+		advise_share(out, p, &nodes[best], best, 3);
 		snprintf(out->reason, sizeof out->reason,
 			 "node %d has %d free GPUs but too few cores/memory: GPU-proportional share "
 			 "after pushing back co-located jobs",
-			 best, n->free_gpus);
+			 best, nodes[best].free_gpus);
 		return 0;
 	}
 	/* Nothing free: ask for the best case the largest node could give. */

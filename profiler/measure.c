@@ -116,6 +116,21 @@ static int start(struct run *r, const syn__measure_opts_t *o, int mode, int thre
 	return coordl_set_epoch(r->ld, 0, &r->err);
 }
 
+/* The emulated GPU takes n samples: it is busy for n / gpu_rate seconds
+ * after it finishes the previous batch, and the consumer waits for it, as a
+ * training step waits for the device before asking for the next batch. */
+static void gpu_take(struct run *r, int n)
+{
+	if (r->gpu_rate <= 0)
+		return;
+	double t = now();
+	if (r->gpu_free > t)
+		sleep_until(r->gpu_free);
+	else
+		r->gpu_free = t;
+	r->gpu_free += n / r->gpu_rate;
+}
+
 /* Take one batch (crossing into the next epoch when one ends) and feed it
  * to the emulated GPU. Returns the samples consumed, or -1. */
 static int consume(struct run *r)
@@ -133,14 +148,7 @@ static int consume(struct run *r)
 		return -1;
 	}
 	int n = b->n;
-	if (r->gpu_rate > 0) {
-		double t = now();
-		if (r->gpu_free > t)
-			sleep_until(r->gpu_free);
-		else
-			r->gpu_free = t;
-		r->gpu_free += n / r->gpu_rate;
-	}
+	gpu_take(r, n);
 	coordl_release(r->ld, b);
 	return n;
 }
@@ -156,15 +164,7 @@ static int finish_epoch(struct run *r, coordl_stats_t *st)
 			return -1;
 		if (rc == 0)
 			break;
-		int n = b->n;
-		if (r->gpu_rate > 0) {
-			double t = now();
-			if (r->gpu_free > t)
-				sleep_until(r->gpu_free);
-			else
-				r->gpu_free = t;
-			r->gpu_free += n / r->gpu_rate;
-		}
+		gpu_take(r, b->n);
 		coordl_release(r->ld, b);
 	}
 	if (r->gpu_rate > 0 && r->gpu_free > now())

@@ -17,7 +17,6 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,8 @@
 #include "source.h"
 
 static const char *prog = "coordl-pack";
+
+#include "../tools/die.h"
 
 static void usage(FILE *f)
 {
@@ -46,17 +47,6 @@ static void usage(FILE *f)
 		prog);
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 static double now(void)
 {

@@ -16,3 +16,4 @@ tools_coordl_pack_SOURCES = tools/coordl-pack.c
 tools_coordl_pack_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 tools_coordl_pack_LDADD = loader/libcoordl-core.la
 dist_man_MANS += doc/coordl-pack.1
+noinst_HEADERS += tools/die.h
