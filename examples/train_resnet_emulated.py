@@ -60,6 +60,12 @@ def parse_args(argv):
     p.add_argument("--max-batches", type=int, default=0,
                    help="stop each epoch after this many batches (0: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", choices=("auto", "torch", "numpy"),
+                   default="auto",
+                   help="batch type: torch tensors (needs torch), numpy "
+                        "arrays, or auto: torch when it can be imported. "
+                        "The emulated model needs neither; importing torch "
+                        "adds about 200 MB to the process")
     return p.parse_args(argv)
 
 
@@ -73,17 +79,21 @@ def tiny_model(torch, classes):
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        print("train_resnet_emulated: needs torch (use /usr/bin/python3 "
-              "with Debian's python3-torch)", file=sys.stderr)
-        return 2
+    torch = None
+    if args.output != "numpy" or args.model == "tiny":
+        try:
+            import torch
+        except ImportError:
+            if args.output == "torch" or args.model == "tiny":
+                print("train_resnet_emulated: needs torch (use /usr/bin/python3 "
+                      "with Debian's python3-torch)", file=sys.stderr)
+                return 2
+    output = "torch" if torch is not None else "numpy"
     try:
         loader = coordl.Loader(args.data, batch_size=args.batch_size,
                                threads=args.threads,
                                cache_bytes=args.cache_bytes, seed=args.seed,
-                               output="torch")
+                               output=output)
     except (coordl.CoordlError, OSError) as e:
         print("train_resnet_emulated: %s" % e, file=sys.stderr)
         return 1
@@ -97,12 +107,12 @@ def main(argv):
         what = "an EMULATED GPU at %.0f images/s (sleep per batch)" \
             % args.gpu_rate
     print("coordl %s (%s): %d samples, %d classes, %d batches/epoch, "
-          "%d loader threads; compute: %s"
+          "%d loader threads, %s batches; compute: %s"
           % (coordl.version(), coordl.library_path(), loader.num_samples,
-             loader.num_classes, len(loader), loader.threads, what))
-    print("%5s %8s %9s %8s %8s %9s %10s" % ("epoch", "batches", "images/s",
-                                            "stall%", "loss", "hit%",
-                                            "storageMB"))
+             loader.num_classes, len(loader), loader.threads, output, what))
+    print("%5s %8s %8s %8s %9s %8s %8s %9s %10s"
+          % ("epoch", "batches", "images", "wall_s", "images/s", "stall%",
+             "loss", "hit%", "storageMB"))
     with loader:
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
@@ -123,8 +133,9 @@ def main(argv):
             st = loader.stats()
             wall = st["epoch_wall"] or float("nan")
             lookups = st["cache_hits"] + st["cache_misses"]
-            print("%5d %8d %9.1f %8.1f %8s %9s %10.1f"
-                  % (epoch, st["batches"], st["samples"] / wall,
+            print("%5d %8d %8d %8.3f %9.1f %8.1f %8s %9s %10.1f"
+                  % (epoch, st["batches"], st["samples"], wall,
+                     st["samples"] / wall,
                      100.0 * st["stall"] / wall,
                      "%.3f" % (loss_sum / steps) if args.model == "tiny"
                      and steps else "-",
