@@ -10,12 +10,17 @@
  * flat job does not hoard resources that change nothing.
  * Phase 2 packs the chosen demands onto nodes: first best-fit decreasing
  * (largest demand first, each job on the fullest node that holds it), which
- * nearly always succeeds and costs microseconds; else integer GPUs per
- * (job, node) under each node's free GPUs, cores and memory (its LP
- * relaxation with integrality, GLPK's branch and bound). If the packing is
- * infeasible or runs out of time, the jobs are placed in order by TUNE's
- * steps with the OPT demand as their best case (opt_fallback in the stats),
- * which keeps the guarantee.
+ * costs microseconds. Phase 1's pooled demands often fill the cluster's
+ * cores exactly and cannot be split into per-node sums, so when that fails
+ * the cells and nodes are chosen together (opt_joint: the same objective
+ * with per-node capacities, identical jobs aggregated, dominated cells
+ * dropped, identical nodes ordered); its optimum is the best per-node
+ * allocation, and phase 1 stays the upper bound reported in the stats.
+ * Jobs that must span nodes use the older packing program instead
+ * (integer GPUs per (job, node), GLPK's branch and bound). If none finds a
+ * solution in time, the jobs are placed in order by TUNE's steps with the
+ * OPT demand as their best case (opt_fallback in the stats), which keeps
+ * the guarantee.
  *
  * The floor uses the smallest per-GPU share of the cluster's nodes, which is
  * exact on the homogeneous clusters OPT is meant for.
@@ -277,6 +282,180 @@ out:
 	return rv;
 }
 
+/*
+ * Phase 2 when the phase-1 demands do not pack: choose the cells and the
+ * nodes together. Phase 1 pools the cluster's cores and memory, and its
+ * demands often add up to a node's capacity only when split across nodes,
+ * which no packing can do; a packing program then has no solution and GLPK
+ * spends its whole time limit failing to prove it. Here the variables are
+ * x[t][c][s], the number of jobs of class t (same profile and GPU count)
+ * at cell c on node s, so identical jobs are one integer instead of many
+ * interchangeable binaries; cells dominated by a cheaper cell at least as
+ * fast are dropped; and consecutive identical nodes are ordered by the
+ * cores they hand out, so GLPK does not explore every permutation of them.
+ * Every job of the round is placed (all fit by GPUs: the round selected
+ * them so), each node's floor is respected, and the objective is phase 1's.
+ * Only for jobs that fit on one node. Returns 0 with every job committed,
+ * -1 if there is no solution in time (nothing committed).
+ */
+struct jclass {
+	const syn_profile_t *p;
+	int gpus, n, first; /* first column */
+	int nc;             /* cells kept */
+	double c[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1];
+	double m[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1];
+	double t[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1];
+};
+
+static int same_node(const syn_node_t *a, const syn_node_t *b)
+{
+	return a->gpus == b->gpus && a->cpus == b->cpus && a->mem_gb == b->mem_gb &&
+	       a->free_gpus == b->free_gpus && a->free_cpus == b->free_cpus &&
+	       a->free_mem_gb == b->free_mem_gb;
+}
+
+static int opt_joint(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, const int *idx, int n_sel,
+		     double share_c, double share_m, double time_limit_s, struct syn__ctx *cx)
+{
+	enum { MAXC = SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1 };
+	struct jclass *cl = NULL;
+	int *cls = NULL, *ia = NULL, *ja = NULL, *left = NULL;
+	double *ar = NULL;
+	glp_prob *lp = NULL;
+	int rv = -1, ncl = 0, ncol = 0, nz = 0, max_g = 0, row;
+
+	for (int s = 0; s < n_nodes; s++)
+		max_g = nodes[s].free_gpus > max_g ? nodes[s].free_gpus : max_g;
+	cl = calloc((size_t)(n_sel > 0 ? n_sel : 1), sizeof *cl);
+	cls = malloc(sizeof *cls * (size_t)(n_sel > 0 ? n_sel : 1));
+	if (!cl || !cls)
+		goto out;
+	for (int k = 0; k < n_sel; k++) {
+		const syn_job_t *j = &jobs[idx[k]];
+		int q = 0;
+		if (j->gpus > max_g)
+			goto out;
+		while (q < ncl && !(cl[q].p == j->profile && cl[q].gpus == j->gpus))
+			q++;
+		if (q == ncl) {
+			double c[MAXC], m[MAXC], t[MAXC];
+			int n = syn__opt_cells(j->profile, share_c, share_m, c, m, t, MAXC);
+			cl[q].p = j->profile;
+			cl[q].gpus = j->gpus;
+			for (int a = 0; a < n; a++) {
+				int dom = 0;
+				for (int b = 0; b < n && !dom; b++)
+					dom = b != a && c[b] <= c[a] && m[b] <= m[a] && t[b] >= t[a] &&
+					      (c[b] < c[a] || m[b] < m[a] || t[b] > t[a] || b < a);
+				if (dom)
+					continue;
+				cl[q].c[cl[q].nc] = c[a];
+				cl[q].m[cl[q].nc] = m[a];
+				cl[q].t[cl[q].nc++] = t[a];
+			}
+			cl[q].first = ncol;
+			ncol += cl[q].nc * n_nodes;
+			ncl++;
+		}
+		cl[q].n++;
+		cls[k] = q;
+	}
+	/* Rows: one per class (all its jobs placed), three per node, one per
+	 * pair of consecutive identical nodes. Each column has at most five
+	 * entries (class, node GPUs, cores, memory, two order rows). */
+	ia = malloc(sizeof *ia * (size_t)(6 * ncol + 1));
+	ja = malloc(sizeof *ja * (size_t)(6 * ncol + 1));
+	ar = malloc(sizeof *ar * (size_t)(6 * ncol + 1));
+	left = malloc(sizeof *left * (size_t)(ncol > 0 ? ncol : 1));
+	if (!ia || !ja || !ar || !left)
+		goto out;
+	lp = glp_create_prob();
+	glp_set_obj_dir(lp, GLP_MAX);
+	glp_add_rows(lp, ncl + 4 * n_nodes);
+	for (int q = 0; q < ncl; q++)
+		glp_set_row_bnds(lp, q + 1, GLP_FX, cl[q].n, cl[q].n);
+	for (int s = 0; s < n_nodes; s++) {
+		const syn_node_t *n = &nodes[s];
+		row = ncl + 4 * s + 1;
+		glp_set_row_bnds(lp, row, GLP_UP, 0, n->free_gpus > 0 ? n->free_gpus : 0);
+		glp_set_row_bnds(lp, row + 1, GLP_UP, 0,
+				 fmax(0, n->free_cpus + SYN__EPS * (1 + n->cpus)));
+		glp_set_row_bnds(lp, row + 2, GLP_UP, 0,
+				 fmax(0, n->free_mem_gb + SYN__EPS * (1 + n->mem_gb)));
+		/* cores(s) - cores(s+1) >= 0 for identical neighbours. */
+		if (s + 1 < n_nodes && same_node(n, &nodes[s + 1]))
+			glp_set_row_bnds(lp, row + 3, GLP_LO, 0, 0);
+		else
+			glp_set_row_bnds(lp, row + 3, GLP_FR, 0, 0);
+	}
+	glp_add_cols(lp, ncol);
+	for (int q = 0; q < ncl; q++)
+		for (int a = 0; a < cl[q].nc; a++)
+			for (int s = 0; s < n_nodes; s++) {
+				const syn_node_t *n = &nodes[s];
+				int col = cl[q].first + a * n_nodes + s + 1, g = cl[q].gpus;
+				double cost = cl[q].c[a] / share_c + (share_m > 0 ? cl[q].m[a] / share_m : 0);
+				int ub = n->free_gpus / g < cl[q].n ? n->free_gpus / g : cl[q].n;
+				glp_set_col_kind(lp, col, GLP_IV);
+				/* The floor on this node (its own share). */
+				if (cl[q].t[a] < syn_job_tput(cl[q].p, syn__share_cpus(n), syn__share_mem(n)))
+					ub = 0;
+				if (ub <= 0)
+					glp_set_col_bnds(lp, col, GLP_FX, 0, 0);
+				else
+					glp_set_col_bnds(lp, col, GLP_DB, 0, ub);
+				glp_set_obj_coef(lp, col, g * (cl[q].t[a] - TIE_COST * cost));
+				row = ncl + 4 * s + 1;
+				ia[++nz] = q + 1, ja[nz] = col, ar[nz] = 1;
+				ia[++nz] = row, ja[nz] = col, ar[nz] = g;
+				ia[++nz] = row + 1, ja[nz] = col, ar[nz] = g * cl[q].c[a];
+				ia[++nz] = row + 2, ja[nz] = col, ar[nz] = g * cl[q].m[a];
+				ia[++nz] = row + 3, ja[nz] = col, ar[nz] = g * cl[q].c[a];
+				if (s > 0)
+					ia[++nz] = row - 1, ja[nz] = col, ar[nz] = -g * cl[q].c[a];
+			}
+	glp_load_matrix(lp, nz, ia, ja, ar);
+	if (solve(lp, time_limit_s) < 0)
+		goto out;
+	/* Hand each class's jobs out over its (cell, node) counts, in the
+	 * round's order. The class rows make the counts add up exactly. */
+	for (int c = 0; c < ncol; c++)
+		left[c] = (int)lround(glp_mip_col_val(lp, c + 1));
+	for (int k = 0; k < n_sel; k++) {
+		const struct jclass *q = &cl[cls[k]];
+		int c = q->first, end = q->first + q->nc * n_nodes;
+		while (c < end && left[c] <= 0)
+			c++;
+		if (c == end)
+			goto out;
+		left[c]--;
+		cls[k] = c;
+	}
+	for (int q = 0; q < ncl; q++)
+		for (int c = cl[q].first; c < cl[q].first + cl[q].nc * n_nodes; c++)
+			if (left[c] != 0)
+				goto out;
+	for (int k = 0; k < n_sel; k++) {
+		int q = 0;
+		while (!(cls[k] >= cl[q].first && cls[k] < cl[q].first + cl[q].nc * n_nodes))
+			q++;
+		int a = (cls[k] - cl[q].first) / n_nodes, s = (cls[k] - cl[q].first) % n_nodes;
+		syn_place_t pl = { s, cl[q].gpus };
+		syn__commit(cx, idx[k], &pl, 1, cl[q].c[a], cl[q].m[a]);
+	}
+	rv = 0;
+out:
+	if (lp)
+		glp_delete_prob(lp);
+	free(cl);
+	free(cls);
+	free(ia);
+	free(ja);
+	free(ar);
+	free(left);
+	return rv;
+}
+
 struct bfd_item {
 	double key;
 	int k;
@@ -397,6 +576,8 @@ int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 	}
 	st->opt_bound = obj;
 	if (opt_pack_bfd(nodes, n_nodes, jobs, sel, n_sel, cpus, mem, cx) < 0 &&
+	    opt_joint(nodes, n_nodes, jobs, sel, n_sel, share_c, share_m, o->opt_time_limit_s,
+		      cx) < 0 &&
 	    opt_pack(nodes, n_nodes, jobs, sel, n_sel, cpus, mem, fmin(o->opt_time_limit_s / 4, 2),
 		     cx) < 0) {
 		st->opt_fallback = 1;

@@ -3,7 +3,10 @@
  * small grids) phase 1's objective must equal the best total throughput
  * found by enumerating every combination of candidate cells under the
  * cluster's cores and memory. On one node, phase 2 is trivial, so the full
- * OPT round must reach the same total, and TUNE may not beat it.
+ * OPT round must reach the same total, and TUNE may not beat it. On two
+ * nodes, where phase 1's pooled demands need not pack, the OPT round must
+ * reach the best per-node allocation found by enumerating (node, cell) for
+ * every job, without falling back to TUNE's steps.
  */
 #include "config.h"
 
@@ -35,6 +38,29 @@ static double brute(const syn_job_t *j, int n, int k, double cpus, double mem)
 		if (rest + j[k].gpus * ct[k][c] > best)
 			best = rest + j[k].gpus * ct[k][c];
 	}
+	return best;
+}
+
+/* The best total over every (node, cell) choice per job on n_nodes
+ * identical nodes of g GPUs, cpus cores and mem GB each. */
+static double brute_nodes(const syn_job_t *j, int n, int k, int n_nodes, int *g, double *cpus,
+			  double *mem)
+{
+	double best = -INFINITY;
+
+	if (k == n)
+		return 0;
+	for (int s = 0; s < n_nodes; s++)
+		for (int c = 0; c < ncell[k]; c++) {
+			double uc = j[k].gpus * cc[k][c], um = j[k].gpus * cm[k][c];
+			if (g[s] < j[k].gpus || uc > cpus[s] + 1e-9 || um > mem[s] + 1e-9)
+				continue;
+			g[s] -= j[k].gpus, cpus[s] -= uc, mem[s] -= um;
+			double rest = brute_nodes(j, n, k + 1, n_nodes, g, cpus, mem);
+			g[s] += j[k].gpus, cpus[s] += uc, mem[s] += um;
+			if (rest + j[k].gpus * ct[k][c] > best)
+				best = rest + j[k].gpus * ct[k][c];
+		}
 	return best;
 }
 
@@ -103,6 +129,93 @@ int main(void)
 		syn_round(&n, 1, j, 4, &o, &st_tune, &err);
 		ok(st_tune.total_tput <= st.total_tput + 1e-9, "TUNE %.3f <= OPT %.3f",
 		   st_tune.total_tput, st.total_tput);
+	}
+
+	/* Regression (issue 3, OPT packing time-outs): one job's pooled
+	 * optimum (7 cores) is larger than any node (6 cores), so phase 1's
+	 * demands cannot be packed. OPT must still find the best per-node
+	 * allocation (that job at 5 cores on one node, 5.0 in all) instead of
+	 * falling back to TUNE's steps (4.0), and report phase 1 (6.0) as its
+	 * bound. */
+	{
+		syn_node_t n[2] = { { .gpus = 2, .cpus = 6, .mem_gb = 100 },
+				    { .gpus = 2, .cpus = 6, .mem_gb = 100 } };
+		syn_profile_t big, flat;
+		syn_round_opts_t o;
+		syn_round_stats_t st;
+		memset(&big, 0, sizeof big);
+		strcpy(big.key, "big");
+		big.n_cpu = 4;
+		big.n_mem = 1;
+		big.mem_gb[0] = 50;
+		big.prop_cpus = 3;
+		big.prop_mem_gb = 50;
+		for (int i = 0; i < 4; i++) {
+			big.cpus[i] = 1 + 2 * i;
+			big.tput[i][0] = (double[]){ 0.5, 1, 2, 3 }[i];
+		}
+		flat = big;
+		strcpy(flat.key, "flat");
+		for (int i = 0; i < 4; i++)
+			flat.tput[i][0] = 1;
+		memset(j, 0, sizeof j);
+		for (int k = 0; k < 4; k++) {
+			j[k].id = (uint64_t)k;
+			j[k].gpus = 1;
+			j[k].arrival = k;
+			j[k].profile = k == 0 ? &big : &flat;
+		}
+		syn_round_opts_init(&o);
+		o.allocator = SYN_ALLOC_OPT;
+		ok(syn_round(n, 2, j, 4, &o, &st, &err) == 0, "OPT round, unpackable phase 1");
+		is_int(st.opt_fallback, 0, "no fallback to TUNE's steps");
+		is_near(st.total_tput, 5.0, 1e-9, "best per-node allocation is 5.0");
+		is_near(st.opt_bound, 6.0, 1e-9, "phase 1 bound is 6.0");
+		ok(j[0].alloc.cpus_per_gpu == 5, "the big job at 5 cores");
+		is_int(syn_check_round(n, 2, j, 4, &err), 0, "capacity and guarantee hold");
+	}
+
+	/* Random two-node instances against per-node brute force. */
+	{
+		int bad = 0, fb = 0, n_inst = 0;
+		for (int t = 0; t < 60; t++) {
+			int nj = 3 + t % 2, g[2], gpus = 2;
+			double cap_c = 3 + urand() * 6, cap_m = 60 + urand() * 150;
+			double fc[2] = { cap_c, cap_c }, fm[2] = { cap_m, cap_m };
+			syn_node_t n[2];
+			syn_round_opts_t o;
+			syn_round_stats_t st;
+			for (int s = 0; s < 2; s++) {
+				n[s] = (syn_node_t){ .gpus = gpus, .cpus = cap_c, .mem_gb = cap_m };
+				g[s] = gpus;
+			}
+			memset(j, 0, sizeof j);
+			for (int k = 0; k < nj; k++) {
+				small_profile(&prof[k]);
+				j[k].id = (uint64_t)k;
+				j[k].gpus = 1;
+				j[k].arrival = k;
+				j[k].profile = &prof[k];
+				ncell[k] = syn__opt_cells(j[k].profile, cap_c / gpus, cap_m / gpus,
+							  cc[k], cm[k], ct[k], MAXC);
+			}
+			double bf = brute_nodes(j, nj, 0, 2, g, fc, fm);
+			syn_round_opts_init(&o);
+			o.allocator = SYN_ALLOC_OPT;
+			if (isinf(bf) || syn_round(n, 2, j, nj, &o, &st, &err) < 0)
+				continue;
+			n_inst++;
+			fb += st.opt_fallback;
+			if (fabs(st.total_tput - bf) > 2e-3 * bf + 1e-4 * 12 * 2 * nj ||
+			    syn_check_round(n, 2, j, nj, &err) != 0) {
+				bad++;
+				diag("two-node instance %d: OPT %.5f, per-node brute force %.5f", t,
+				     st.total_tput, bf);
+			}
+		}
+		ok(n_inst > 40, "%d two-node instances solved", n_inst);
+		is_int(fb, 0, "no fallback on two nodes");
+		is_int(bad, 0, "OPT reaches the per-node brute-force optimum");
 	}
 
 	/* Random tiny instances. */
