@@ -21,7 +21,8 @@
  *     "prop_cpus": 3, "prop_mem_gb": 62.5,
  *     "base_tput": 812.5,                -- images/s per GPU at the proportional share
  *     "rates": { "gpu": ..., "prep_per_core": ..., "fetch_storage_bps": ...,
- *                "fetch_memory_bps": ... },
+ *                "fetch_memory_bps": ...,
+ *                "fetch_overlap": 0.6 },   -- optional, 0..1; absent = 0
  *     "dataset": { "bytes": ..., "items": ... },
  *     "machine": "...", "date": "2026-11-22T15:00:00Z", "tool": "synergy-profile 0.1.0"
  *   }
@@ -54,6 +55,9 @@ typedef struct syn_profile {
 	double prep_rate_per_core;            /* samples/s one core preps */
 	double fetch_storage_bps;             /* bytes/s from storage */
 	double fetch_memory_bps;              /* bytes/s from the cache */
+	double fetch_overlap;                 /* fraction (0..1) of the shorter of fetch and prep
+	                                         time per item hidden under the longer, fitted
+	                                         at the most threads profiled; 0 = serial */
 	uint64_t dataset_bytes, dataset_items;
 	char machine[128];
 	char date[32];

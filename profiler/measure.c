@@ -266,6 +266,51 @@ int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
 static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
                           syn__stat_t *out, double *hit_rate, char *msg, int msglen);
 
+/* Shrink the timed windows of po so that, after the prefetch ring settles,
+ * they fit in one epoch of ld (an epoch boundary would time a restart). */
+static void fit_windows(syn__measure_opts_t *po, coordl_loader_t *ld)
+{
+	long nb = (long)coordl_num_batches(ld) - coordl_config(ld)->prefetch;
+	if (nb < po->windows)
+		po->windows = nb < 1 ? 1 : (int)nb;
+	if ((long)po->windows * po->window_batches > nb)
+		po->window_batches = (int)(nb / po->windows) < 1 ? 1 : (int)(nb / po->windows);
+}
+
+/*
+ * The loader as a job on cold storage without a cache runs it: decoding,
+ * no emulated GPU, storage made cold first, timed on a prefix of an epoch.
+ * Compared with the separately measured fetch and prep rates, this says how
+ * much of the fetch hides under decoding at this thread count.
+ */
+static int measure_cold(const syn__measure_opts_t *o, int threads, syn__stat_t *out, char *msg,
+                        int msglen)
+{
+	int rv = -1;
+	struct run r = { 0 };
+	char note[128];
+	syn__measure_opts_t po = *o;
+
+	errno = 0;
+	if (start(&r, o, o->mode, threads, 0, NULL, 0) < 0) {
+		FAIL("cold loader at %d threads: %s", threads, r.err.text);
+		goto out;
+	}
+	fit_windows(&po, r.ld);
+	if (syn__make_cold(o, note, sizeof(note)) < 0) {
+		FAIL("making storage cold");
+		goto out;
+	}
+	if (timed(&r, &po, out) < 0) {
+		FAIL("cold run at %d threads: %s", threads, r.err.text);
+		goto out;
+	}
+	rv = 0;
+out:
+	coordl_destroy(r.ld);
+	return rv;
+}
+
 /* The probe of the CPU search: one point on the running loader, with
  * every item cached. */
 struct probe_ctx {
@@ -383,6 +428,18 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 	res->rates.fetch_memory_bps = res->memory_bps.med;
 	progress(o, "fetch: storage %.1f MiB/s, cache %.1f MiB/s (%s)", res->storage_bps.med / 1048576,
 	         res->memory_bps.med / 1048576, res->cold_note);
+	/* Cold decoding runs for the overlap, at the most threads and at
+	 * one (how much hides depends on how busy the cores are). */
+	res->cold_threads[res->n_cold++] = max_threads;
+	if (max_threads > 1)
+		res->cold_threads[res->n_cold++] = 1;
+	for (int i = 0; i < res->n_cold; i++) {
+		if (measure_cold(o, res->cold_threads[i], &res->cold_rate[i], msg, msglen) < 0)
+			goto out;
+		progress(o, "cold, uncached: %d thread%s: %.0f samples/s (%.0f-%.0f)",
+		         res->cold_threads[i], res->cold_threads[i] > 1 ? "s" : "", res->cold_rate[i].med,
+		         res->cold_rate[i].min, res->cold_rate[i].max);
+	}
 	res->seconds[1] = now() - t;
 
 	/* 3. Prep with all data in memory: the decoding loader attaches to
@@ -417,6 +474,20 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 		res->rates.prep_cpus[k] = c;
 		res->rates.prep_rate[k] = v;
 		res->rates.n_prep++;
+	}
+	/* The overlap each cold run fits, against the prep curve and the
+	 * uncached fetch rate the model would use at that thread count. */
+	for (int i = 0; i < res->n_cold; i++) {
+		double c = res->cold_threads[i];
+		double a = syn__model_fit_overlap(syn__model_prep(&res->rates, c),
+		                                  syn__model_fetch(&res->rates, 0), res->cold_rate[i].med);
+		res->cold_overlap[i] = a;
+		if (syn__model_add_overlap(&res->rates, c, a) < 0) {
+			FAIL("recording the overlap at %d threads", res->cold_threads[i]);
+			goto out;
+		}
+		progress(o, "overlap at %d thread%s: %.2f", res->cold_threads[i],
+		         res->cold_threads[i] > 1 ? "s" : "", a);
 	}
 	res->seconds[3] = now() - t;
 
@@ -492,11 +563,7 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 	if (epochs == 0) {
 		/* Fit the windows into one epoch so the hit rate is the cache's. */
 		syn__measure_opts_t po = *o;
-		long nb = (long)coordl_num_batches(r.ld) - coordl_config(r.ld)->prefetch;
-		if (nb < po.windows)
-			po.windows = nb < 1 ? 1 : (int)nb;
-		if ((long)po.windows * po.window_batches > nb)
-			po.window_batches = (int)(nb / po.windows) < 1 ? 1 : (int)(nb / po.windows);
+		fit_windows(&po, r.ld);
 		if (syn__make_cold(o, note, sizeof(note)) < 0) {
 			FAIL("making storage cold");
 			goto out;

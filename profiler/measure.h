@@ -4,7 +4,9 @@
  *
  * syn__measure() runs the whole protocol in one process: the GPU ingestion
  * rate (synthetic batches into an emulated consumer), the fetch rates from
- * cold storage and from the loader's cache (raw mode, no decode), the CPU
+ * cold storage and from the loader's cache (raw mode, no decode), cold
+ * uncached decoding runs at one thread and at the most threads (how much
+ * of the fetch hides under decoding: the model's overlap), the CPU
  * axis with all data cached (Synergy's optimistic search, one loader whose
  * worker count changes live), and one check of the memory axis at a real,
  * partial cache size. syn__measure_point() measures one (threads, cache)
@@ -59,13 +61,18 @@ typedef struct syn__measure_result {
 	int n_points;                  /* CPU search points, in the order measured */
 	int point_threads[SYN__MAX_POINTS];
 	syn__stat_t point[SYN__MAX_POINTS];
+	int n_cold;                    /* cold, uncached decoding runs (overlap fit) */
+	int cold_threads[2];
+	syn__stat_t cold_rate[2];      /* samples/s, no emulated GPU */
+	double cold_overlap[2];        /* the overlap each run fits */
 	double check_cache_bytes;      /* memory-axis check (0 if skipped) */
 	double check_hit_rate;         /* hits / samples the loader counted */
 	syn__stat_t check_measured;
 	double check_predicted;
 	int cold;                      /* how storage was made cold (enum syn__cold) */
 	char cold_note[128];           /* what happened when making it cold */
-	double seconds[5];             /* wall time per step: gpu, fetch, warm, sweep, check */
+	double seconds[5];             /* wall time per step: gpu, fetch (cold runs included),
+	                                  warm, sweep, check */
 	double wall;                   /* the whole protocol */
 } syn__measure_result_t;
 

@@ -71,6 +71,58 @@ double syn__model_fetch(const syn__rates_t *r, double cache_bytes)
 	return (double)r->dataset_items / t;
 }
 
+double syn__model_overlap(const syn__rates_t *r, double cpus)
+{
+	int n = r->n_overlap;
+	if (n < 1)
+		return 0;
+	if (cpus <= r->overlap_cpus[0])
+		return r->overlap[0];
+	if (cpus >= r->overlap_cpus[n - 1])
+		return r->overlap[n - 1];
+	int k = 0;
+	while (k + 1 < n - 1 && r->overlap_cpus[k + 1] <= cpus)
+		k++;
+	double w = (cpus - r->overlap_cpus[k]) / (r->overlap_cpus[k + 1] - r->overlap_cpus[k]);
+	return r->overlap[k] * (1 - w) + r->overlap[k + 1] * w;
+}
+
+double syn__model_fit_overlap(double prep_rate, double fetch_rate, double measured)
+{
+	if (!(prep_rate > 0) || !(fetch_rate > 0) || !(measured > 0) || !isfinite(prep_rate) ||
+	    !isfinite(fetch_rate) || !isfinite(measured))
+		return 0;
+	double tp = 1.0 / prep_rate, tf = 1.0 / fetch_rate, tm = 1.0 / measured;
+	double a = (tp + tf - tm) / fmin(tp, tf);
+	return a < 0 ? 0 : a > 1 ? 1 : a;
+}
+
+int syn__model_add_overlap(syn__rates_t *r, double cpus, double a)
+{
+	int k = 0;
+	if (!(cpus > 0) || !(a >= 0 && a <= 1)) {
+		errno = EINVAL;
+		return -1;
+	}
+	while (k < r->n_overlap && r->overlap_cpus[k] < cpus)
+		k++;
+	if (k < r->n_overlap && r->overlap_cpus[k] == cpus) {
+		r->overlap[k] = a;
+		return 0;
+	}
+	if (r->n_overlap >= SYN__MAX_POINTS) {
+		errno = EINVAL;
+		return -1;
+	}
+	memmove(&r->overlap_cpus[k + 1], &r->overlap_cpus[k],
+	        (size_t)(r->n_overlap - k) * sizeof(double));
+	memmove(&r->overlap[k + 1], &r->overlap[k], (size_t)(r->n_overlap - k) * sizeof(double));
+	r->overlap_cpus[k] = cpus;
+	r->overlap[k] = a;
+	r->n_overlap++;
+	return 0;
+}
+
 double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes)
 {
 	double p = syn__model_prep(r, cpus);
@@ -79,7 +131,8 @@ double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes)
 		return 0;
 	if (isinf(f))
 		return p;
-	return 1.0 / (1.0 / p + 1.0 / f);
+	double tp = 1.0 / p, tf = 1.0 / f;
+	return 1.0 / (tp + tf - syn__model_overlap(r, cpus) * fmin(tp, tf));
 }
 
 double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes)
@@ -137,6 +190,7 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
 	p->prep_rate_per_core = round_to(r->prep_rate[last] / r->prep_cpus[last], 0.1);
 	p->fetch_storage_bps = round(r->fetch_storage_bps);
 	p->fetch_memory_bps = round(r->fetch_memory_bps);
+	p->fetch_overlap = r->n_overlap > 0 ? round_to(r->overlap[r->n_overlap - 1], 1e-4) : 0;
 	p->dataset_bytes = r->dataset_bytes;
 	p->dataset_items = r->dataset_items;
 	return 0;

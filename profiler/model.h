@@ -4,14 +4,22 @@
  * From a handful of measured rates the model predicts a job's throughput
  * at any (cores, cache) point:
  *
- *   tput(c, m) = min(R_gpu, 1 / (1/R_prep(c) + 1/R_fetch(m)))
+ *   t_p = 1/R_prep(c), t_f = 1/R_fetch(m)          (seconds per item)
+ *   loader(c, m) = 1 / (t_p + t_f - a(c) * min(t_p, t_f))
+ *   tput(c, m) = min(R_gpu, loader(c, m))
  *
- * DS-Analyzer takes min(R_gpu, R_prep, R_fetch), which holds for a loader
- * that fetches and decodes in separate stages. A coordl worker fetches an
- * item and then decodes it on the same thread, so the two times add up
- * per item (the harmonic combination); both forms agree when one rate is
- * much larger than the other. The loader and the GPU do overlap
- * (prefetching), hence the outer min.
+ * a(c) in [0, 1] is the fetch/prep overlap. DS-Analyzer takes
+ * min(R_prep, R_fetch) (a = 1), which holds for a loader that fetches and
+ * decodes in separate stages. A coordl worker fetches an item and then
+ * decodes it on the same thread, which suggests a = 0 (the times add up);
+ * but on cold storage the kernel's readahead and spare cores hide part of
+ * the fetch under decoding, so the truth lies between, and it depends on
+ * how busy the cores are. The profiler therefore measures it: a cold,
+ * uncached decoding run at a few thread counts gives a measured rate R_c,
+ * and a = (t_p + t_f - 1/R_c) / min(t_p, t_f), clamped to [0, 1]. Between
+ * measured thread counts a(c) is linear, beyond them it is held at the
+ * nearest one; with none measured a = 0 (the serial model). The loader and
+ * the GPU overlap too (prefetching), hence the outer min.
  *
  * R_prep(c) is piecewise linear through the measured prep points (data in
  * memory), through the origin below the first one, and extrapolated with
@@ -42,6 +50,9 @@ typedef struct syn__rates {
 	double fetch_storage_bps;            /* bytes/s from storage (cold); 0 = unlimited */
 	double fetch_memory_bps;             /* bytes/s from the cache; 0 = unlimited */
 	uint64_t dataset_bytes, dataset_items;
+	int n_overlap;                       /* fitted overlap points, cpus increasing; 0 = serial */
+	double overlap_cpus[SYN__MAX_POINTS];
+	double overlap[SYN__MAX_POINTS];     /* a(c) in [0, 1] at each */
 } syn__rates_t;
 
 /* Prep throughput (samples/s) at `cpus` worker threads; 0 with no points. */
@@ -54,7 +65,27 @@ double syn__model_fetch(const syn__rates_t *r, double cache_bytes);
 /* The MinIO hit rate for a cache of cache_bytes: min(1, cache/dataset). */
 double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes);
 
-/* The loader alone at (cpus, cache_bytes): prep and fetch times added. */
+/* The fetch/prep overlap a(cpus) in [0, 1] (see the top of the file). */
+double syn__model_overlap(const syn__rates_t *r, double cpus);
+
+/*
+ * Fit the overlap from one measured rate: prep and fetch rates (samples/s,
+ * as the model gives them for that point) and the rate measured there with
+ * both at work. Returns a in [0, 1]: 0 when the measurement is at or below
+ * the serial sum, 1 at or above min(prep, fetch); 0 when an input is not a
+ * positive finite number (nothing to fit: keep the serial model).
+ */
+double syn__model_fit_overlap(double prep_rate, double fetch_rate, double measured);
+
+/*
+ * Record a fitted overlap a at `cpus` threads, keeping overlap_cpus
+ * increasing (a second fit at the same count replaces the first).
+ * Returns 0, or -1 (EINVAL: bad cpus or a, or no room).
+ */
+int syn__model_add_overlap(syn__rates_t *r, double cpus, double a);
+
+/* The loader alone at (cpus, cache_bytes): prep and fetch times combined
+ * with the overlap a(cpus). */
 double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes);
 
 /* Predicted samples/s at (cpus, cache_bytes): min(GPU, loader). */
@@ -64,7 +95,8 @@ double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes);
  * Fill the grid of p (cpus x mem_gb axes as given, mem in GiB per GPU)
  * with predicted throughput normalised to the prediction at (prop_cpus,
  * prop_mem_gb), rounded to 4 decimals; set prop_*, base_tput and the raw
- * rates (prep_rate_per_core from the largest measured point). Leaves key,
+ * rates (prep_rate_per_core from the largest measured point, fetch_overlap
+ * from the largest fitted thread count). Leaves key,
  * model, machine, date and tool alone. Returns 0, or -1 with errno EINVAL
  * and msg (size msglen) naming the problem (bad axis, no prep points, a
  * zero throughput at the proportional share).

@@ -415,8 +415,11 @@ static void print_profile(const syn_profile_t *p, FILE *f)
 		snprintf(gb, sizeof(gb), "%.1f samples/s", p->gpu_rate);
 	else
 		snprintf(gb, sizeof(gb), "unlimited");
-	fprintf(f, "rates     gpu %s, prep %.1f samples/s per core, storage %s/s, cache %s/s\n",
+	fprintf(f, "rates     gpu %s, prep %.1f samples/s per core, storage %s/s, cache %s/s",
 	        gb, p->prep_rate_per_core, sb, mb);
+	if (p->fetch_overlap > 0)
+		fprintf(f, ", overlap %.2f", p->fetch_overlap);
+	fputc('\n', f);
 	human_bytes((double)p->dataset_bytes, db, sizeof(db));
 	fprintf(f, "dataset   %llu items, %s\n", (unsigned long long)p->dataset_items, db);
 	if (p->machine[0])
@@ -678,6 +681,10 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		printf("prep %3d thread%s   %10.1f samples/s  (%.1f-%.1f)\n", res.point_threads[i],
 		       res.point_threads[i] > 1 ? "s" : " ", res.point[i].med, res.point[i].min,
 		       res.point[i].max);
+	for (int i = 0; i < res.n_cold; i++)
+		printf("cold %3d thread%s   %10.1f samples/s  (%.1f-%.1f), overlap %.3f\n",
+		       res.cold_threads[i], res.cold_threads[i] > 1 ? "s" : " ", res.cold_rate[i].med,
+		       res.cold_rate[i].min, res.cold_rate[i].max, res.cold_overlap[i]);
 	if (res.check_cache_bytes > 0)
 		printf("memory check       %10.1f samples/s measured at %.0f%% cache (hit rate %.3f), "
 		       "model %.1f (%+.1f%%)\n", res.check_measured.med,

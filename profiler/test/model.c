@@ -116,6 +116,68 @@ static void test_grid(void)
 	   "no prep measurement is rejected");
 }
 
+static void test_overlap(void)
+{
+	syn__rates_t r = rates();
+
+	/* Fit: prep 1000/s (1 ms), fetch 4000/s (0.25 ms). Serial = 1.25 ms
+	 * (800/s); full overlap = 1 ms (1000/s). Measured 1/1.1 ms = 909.09/s
+	 * hides 0.15 of 0.25 ms: a = 0.6. */
+	is_near(syn__model_fit_overlap(1000, 4000, 1 / 1.1e-3), 0.6, 1e-9, "fit: 0.15 of 0.25 ms hidden");
+	is_near(syn__model_fit_overlap(4000, 1000, 1 / 1.1e-3), 0.6, 1e-9, "fit is symmetric in prep/fetch");
+	is_near(syn__model_fit_overlap(1000, 4000, 800), 0, 1e-9, "the serial sum fits 0");
+	is_near(syn__model_fit_overlap(1000, 4000, 700), 0, 0, "slower than serial: clamped to 0");
+	is_near(syn__model_fit_overlap(1000, 4000, 1000), 1, 1e-9, "min(prep, fetch) fits 1");
+	is_near(syn__model_fit_overlap(1000, 4000, 1200), 1, 0, "faster than min: clamped to 1");
+	is_near(syn__model_fit_overlap(0, 4000, 900), 0, 0, "no prep rate: nothing to fit");
+	is_near(syn__model_fit_overlap(1000, INFINITY, 900), 0, 0, "unlimited fetch: nothing to fit");
+
+	/* a(c): none fitted = serial; one point = constant; two points =
+	 * linear between, held beyond. */
+	is_near(syn__model_overlap(&r, 3), 0, 0, "no fit: serial (a = 0)");
+	ok(syn__model_add_overlap(&r, 4, 0.5) == 0, "add a at 4 cpus");
+	is_near(syn__model_overlap(&r, 1), 0.5, 0, "one fit: held below");
+	is_near(syn__model_overlap(&r, 8), 0.5, 0, "one fit: held above");
+	ok(syn__model_add_overlap(&r, 1, 0.9) == 0, "add a at 1 cpu (kept sorted)");
+	ok(r.n_overlap == 2 && r.overlap_cpus[0] == 1 && r.overlap_cpus[1] == 4, "sorted by cpus");
+	is_near(syn__model_overlap(&r, 2), 0.9 - 0.4 / 3, 1e-12, "linear between fits");
+	is_near(syn__model_overlap(&r, 16), 0.5, 0, "held beyond the last fit");
+	ok(syn__model_add_overlap(&r, 4, 0.25) == 0 && r.n_overlap == 2 && r.overlap[1] == 0.25,
+	   "a second fit at the same cpus replaces the first");
+	errno = 0;
+	ok(syn__model_add_overlap(&r, 2, 1.5) == -1 && errno == EINVAL, "a > 1 is rejected");
+	ok(syn__model_add_overlap(&r, 0, 0.5) == -1 && errno == EINVAL, "cpus 0 is rejected");
+
+	/* The loader with overlap: 4 cpus, no cache: prep 3000/s (0.3333 ms),
+	 * fetch 976.5625/s (1.024 ms), a = 0.25: t = 1.024 + 0.3333 * 0.75. */
+	double tp = 1 / 3000.0, tf = 1 / 976.5625;
+	is_near(syn__model_loader(&r, 4, 0), 1 / (tf + 0.75 * tp), 1e-9, "loader: shorter time 25% hidden");
+	/* 2 cpus, a = 0.9 - 0.65/3 (between 0.9 at 1 and 0.25 at 4); prep 1800/s. */
+	double a2 = 0.9 - 0.65 / 3;
+	is_near(syn__model_loader(&r, 2, 0), 1 / (tf + (1 - a2) / 1800.0), 1e-9,
+	        "loader: a interpolated at 2 cpus");
+	/* Full overlap reduces to DS-Analyzer's min(prep, fetch). */
+	r.n_overlap = 0;
+	syn__model_add_overlap(&r, 1, 1);
+	is_near(syn__model_loader(&r, 4, 0), 976.5625, 1e-9, "a = 1: min(prep, fetch)");
+	/* Full cache: fetch from memory 1e5/s; a = 1: min = prep (3000/s). */
+	is_near(syn__model_loader(&r, 4, SYN__GIB), 3000, 1e-9, "a = 1, cached: prep bound");
+
+	/* The grid records the overlap fitted at the most cpus. */
+	syn_profile_t p;
+	char msg[160];
+	double cpus[] = { 1, 2, 4 }, mem[] = { 0, 1 };
+	r = rates();
+	syn__model_add_overlap(&r, 1, 0.9);
+	syn__model_add_overlap(&r, 4, 0.55555);
+	memset(&p, 0, sizeof(p));
+	ok(syn__model_grid(&r, cpus, 3, mem, 2, 2, 1, &p, msg, sizeof(msg)) == 0, "grid with overlap");
+	is_near(p.fetch_overlap, 0.5556, 1e-12, "fetch_overlap from the largest fit, 4 decimals");
+	double base = syn__model_tput(&r, 2, SYN__GIB);
+	is_near(p.tput[2][0], R4(1 / (tf + (1 - 0.55555) * tp) / base), 1e-12,
+	        "grid cell uses the overlap");
+}
+
 /* Synthetic jobs for the CPU search: throughput min(gpu, per_core * c). */
 struct job {
 	double gpu, per_core;
@@ -198,6 +260,7 @@ static void test_parsers(void)
 int main(void)
 {
 	test_prep();
+	test_overlap();
 	test_fetch();
 	test_tput();
 	test_grid();

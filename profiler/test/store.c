@@ -46,6 +46,7 @@ static void make_profile(syn_profile_t *p, const char *key, double salt)
 	p->prep_rate_per_core = 270.8;
 	p->fetch_storage_bps = 5.24288e8;
 	p->fetch_memory_bps = 1e10 / 3;
+	p->fetch_overlap = 2.0 / 3;
 	p->dataset_bytes = 150000000000ULL;
 	p->dataset_items = 1281167;
 	snprintf(p->machine, sizeof(p->machine), "host \"quoted\" \\ tab\t");
@@ -73,7 +74,8 @@ static int same(const syn_profile_t *a, const syn_profile_t *b)
 	       a->base_tput == b->base_tput && a->gpu_rate == b->gpu_rate &&
 	       a->prep_rate_per_core == b->prep_rate_per_core &&
 	       a->fetch_storage_bps == b->fetch_storage_bps &&
-	       a->fetch_memory_bps == b->fetch_memory_bps && a->dataset_bytes == b->dataset_bytes &&
+	       a->fetch_memory_bps == b->fetch_memory_bps && a->fetch_overlap == b->fetch_overlap &&
+	       a->dataset_bytes == b->dataset_bytes &&
 	       a->dataset_items == b->dataset_items;
 }
 
@@ -108,9 +110,21 @@ static void test_round_trip(void)
 	a.mem_gb[2] = 62.5;
 	a.gpu_rate = 680.2;
 	a.fetch_memory_bps = 3333333333;
+	a.fetch_overlap = 0.6123;
 	text = syn_profile_format(&a, NULL);
 	ok(text && strstr(text, "0.4321") && !strstr(text, "0.43209999"),
 	   "rounded values are written with short digits");
+	ok(text && strstr(text, "\"fetch_overlap\": 0.6123"), "a fitted overlap is written");
+	free(text);
+
+	/* The serial model (overlap 0) writes no field: profiles of the
+	 * older tool read and write exactly as before, and 0 comes back. */
+	a.fetch_overlap = 0;
+	text = syn_profile_format(&a, NULL);
+	memset(&b, 0xff, sizeof(b));
+	ok(text && !strstr(text, "fetch_overlap") &&
+	   syn_profile_parse(text, strlen(text), "short", &b, NULL) == 0 && b.fetch_overlap == 0,
+	   "overlap 0: no field written, read back as 0");
 	free(text);
 }
 
@@ -128,6 +142,7 @@ static void test_golden(void)
 	is_near(p.tput[4][1], 2.4, 0, "golden tput[4][1]");
 	is_near(p.base_tput, 812.5, 0, "golden base_tput");
 	is_near(p.fetch_storage_bps, 524288000, 0, "golden rates.fetch_storage_bps");
+	is_near(p.fetch_overlap, 0, 0, "golden file without rates.fetch_overlap: 0 (serial)");
 	ok(p.dataset_items == 1281167, "golden dataset.items");
 }
 
@@ -172,6 +187,8 @@ static const struct bad_case bad_cases[] = {
 	{ "missing prop_mem_gb", GOOD_HEAD GOOD_GRID "\"prop_cpus\":2}", EINVAL, "'prop_mem_gb'" },
 	{ "rates not an object", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":[1]}", EINVAL, "'rates'" },
 	{ "rate negative", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":{\"gpu\":-1}}", EINVAL, "'rates.gpu'" },
+	{ "overlap above 1", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":{\"fetch_overlap\":1.5}}", EINVAL,
+	  "'rates.fetch_overlap'" },
 	{ "dataset items fraction", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"dataset\":{\"items\":1.5}}", EINVAL,
 	  "'dataset.items'" },
 	{ "duplicate field", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"prop_cpus\":3}", EINVAL, "duplicate" },
