@@ -51,4 +51,38 @@ int syn__cg_evict_step(const char *job_rel, uint32_t jobid, const char *step_dir
 /* 1 if the synergy child of job_rel exists in the cpuset hierarchy. */
 int syn__cg_exists(const char *job_rel);
 
+/*
+ * Idle-core lending (lend.h) works on any cpuset cgroup: rel is a path
+ * relative to the cpuset controller's root ("slurm_n1", ".../job_7",
+ * ".../job_7/synergy"), built by the caller from the kernel's own paths.
+ */
+
+/* Read rel's cpuset.cpus (list syntax) into buf. Returns 0 or -1 with errno. */
+int syn__cg_get_cpus(const char *rel, char *buf, size_t len);
+
+/*
+ * Write cpus (list syntax) to rel's cpuset.cpus. The kernel refuses (EBUSY
+ * or EINVAL) a set narrower than a child's or wider than the parent's: the
+ * caller widens parents first and narrows children first. Returns 0, or -1
+ * with errno and a message naming the cgroup in err.
+ */
+int syn__cg_set_cpus(const char *rel, const char *cpus, char *err, size_t errlen);
+
+/*
+ * Set the CPU affinity of every thread listed in rel's tasks file to set
+ * (the kernel does not widen a pinned thread's affinity when its cpuset
+ * widens). Threads that exit meanwhile are skipped. Returns the number of
+ * threads pinned, or -1 with errno if the tasks file cannot be read.
+ */
+int syn__cg_pin_tasks(const char *rel, const void *cpu_set, size_t setsize);
+
+/*
+ * Call fn(jobid, job_rel, arg) for every job cgroup of the node whose
+ * cpuset cgroup is node_rel (directories node_rel/uid_<n>/job_<id>). Stops
+ * when fn returns non-zero. Returns the number of jobs visited, or -1 with
+ * errno if node_rel cannot be read.
+ */
+int syn__cg_foreach_job(const char *node_rel,
+			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg);
+
 #endif

@@ -9,7 +9,11 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,4 +274,114 @@ int syn__cg_evict_step(const char *job_rel, uint32_t jobid, const char *step_dir
 	}
 	fclose(f);
 	return moved;
+}
+
+int syn__cg_get_cpus(const char *rel, char *buf, size_t len)
+{
+	if (read_value("cpuset", rel, "cpuset.cpus", buf, len) < 0) {
+		if (!errno)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int syn__cg_set_cpus(const char *rel, const char *cpus, char *err, size_t errlen)
+{
+	char path[512];
+	int fd, rv = -1;
+	size_t n = strlen(cpus);
+
+	if ((size_t)snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/cpuset.cpus", rel) >=
+	    sizeof(path)) {
+		errno = ENAMETOOLONG;
+		snprintf(err, errlen, "cgroup path too long: %.80s", rel);
+		return -1;
+	}
+	/* One write(2): the kernel applies the whole list or refuses it. */
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (write(fd, cpus, n) != (ssize_t)n) {
+		snprintf(err, errlen, "writing '%s' to %s: %s", cpus, path, strerror(errno));
+		goto out;
+	}
+	rv = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rv;
+}
+
+int syn__cg_pin_tasks(const char *rel, const void *cpu_set, size_t setsize)
+{
+	char path[512];
+	FILE *f;
+	long tid;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/tasks", rel);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%ld", &tid) == 1) {
+		if (tid > 0 && sched_setaffinity((pid_t)tid, setsize, (const cpu_set_t *)cpu_set) == 0)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* "prefix<digits>" -> 1 and the number, else 0. */
+static int numbered(const char *name, const char *prefix, uint32_t *out)
+{
+	size_t plen = strlen(prefix);
+	char *end;
+	unsigned long v;
+
+	if (strncmp(name, prefix, plen) != 0 || name[plen] < '0' || name[plen] > '9')
+		return 0;
+	errno = 0;
+	v = strtoul(name + plen, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return 0;
+	*out = (uint32_t)v;
+	return 1;
+}
+
+int syn__cg_foreach_job(const char *node_rel,
+			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg)
+{
+	char path[512], rel[512];
+	DIR *top = NULL, *ud;
+	struct dirent *u, *j;
+	uint32_t num;
+	int count = 0, stop = 0;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s", node_rel);
+	top = opendir(path);
+	if (!top)
+		return -1;
+	while (!stop && (u = readdir(top))) {
+		if (!numbered(u->d_name, "uid_", &num))
+			continue;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s", node_rel, u->d_name);
+		ud = opendir(path);
+		if (!ud)
+			continue;
+		while (!stop && (j = readdir(ud))) {
+			if (!numbered(j->d_name, "job_", &num))
+				continue;
+			if ((size_t)snprintf(rel, sizeof(rel), "%s/%s/%s", node_rel, u->d_name,
+					     j->d_name) >= sizeof(rel))
+				continue;
+			count++;
+			stop = fn(num, rel, arg);
+		}
+		closedir(ud);
+	}
+	closedir(top);
+	return count;
 }

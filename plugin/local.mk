@@ -15,11 +15,12 @@ plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFL
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
 
 slurmplugin_LTLIBRARIES += plugin/spank_synergy.la
-plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c
+plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c plugin/lend.c plugin/lend.h
 plugin_spank_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_spank_synergy_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(srcdir)/plugin/spank_synergy.lds
-plugin_spank_synergy_la_LIBADD = plugin/libsynplugin.la
+plugin_spank_synergy_la_LIBADD = plugin/libsynplugin.la \
+	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
 EXTRA_DIST += plugin/spank_synergy.lds
 
 # Unit tests: no root, no Slurm.
@@ -31,6 +32,14 @@ plugin_test_util_t_LDADD = plugin/libsynplugin.la
 plugin_test_cores_t_SOURCES = plugin/test/cores.c
 plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cores_t_LDADD = plugin/libsynplugin.la
+
+# Idle-core lending: the decision (a pure function) and its node state.
+check_PROGRAMS += plugin/test/lend.t
+UNIT_TESTS += plugin/test/lend.t
+plugin_test_lend_t_SOURCES = plugin/test/lend.c plugin/lend.c plugin/lend.h
+plugin_test_lend_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_lend_t_LDADD = plugin/libsynplugin.la \
+	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
 
 slurmplugin_LTLIBRARIES += plugin/job_submit_synergy.la
 plugin_job_submit_synergy_la_SOURCES = plugin/job_submit_synergy.c \
@@ -71,3 +80,5 @@ plugin_test_tuner_t_LDADD = plugin/libsynplugin.la
 
 # Benchmark (root, real daemons; prints a table): what the plugins add to a job.
 dist_noinst_SCRIPTS += plugin/bench/job-latency.sh
+# The lending integration test (listed in tests/local.mk) ships with the plugin.
+EXTRA_DIST += tests/integration/synergy-lending.sh

@@ -16,6 +16,11 @@
  * using them exits, again when slurmstepd ends and again in the job
  * epilog, because a leftover child blocks Slurm's own cgroup cleanup.
  *
+ * With LendIdleCores=yes (lend.h), every job's first step also records the
+ * job and takes back from borrowing jobs the CPUs Slurm allotted to it,
+ * before its tasks run; idle CPUs are then lent to the Synergy job that
+ * gains most, and again when a job ends (batch step exit, epilog).
+ *
  * Safety: this runs as root with values from users. Keys are checked
  * against [A-Za-z0-9_.-] (so a key is never a path), numbers against their
  * range, and every path is built from the admin's configuration and the
@@ -41,6 +46,7 @@
 #include "synergy_env.h"
 #include "cgroup.h"
 #include "cores.h"
+#include "lend.h"
 #include "util.h"
 
 SPANK_PLUGIN(synergy, 1);
@@ -58,6 +64,8 @@ static int opt_bad;             /* an option was malformed (client side) */
 /* The job's cgroup path, remembered by post_fork in slurmstepd for the exit
  * hooks, which run when the task (and its /proc entry) is gone. */
 static char exit_job_rel[300];
+/* The job's cgroup path for idle-core lending, Synergy job or not. */
+static char lend_job_rel[300];
 
 static int opt_profile_cb(int val, const char *optarg, int remote);
 static int opt_onoff_cb(int val, const char *optarg, int remote);
@@ -420,7 +428,7 @@ static int first_gpu(spank_t sp)
  * exists, move the task into it and pin it. Any failure leaves the task
  * where Slurm put it (GPU-proportional).
  */
-int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+static int synergy_post_fork(spank_t sp)
 {
 	char job_rel[300], path[400], allowed[256], cpus[256], err[256];
 	uint32_t jobid;
@@ -487,6 +495,117 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	if (read_line(path, cpus, sizeof(cpus)) == 0 && cpus_to_set(cpus, &set) == 0 &&
 	    sched_setaffinity(pid, sizeof(set), &set) < 0)
 		slurm_info("synergy: job %u: sched_setaffinity(%d): %m", (unsigned)jobid, (int)pid);
+	return 0;
+}
+
+static void lend_log(int is_error, const char *msg, void *arg)
+{
+	(void)arg;
+	if (is_error)
+		slurm_error("%s", msg);
+	else
+		slurm_info("%s", msg);
+}
+
+/* The node's cgroup (e.g. "slurm_n1") from the job's ("slurm_n1/uid_0/job_7"). */
+static int node_rel_of(const char *job_rel, char *out, size_t len)
+{
+	char *slash;
+	int i;
+
+	if ((size_t)snprintf(out, len, "%s", job_rel) >= len)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		slash = strrchr(out, '/');
+		if (!slash || slash == out)
+			return -1;
+		*slash = '\0';
+	}
+	return 0;
+}
+
+/* GPUs of the job on this node (1 when Slurm does not say). */
+static int job_gpus(spank_t sp)
+{
+	static const char *const names[] = { "SLURM_JOB_GPUS", "SLURM_STEP_GPUS",
+					     "CUDA_VISIBLE_DEVICES" };
+	char buf[256];
+	size_t i;
+	int n;
+	char *p;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (spank_getenv(sp, names[i], buf, sizeof(buf)) != ESPANK_SUCCESS || !buf[0])
+			continue;
+		for (n = 1, p = buf; (p = strchr(p, ',')); p++)
+			n++;
+		return n;
+	}
+	return 1;
+}
+
+/* The cache grant the loader gets (as slurm_spank_task_init computes it). */
+static uint64_t job_cache_mb(spank_t sp)
+{
+	uint64_t mem_mb = 0, cache_mb = 0;
+
+	if (spank_get_item(sp, S_JOB_ALLOC_MEM, &mem_mb) == ESPANK_SUCCESS &&
+	    mem_mb > conf.process_mem_mb)
+		cache_mb = mem_mb - conf.process_mem_mb;
+	return cache_mb > conf.max_cache_mb ? conf.max_cache_mb : cache_mb;
+}
+
+static int lend_enabled(void)
+{
+	return plugin_ok && conf.enabled && conf.lend_idle;
+}
+
+/* Re-run lending on the node of job_rel; failures are logged only. */
+static void lend_run(const char *job_rel, const syn__lend_start_t *start, uint32_t ended)
+{
+	char node_rel[300];
+
+	if (node_rel_of(job_rel, node_rel, sizeof(node_rel)) < 0) {
+		slurm_error("synergy: lend: no node cgroup above %s", job_rel);
+		return;
+	}
+	syn__lend_rebalance(conf.lend_state_dir, conf.store_dir, node_rel, start, ended,
+			    SYN__LEND_MIN_GAIN, lend_log, NULL);
+}
+
+/*
+ * After the Synergy setup of the step's first task, and before any task
+ * runs: record the job and take its CPUs back from borrowers, then lend
+ * what is idle (which may include the new job itself, if it borrows).
+ */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	static int lend_done;
+	syn__lend_start_t st;
+	uint32_t jobid;
+	pid_t pid;
+
+	synergy_post_fork(sp);
+	if (!spank_remote(sp) || !lend_enabled() || lend_done)
+		return 0;
+	lend_done = 1;
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS)
+		return 0;
+	if (job_rel_of(pid, jobid, "cpuset", lend_job_rel, sizeof(lend_job_rel)) < 0) {
+		slurm_error("synergy: lend job=%u: task %d is not in the job's cpuset cgroup",
+			    (unsigned)jobid, (int)pid);
+		lend_job_rel[0] = '\0';
+		return 0;
+	}
+	memset(&st, 0, sizeof(st));
+	st.jobid = jobid;
+	st.job_rel = lend_job_rel;
+	st.borrow = job_active() && syn__cg_exists(lend_job_rel);
+	st.key = opt_key;
+	st.gpus = job_gpus(sp);
+	st.cache_mb = job_cache_mb(sp);
+	lend_run(lend_job_rel, &st, 0);
 	return 0;
 }
 
@@ -590,13 +709,18 @@ static int epilog_job_rel(spank_t sp, uint32_t jobid, char *out, size_t len)
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
-	uint32_t jobid;
+	uint32_t jobid, stepid;
 
-	if (!spank_remote(sp) || !exit_job_rel[0])
+	if (!spank_remote(sp) || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
-	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
-		return 0;
-	cleanup(sp, jobid, exit_job_rel, "step exit");
+	if (exit_job_rel[0])
+		cleanup(sp, jobid, exit_job_rel, "step exit");
+	/* The batch step ending is the job ending: its CPUs are free now,
+	 * not only once the epilog runs. */
+	if (lend_enabled() && lend_job_rel[0] &&
+	    spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
+	    stepid == SLURM_BATCH_SCRIPT)
+		lend_run(lend_job_rel, NULL, jobid);
 	return 0;
 }
 
@@ -607,9 +731,12 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 
 	if (!plugin_ok || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
-	if (epilog_job_rel(sp, jobid, job_rel, sizeof(job_rel)) == 0)
+	if (epilog_job_rel(sp, jobid, job_rel, sizeof(job_rel)) == 0) {
 		cleanup(NULL, jobid, job_rel, "epilog");
-	else
+		if (lend_enabled())
+			lend_run(job_rel, NULL, jobid);
+	} else {
 		cache_dir_remove(jobid);
+	}
 	return 0;
 }

@@ -45,6 +45,8 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->process_mem_mb = 1024;
 	c->max_cache_mb = 1024 * 1024;
 	c->eps = 0.01;
+	c->lend_idle = 0;
+	snprintf(c->lend_state_dir, sizeof(c->lend_state_dir), "/run/synergy/lend");
 }
 
 int syn__key_valid(const char *key)
@@ -173,6 +175,13 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 			return errprintf(err, errlen, "Enabled: '%s' is not yes or no", value);
 		return 0;
 	}
+	if (strcasecmp(key, "LendIdleCores") == 0) {
+		if (syn__parse_onoff(value, &c->lend_idle) < 0)
+			return errprintf(err, errlen, "LendIdleCores: '%s' is not yes or no", value);
+		return 0;
+	}
+	if (strcasecmp(key, "LendStateDir") == 0)
+		return set_path(c->lend_state_dir, "LendStateDir", value, err, errlen);
 	if (strcasecmp(key, "ProfileStore") == 0)
 		return set_path(c->store_dir, "ProfileStore", value, err, errlen);
 	if (strcasecmp(key, "RequestDir") == 0)

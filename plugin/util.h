@@ -24,7 +24,8 @@
  * see synergy_conf.h; Slurm-style Key=Value, keys case-insensitive) and the
  * SPANK plugin's plugstack arguments, which take the same keys. Keys:
  * Enabled, ProfileStore, RequestDir, CacheDir, ProcessMemMB, MaxCacheMB,
- * Eps, NodeGPUs, NodeCPUs, NodeMemMB, ProfileCommand (see synergy.conf(5)).
+ * Eps, NodeGPUs, NodeCPUs, NodeMemMB, ProfileCommand, LendIdleCores,
+ * LendStateDir (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -36,6 +37,8 @@ typedef struct syn__conf {
 	double eps;                         /* best-case tolerance for the policy */
 	uint64_t node_gpus, node_cpus, node_mem_mb; /* the node shape job_submit sizes for (0: unknown) */
 	char profile_command[512];          /* synergyd runs it as a batch job per request ("": none) */
+	int lend_idle;                      /* LendIdleCores=yes|no: lend idle cores (lend.h) */
+	char lend_state_dir[SYN__PATH_MAX]; /* root-only per-node lending records and locks */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

@@ -13,3 +13,4 @@ dist_noinst_SCRIPTS += tests/integration/synergy-sized.sh tests/integration/syne
 # The profiling path with the real profiler (needs tools/ and profiler/).
 INTEGRATION_TESTS += tests/integration/synergy-profiling.sh
 dist_noinst_SCRIPTS += tests/integration/synergy-profiling.sh
+INTEGRATION_TESTS += tests/integration/synergy-lending.sh

@@ -1,0 +1,121 @@
+#!/bin/bash
+# synergy-lending.sh: idle-core lending (LendIdleCores=yes) on a real node.
+# Job A (profile "image", 1 CPU allotted) starts alone and is lent the idle
+# CPUs; job B starts and, before its script runs, A gives back the CPU
+# Slurm allotted to B (B checks that itself from inside); B ends and A is
+# lent the CPU again. A job run with --synergy=off never borrows. At the
+# end no cgroup, cache file or lending record is left.
+. "${top_srcdir:?}/tests/lib/cluster.sh"
+[ "$(nproc)" -ge 2 ] || skip_all "needs at least 2 CPUs to lend one"
+cluster_start 1
+# slurmstepd reads synergy.conf at every step, so this takes effect now.
+cat >>"$C/etc/synergy.conf" <<EOF
+LendIdleCores=yes
+LendStateDir=$C/lend
+EOF
+cluster_put_profile img image
+node=${CLUSTER_TAG}n1
+cs=/sys/fs/cgroup/cpuset/slurm_$node
+log=$C/log/slurmd.$node.log
+ncpu=$(nproc)
+
+# cpus_of LIST: the CPUs of a cpuset list, one per line.
+cpus_of() {
+	local item
+	for item in ${1//,/ }; do
+		case "$item" in
+		*-*) seq "${item%-*}" "${item#*-}" ;;
+		*) echo "$item" ;;
+		esac
+	done
+}
+# disjoint LIST1 LIST2: no CPU in both.
+disjoint() { [ -z "$(comm -12 <(cpus_of "$1" | sort) <(cpus_of "$2" | sort))" ]; }
+# within LIST1 LIST2: every CPU of LIST1 is in LIST2.
+within() { [ -z "$(comm -23 <(cpus_of "$1" | sort) <(cpus_of "$2" | sort))" ]; }
+cpus_eq() { test "$(cat "$1" 2>/dev/null)" = "$2"; }
+logged() { grep -q -- "$1" "$log"; }
+count_logged() { grep -c -- "$1" "$log"; }
+
+# A prints its affinity every 0.2 s until told to stop.
+idA=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap '
+	while [ ! -e "'"$C"'/stopA" ]; do
+		grep Cpus_allowed_list /proc/self/status; sleep 0.2
+	done')
+test_ok "job A submitted" test -n "$idA"
+test_ok "job A runs" cluster_wait_state "$idA" RUNNING 20
+test_ok "job A was allotted 1 CPU" test "$(cluster_job_field "$idA" NumCPUs)" = 1
+jobA=$cs/uid_0/job_$idA
+cluster__wait 10 test -d "$jobA/synergy"
+# Slurm creates the node's cgroup with its first job: all its CPUs.
+all=$(cat "$cs/cpuset.cpus")
+cluster__wait 10 cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
+test_ok "A alone: its synergy cgroup holds every CPU ($all)" cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
+test_ok "A alone: its job cgroup too" cpus_eq "$jobA/cpuset.cpus" "$all"
+test_ok "lending logged" logged "synergy: lend job=$idA borrows cpus="
+cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
+test_ok "A's task runs on the lent CPUs (affinity $all)" \
+	grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
+nrec=$(ls "$C/lend" | grep -c "^slurm_$node\.job_$idA\$")
+test_ok "A has a root-only lending record" test "$nrec" = 1 -a "$(stat -c %a "$C/lend")" = 700
+diag "A's record: $(tr '\n' ' ' <"$C/lend/slurm_$node.job_$idA" 2>/dev/null)"
+
+# B (no profile) records, from inside, its own CPUs and A's at its start.
+idB=$(cluster_sbatch --gres=gpu:1 -c 1 --wrap '
+	job=$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup)
+	echo "B=$(cat /sys/fs/cgroup/cpuset$job/cpuset.cpus)"
+	echo "A=$(cat '"$jobA"'/synergy/cpuset.cpus)"
+	echo "AJOB=$(cat '"$jobA"'/cpuset.cpus)"
+	echo started
+	while [ ! -e "'"$C"'/stopB" ]; do sleep 0.1; done')
+test_ok "job B runs beside A" cluster_wait_state "$idB" RUNNING 20
+cluster__wait 10 grep -q started "$(cluster_out "$idB")"
+outB=$(cat "$(cluster_out "$idB")" 2>/dev/null)
+b=$(sed -n 's/^B=//p' <<<"$outB")
+a=$(sed -n 's/^A=//p' <<<"$outB")
+ajob=$(sed -n 's/^AJOB=//p' <<<"$outB")
+diag "when B's script started: B holds '$b', A's synergy cgroup '$a', A's job cgroup '$ajob'"
+test_ok "B's script saw its CPUs" test -n "$b"
+test_ok "B's CPUs were not in A's synergy cgroup when B's script started" \
+	bash -c "[ -n '$a' ] && $(declare -f cpus_of disjoint); disjoint '$b' '$a'"
+test_ok "nor in A's job cgroup" bash -c "[ -n '$ajob' ] && $(declare -f cpus_of disjoint); disjoint '$b' '$ajob'"
+if [ "$ncpu" = 2 ]; then
+	test_ok "A was back to its 1 CPU" test "$(cpus_of "$a" | wc -l)" = 1
+else
+	test_ok "A kept at least its own CPU" test "$(cpus_of "$a" | wc -l)" -ge 1
+fi
+test_ok "taking back logged" logged "synergy: lend job=$idA returns cpus=$b "
+test_ok "B's cgroup is untouched (no synergy child, its own CPU)" \
+	bash -c "! test -d $cs/uid_0/job_$idB/synergy && test \"\$(cat $cs/uid_0/job_$idB/cpuset.cpus)\" = '$b'"
+cluster__wait 10 bash -c "tail -n 1 '$(cluster_out "$idA")' | grep -q 'Cpus_allowed_list:.$a\$'"
+test_ok "A's task affinity followed its narrowed cpuset" \
+	bash -c "tail -n 1 '$(cluster_out "$idA")' | grep -q 'Cpus_allowed_list:.$a\$'"
+
+borrows=$(count_logged "synergy: lend job=$idA borrows")
+touch "$C/stopB"
+test_ok "job B completed" test "$(cluster_wait_job "$idB" 30)" = COMPLETED
+cluster__wait 10 cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
+test_ok "B ended: A holds every CPU again" cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
+test_ok "lent again, logged" test "$(count_logged "synergy: lend job=$idA borrows")" -gt "$borrows"
+cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" <(tail -n 1 "$(cluster_out "$idA")")
+test_ok "A's task runs on every CPU again" \
+	grep -q "Cpus_allowed_list:.$all\$" <(tail -n 1 "$(cluster_out "$idA")")
+touch "$C/stopA"
+test_ok "job A completed" test "$(cluster_wait_job "$idA" 30)" = COMPLETED
+
+# --synergy=off: alone on the node, it still borrows nothing.
+idC=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --synergy=off --wrap '
+	job=$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup)
+	echo "C=$(cat /sys/fs/cgroup/cpuset$job/cpuset.cpus)"')
+test_ok "job C (--synergy=off) completed" test "$(cluster_wait_job "$idC" 30)" = COMPLETED
+c=$(sed -n 's/^C=//p' "$(cluster_out "$idC")")
+test_ok "C kept its 1 CPU (got '$c')" test -n "$c" -a "$(cpus_of "$c" | wc -l)" = 1
+test_ok "C never borrowed" bash -c "! grep -q 'synergy: lend job=$idC borrows' '$log'"
+test_ok "no lending error logged" bash -c "! grep 'synergy: lend' '$log' | grep -qi 'error\|cannot'"
+grep "synergy: lend" "$log" | sed 's/^/# /' | head -20
+
+cluster__wait 10 cluster_leftovers
+test_ok "no synergy cgroup, job cgroup or cache file left" cluster_leftovers
+cluster__wait 5 bash -c "! ls '$C/lend' | grep -q job_"
+test_ok "no lending record left" bash -c "! ls '$C/lend' | grep -q job_"
+done_testing
