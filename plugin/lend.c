@@ -636,3 +636,66 @@ out:
 	free(jobs);
 	return rv;
 }
+
+int syn__lend_step_start(const char *state_dir, const char *node_rel, const char *job_rel,
+			 uint32_t jobid, syn__lend_log_f log, void *arg)
+{
+	lend_ctx_t c;
+	lend_entry_t *e = NULL;
+	char text[256], name[128], path[400];
+	const char *base;
+	int dfd = -1, lockfd = -1, rv = -1;
+
+	memset(&c, 0, sizeof(c));
+	c.state_dir = state_dir;
+	c.node_rel = node_rel;
+	c.log = log;
+	c.arg = arg;
+	if (!state_dir || !node_rel || !job_rel) {
+		errno = EINVAL;
+		return -1;
+	}
+	base = strrchr(node_rel, '/');
+	base = base ? base + 1 : node_rel;
+	if (!syn__key_valid(base)) {
+		errno = EINVAL;
+		return -1;
+	}
+	c.node_name = base;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		errno = ENOMEM;
+		return -1;
+	}
+	e->job.jobid = jobid;
+	snprintf(e->job_rel, sizeof(e->job_rel), "%s", job_rel);
+	dfd = state_dir_open(&c);
+	if (dfd < 0)
+		goto out;
+	snprintf(name, sizeof(name), "%s.lock", c.node_name);
+	lockfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX) < 0) {
+		say(&c, 1, "synergy: lend: lock %s/%s: %s", state_dir, name, strerror(errno));
+		goto out;
+	}
+	if (record_read(&c, dfd, e) < 0 ||
+	    syn__cg_get_cpus(job_rel, text, sizeof(text)) < 0 ||
+	    syn__cpus_parse(text, &e->job.held) < 0) {
+		rv = 0; /* not recorded, or no job cgroup yet: nothing was lent */
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s", job_rel, SYN__CG_CHILD);
+	e->has_child = syn__cg_get_cpus(path, text, sizeof(text)) == 0;
+	e->job.target = e->job.allotted;
+	apply_narrow(&c, e);
+	rv = c.failed ? -1 : 0;
+	if (rv < 0)
+		errno = EIO;
+out:
+	if (lockfd >= 0)
+		close(lockfd);
+	if (dfd >= 0)
+		close(dfd);
+	free(e);
+	return rv;
+}

@@ -93,4 +93,16 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 			const syn__lend_start_t *start, uint32_t ended_jobid,
 			double min_gain, syn__lend_log_f log, void *arg);
 
+/*
+ * A later step of job jobid (cgroup job_rel on node node_rel) is about to
+ * start: Slurm is going to set the job cgroup's cpuset back to the job's
+ * allocation, which the kernel refuses while the synergy child holds lent
+ * CPUs, and the step would fail. So give the lent CPUs back first (child,
+ * then job cgroup); the step's syn__lend_rebalance() lends again. Does
+ * nothing for a job without a record (first step, or lending was off).
+ * Returns 0, or -1 with errno after a failure (also sent to log).
+ */
+int syn__lend_step_start(const char *state_dir, const char *node_rel, const char *job_rel,
+			 uint32_t jobid, syn__lend_log_f log, void *arg);
+
 #endif

@@ -68,6 +68,7 @@ static char exit_job_rel[300];
 static char lend_job_rel[300];
 
 static int opt_profile_cb(int val, const char *optarg, int remote);
+static void lend_step_start(spank_t sp);
 static int opt_onoff_cb(int val, const char *optarg, int remote);
 
 static struct spank_option opt_profile = {
@@ -210,6 +211,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	if (ctx != S_CTX_REMOTE)
 		return 0;
 	remote_options(sp);
+	lend_step_start(sp);
 	return 0;
 }
 
@@ -571,6 +573,27 @@ static void lend_run(const char *job_rel, const syn__lend_start_t *start, uint32
 	}
 	syn__lend_rebalance(conf.lend_state_dir, conf.store_dir, node_rel, start, ended,
 			    SYN__LEND_MIN_GAIN, lend_log, NULL);
+}
+
+static int epilog_job_rel(spank_t sp, uint32_t jobid, char *out, size_t len);
+
+/*
+ * Before Slurm sets up a step's cgroups (init_post_opt runs before the task
+ * plugins): a job that borrows gives its lent CPUs back, or Slurm could not
+ * reset the job's cpuset and the step would fail. The step's post_fork
+ * lends them again.
+ */
+static void lend_step_start(spank_t sp)
+{
+	char job_rel[300], node_rel[300];
+	uint32_t jobid;
+
+	if (!lend_enabled() || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+		return;
+	if (epilog_job_rel(sp, jobid, job_rel, sizeof(job_rel)) < 0 ||
+	    node_rel_of(job_rel, node_rel, sizeof(node_rel)) < 0)
+		return;
+	syn__lend_step_start(conf.lend_state_dir, node_rel, job_rel, jobid, lend_log, NULL);
 }
 
 /*

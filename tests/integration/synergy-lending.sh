@@ -1,7 +1,7 @@
 #!/bin/bash
 # synergy-lending.sh: idle-core lending (LendIdleCores=yes) on a real node.
 # Job A (profile "image", 1 CPU allotted) starts alone and is lent the idle
-# CPUs; job B starts and, before its script runs, A gives back the CPU
+# CPUs, and a job step it starts meanwhile runs; job B starts and, before its script runs, A gives back the CPU
 # Slurm allotted to B (B checks that itself from inside); B ends and A is
 # lent the CPU again. A job run with --synergy=off never borrows. At the
 # end no cgroup, cache file or lending record is left.
@@ -37,8 +37,11 @@ cpus_eq() { test "$(cat "$1" 2>/dev/null)" = "$2"; }
 logged() { grep -q -- "$1" "$log"; }
 count_logged() { grep -c -- "$1" "$log"; }
 
-# A prints its affinity every 0.2 s until told to stop.
+# A runs a job step while it borrows (Slurm resets the job's cpuset for a
+# new step, which must not fail), then prints its affinity every 0.2 s
+# until told to stop.
 idA=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap '
+	srun -n1 true; echo "step-rc=$?"
 	while [ ! -e "'"$C"'/stopA" ]; do
 		grep Cpus_allowed_list /proc/self/status; sleep 0.2
 	done')
@@ -56,6 +59,7 @@ test_ok "lending logged" logged "synergy: lend job=$idA borrows cpus="
 cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
 test_ok "A's task runs on the lent CPUs (affinity $all)" \
 	grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
+test_ok "A's job step ran while A borrowed" grep -qx step-rc=0 "$(cluster_out "$idA")"
 nrec=$(ls "$C/lend" | grep -c "^slurm_$node\.job_$idA\$")
 test_ok "A has a root-only lending record" test "$nrec" = 1 -a "$(stat -c %a "$C/lend")" = 700
 diag "A's record: $(tr '\n' ' ' <"$C/lend/slurm_$node.job_$idA" 2>/dev/null)"
