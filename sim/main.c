@@ -115,6 +115,11 @@ static void print_row(const struct combo *c, const sim_result_t *r)
 	       syn_allocator_name(c->a), syn_ordering_name(c->o), r->n_window, r->jct_mean / 3600,
 	       r->jct_median / 3600, r->jct_p99 / 3600, r->makespan / 3600, r->gpu_util,
 	       r->cpu_util, r->speedup_mean, r->violations, r->rounds, r->cpu_s);
+	if (r->n_window_drain > 0)
+		printf("# %s/%s: %d of %d window jobs finished after the last arrival (in the "
+		       "drain): not a steady-state measure, generate more jobs\n",
+		       syn_allocator_name(c->a), syn_ordering_name(c->o), r->n_window_drain,
+		       r->n_window);
 }
 
 /* Run gnuplot on a script; pngcairo first, the plain png terminal if that

@@ -142,11 +142,17 @@ static void bench_opt(int instances)
 	printf("%-9s %9s %10s %10s %10s %10s %10s %9s %9s %7s %8s %7s\n", "split", "instances",
 	       "prop_mean", "tune_mean", "opt_mean", "opt_bound", "min_ratio", "med_ratio", "max_ratio",
 	       "vs_opt", "fallback", "unsolved");
+	char (*rows)[160] = calloc((size_t)(3 * instances), sizeof *rows);
+	int n_rows = 0;
+	if (!rows) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
 	for (int s = 0; s < 3; s++) {
 		double sp = 0, stn = 0, so = 0, sb = 0;
 		int solved = 0, unsolved = 0, fallback = 0;
 		for (int k = 0; k < instances; k++) {
-			double tot[3], opt_real = 0;
+			double tot[3], opt_real = 0, t0 = 0, opt_cpu = 0;
 			for (int i = 0; i < SRV; i++)
 				nodes[i] = (syn_node_t){ .gpus = 8, .cpus = 24, .mem_gb = 500 };
 			for (int i = 0; i < JOBS; i++)
@@ -156,6 +162,7 @@ static void bench_opt(int instances)
 				syn_round_opts_init(&o);
 				o.allocator = a == 0 ? SYN_ALLOC_PROP : a == 1 ? SYN_ALLOC_TUNE : SYN_ALLOC_OPT;
 				o.opt_time_limit_s = 5;
+				t0 = cpu_now();
 				if (syn_round(nodes, SRV, jobs, JOBS, &o, &st, &err) < 0) {
 					bad = 1;
 					break;
@@ -165,6 +172,8 @@ static void bench_opt(int instances)
 					exit(1);
 				}
 				tot[a] = st.total_tput;
+				if (a == 2)
+					opt_cpu = cpu_now() - t0;
 				if (a == 2) {
 					sb += st.opt_bound;
 					fallback += st.opt_fallback;
@@ -177,6 +186,11 @@ static void bench_opt(int instances)
 				unsolved++;
 				continue;
 			}
+			snprintf(rows[n_rows++], sizeof rows[0],
+				 "%g/%g/%g %4d %8.2f %8.2f %8.2f %8.2f %11.3f %13.3f %8.2f %8d", splits[s][0],
+				 splits[s][1], splits[s][2], k, tot[0], tot[1], opt_real, tot[2],
+				 opt_real > 0 ? tot[1] / opt_real : 0, tot[1] / tot[2], opt_cpu,
+				 st.opt_fallback);
 			sp += tot[0];
 			stn += tot[1];
 			real[solved] = opt_real > 0 ? tot[1] / opt_real : 0;
@@ -194,6 +208,12 @@ static void bench_opt(int instances)
 			printf("%-9s %9d %10s %10s %10s %10s %10s %9s %9s %7s %8d %7d\n", name, 0, "-", "-",
 			       "-", "-", "-", "-", "-", "-", fallback, unsolved);
 	}
+	printf("\n# per instance: opt = OPT after packing, bound = phase 1 (pooled), cpu_s = the OPT round\n");
+	printf("%-8s %4s %8s %8s %8s %8s %11s %13s %8s %8s\n", "split", "inst", "prop", "tune", "opt",
+	       "bound", "tune/opt", "tune/bound", "cpu_s", "fallback");
+	for (int i = 0; i < n_rows; i++)
+		printf("%s\n", rows[i]);
+	free(rows);
 	free(ratio);
 	free(real);
 }

@@ -60,6 +60,7 @@ typedef struct sim_cfg {
 
 typedef struct sim_result {
 	int n_done, n_window;
+	int n_window_drain; /* window jobs that finished after the last arrival */
 	double jct_mean, jct_median, jct_p99; /* over the window, s */
 	double makespan;                       /* s, first arrival to last finish */
 	double gpu_util, cpu_util, mem_util;   /* allocated / capacity over the makespan */

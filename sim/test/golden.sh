@@ -48,6 +48,13 @@ test_ok "generated trace has 50 jobs" test "$(grep -c '^[0-9]' "$tmp/a.csv")" -e
 test_ok "trace round-trips through CSV" cmp -s "$tmp/gen.out" "$tmp/read.out"
 test_ok "50/0/50 split has no language model" sh -c "! '$sim' -n 200 -s 3 --split 50/0/50 --write-trace - | grep -q -E 'gnmt|transformer|lstm'"
 
+# Window jobs that finish after the last arrival (in the drain) are counted:
+# none for an early window of a long stream, all of them at the very end.
+"$sim" -n 2000 -r 10 -s 5 -c 4x8:24:500 -a tune -w 10-30 >"$tmp/early"
+test_ok "early window: no drain line" sh -c "! grep -q 'after the last arrival' '$tmp/early'"
+"$sim" -n 200 -r 30 -s 5 -c 4x8:24:500 -a tune -w 198-199 >"$tmp/late"
+test_ok "last jobs' window: drain reported" grep -q "^# tune/fifo: 2 of 2 window jobs finished after the last arrival" "$tmp/late"
+
 # The plot is a PNG.
 if command -v gnuplot >/dev/null 2>&1; then
 	"$sim" -t "$dir/golden1.csv" -c 1x4:12:250 -a prop,tune --plot "$tmp/cdf.png" -q
