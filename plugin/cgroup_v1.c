@@ -5,7 +5,10 @@
  * keeps tracking (and killing) the job through the freezer hierarchy, which
  * we leave alone. cpuset.mems is copied from the job's cgroup because a v1
  * cpuset with empty mems refuses tasks. libcgroup is initialised once per
- * process (slurmstepd loads us once per step).
+ * process (slurmstepd loads us once per step). The cpuset helpers for
+ * idle-core lending write the control files directly, one write(2) per
+ * change, so that the kernel's own rule (a parent covers its children)
+ * decides whether a change is allowed.
  */
 #include "config.h"
 

@@ -113,6 +113,16 @@ static void test_conf(void)
 	   "ProfileCommand with arguments");
 	ok(syn__conf_arg(&c, "ProfileCommand=synergy-profile run", err, sizeof(err)) == -1 &&
 	   strstr(err, "absolute path"), "relative ProfileCommand refused");
+	ok(c.lend_idle == 0 && strcmp(c.lend_state_dir, "/run/synergy/lend") == 0,
+	   "lending is off by default, state under /run/synergy/lend");
+	ok(syn__conf_arg(&c, "LendIdleCores=yes", err, sizeof(err)) == 0 && c.lend_idle == 1,
+	   "LendIdleCores=yes");
+	ok(syn__conf_arg(&c, "LendIdleCores=maybe", err, sizeof(err)) == -1 &&
+	   strstr(err, "LendIdleCores") && c.lend_idle == 1, "LendIdleCores=maybe refused by name");
+	ok(syn__conf_arg(&c, "LendStateDir=/var/run/x", err, sizeof(err)) == 0 &&
+	   strcmp(c.lend_state_dir, "/var/run/x") == 0, "LendStateDir");
+	ok(syn__conf_arg(&c, "LendStateDir=run/x", err, sizeof(err)) == -1 &&
+	   strstr(err, "LendStateDir"), "relative LendStateDir refused");
 
 	fd = mkstemp(path);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
