@@ -155,8 +155,13 @@ void coordl_release(coordl_loader_t *ld, coordl_batch_t *b);
 
 /*
  * Change the number of worker threads while running (the profiler sweeps
- * cores in one launch; the plugin may lend idle cores). Takes effect before
- * the next batch is started; sample order is unaffected. 1..1024.
+ * cores in one launch). Takes effect before the next batch is started;
+ * sample order is unaffected. 1..1024. An explicit count ends cpuset
+ * following: a loader created with threads = 0 otherwise re-reads its
+ * cpuset at most every 100 ms inside coordl_next() and, when it changed,
+ * pins its threads to it and runs one worker per CPU in it (the node may
+ * lend idle cores; SYNERGY_FOLLOW_CPUSET=0 turns this off).
+ * coordl_get_threads() and the stats' threads give the current count.
  */
 int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err);
 int coordl_get_threads(const coordl_loader_t *ld);

@@ -42,6 +42,13 @@
 /* The job's profile key (what the user gave with --synergy-profile). */
 #define SYNERGY_ENV_PROFILE_KEY "SYNERGY_PROFILE_KEY"
 
+/* Cpuset following: unset or "1" = a loader whose thread count the caller
+ * left unset re-reads its cpuset (at most every 100 ms) and, when it
+ * changed, pins its threads to it and runs one worker per CPU in it (the
+ * node may lend idle cores to a running job); "0" = keep the thread count
+ * chosen at start. */
+#define SYNERGY_ENV_FOLLOW_CPUSET "SYNERGY_FOLLOW_CPUSET"
+
 /* Set to "1" by the plugin when Synergy sized this job, "0" when it ran
  * GPU-proportional (no profile, --synergy=off, or a fallback). */
 #define SYNERGY_ENV_ACTIVE "SYNERGY_ACTIVE"

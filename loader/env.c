@@ -218,7 +218,8 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
 					 SYNERGY_ENV_CPUS, v);
-	if (check_flag(SYNERGY_ENV_PROFILE_MODE, err) < 0 || check_flag(SYNERGY_ENV_ACTIVE, err) < 0)
+	if (check_flag(SYNERGY_ENV_PROFILE_MODE, err) < 0 || check_flag(SYNERGY_ENV_ACTIVE, err) < 0 ||
+	    check_flag(SYNERGY_ENV_FOLLOW_CPUSET, err) < 0)
 		return -1;
 
 	/* Then apply precedence: API, environment, default. */
@@ -229,6 +230,8 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		e.threads = cfg->threads;
 	else if (e.threads == 0)
 		e.threads = affinity_cores();
+	v = getenv(SYNERGY_ENV_FOLLOW_CPUSET);
+	e.follow = cfg->threads == 0 && !(v && strcmp(v, "0") == 0);
 
 	if (cfg->cache_bytes < -1)
 		return coordl__errprintf(err, EINVAL,

@@ -19,6 +19,10 @@
  * Locking: one mutex protects the slot states, the counters of the consumer
  * and the epoch bookkeeping; per-item work (fetch, decode) runs unlocked.
  * Statistics that workers update per item are atomics.
+ *
+ * A loader whose thread count the caller left unset follows its CPU set
+ * (follow.h): coordl_next() looks at most every 100 ms and, on a change,
+ * pins every thread to the new set and runs one worker per CPU in it.
  */
 #include "config.h"
 
@@ -33,6 +37,7 @@
 #include "coordl.h"
 #include "cache.h"
 #include "env.h"
+#include "follow.h"
 #include "prep.h"
 #include "rng.h"
 #include "source.h"
@@ -100,6 +105,8 @@ struct coordl_loader {
 	int has_corrupt;
 	int fatal;
 	char fatal_text[160];
+	coordl__follow_t *follow; /* NULL when the thread count is fixed */
+	int follow_off;           /* atomic: coordl_set_threads() took over */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
 #endif
@@ -615,6 +622,10 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	ld->nthreads = env.threads;
 	if (spawn_locked(ld, env.threads, err) < 0)
 		goto out;
+	if (env.follow && !(ld->follow = coordl__follow_create())) {
+		coordl__errprintf(err, ENOMEM, "out of memory");
+		goto out;
+	}
 	ok = 1;
 out:
 	if (locked)
@@ -652,6 +663,7 @@ void coordl_destroy(coordl_loader_t *ld)
 	free(ld->wk);
 	free(ld->path);
 	free(ld->cache_name);
+	coordl__follow_destroy(ld->follow);
 	pthread_cond_destroy(&ld->work_cv);
 	pthread_cond_destroy(&ld->ready_cv);
 	pthread_cond_destroy(&ld->idle_cv);
@@ -682,14 +694,35 @@ int coordl_set_epoch(coordl_loader_t *ld, uint64_t epoch, coordl_error_t *err)
 	return 0;
 }
 
+static int set_threads_locked(coordl_loader_t *ld, int threads, coordl_error_t *err);
+
+/* The CPU set changed (follow.h): pin every thread to it and run one
+ * worker per CPU. A failed pin or spawn leaves the old state; the next
+ * change tries again. */
+static void follow_cpuset(coordl_loader_t *ld, const cpu_set_t *set)
+{
+	int n = CPU_COUNT(set);
+
+	pthread_mutex_lock(&ld->mu);
+	if (!__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED)) {
+		coordl__follow_pin(set, ld->thr, ld->spawned);
+		set_threads_locked(ld, n < 1 ? 1 : n > 1024 ? 1024 : n, NULL);
+	}
+	pthread_mutex_unlock(&ld->mu);
+}
+
 int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 {
 	struct slot *s;
 	double t;
 	int rv = -1;
+	cpu_set_t cpus;
 
 	if (!ld || !out)
 		return coordl__errprintf(err, EINVAL, "coordl_next: NULL argument");
+	if (ld->follow && !__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED) &&
+	    coordl__follow_check(ld->follow, &cpus) == 1)
+		follow_cpuset(ld, &cpus);
 	pthread_mutex_lock(&ld->mu);
 	if (!ld->started) {
 		ld->started = 1;
@@ -764,6 +797,19 @@ void coordl_release(coordl_loader_t *ld, coordl_batch_t *b)
 	pthread_mutex_unlock(&ld->mu);
 }
 
+/* The live set-threads path, shared by the API and the cpuset follower. */
+static int set_threads_locked(coordl_loader_t *ld, int threads, coordl_error_t *err)
+{
+	int rv = spawn_locked(ld, threads, err);
+
+	if (rv == 0) {
+		ld->nthreads = threads;
+		ld->cfg.threads = threads;
+		pthread_cond_broadcast(&ld->work_cv);
+	}
+	return rv;
+}
+
 int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err)
 {
 	int rv;
@@ -773,12 +819,9 @@ int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err)
 	if (threads < 1 || threads > 1024)
 		return coordl__errprintf(err, EINVAL, "threads=%d: expected 1..1024", threads);
 	pthread_mutex_lock(&ld->mu);
-	rv = spawn_locked(ld, threads, err);
-	if (rv == 0) {
-		ld->nthreads = threads;
-		ld->cfg.threads = threads;
-		pthread_cond_broadcast(&ld->work_cv);
-	}
+	/* An explicit count wins over the cpuset from now on. */
+	__atomic_store_n(&ld->follow_off, 1, __ATOMIC_RELAXED);
+	rv = set_threads_locked(ld, threads, err);
 	pthread_mutex_unlock(&ld->mu);
 	return rv;
 }

@@ -8,6 +8,7 @@ noinst_LTLIBRARIES += loader/libcoordl-core.la
 loader_libcoordl_core_la_SOURCES = \
 	loader/util.c loader/util.h \
 	loader/env.c loader/env.h \
+	loader/follow.c loader/follow.h \
 	loader/source.c loader/source.h \
 	loader/cache.c loader/cache.h \
 	loader/loader.c \
@@ -45,14 +46,16 @@ LOADER_TEST_PROGS = \
 	loader/test/pipeline.t \
 	loader/test/minio.t \
 	loader/test/pack.t \
-	loader/test/cuda.t
+	loader/test/cuda.t \
+	loader/test/follow.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
 	loader/test/order.t \
 	loader/test/pipeline.t \
 	loader/test/minio.t \
-	loader/test/cache.t
+	loader/test/cache.t \
+	loader/test/follow.t
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c
 UNIT_TESTS += $(LOADER_TESTS)
@@ -80,6 +83,9 @@ loader_test_minio_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_pack_t_SOURCES = loader/test/pack.c loader/test/testdata.c
 loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_follow_t_SOURCES = loader/test/follow.c loader/test/testdata.c
+loader_test_follow_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_follow_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_cuda_t_SOURCES = loader/test/cuda.c loader/test/testdata.c
 loader_test_cuda_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
 loader_test_cuda_t_LDADD = $(LOADER_TEST_LDADD) $(CUDA_LIBS)

@@ -1,0 +1,62 @@
+/*
+ * follow.h: the loader follows its CPU set (internal to libcoordl).
+ *
+ * A Synergy node may widen or narrow a running job's cpuset (lending idle
+ * cores, taking them back). A loader whose thread count the caller did not
+ * fix then keeps one worker per CPU it may use: coordl_next() asks
+ * coordl__follow_check() at most every 100 ms whether the process's CPU
+ * set changed, and if so pins itself and its workers to the new set
+ * (after a cpuset is widened the kernel keeps earlier explicit pins) and
+ * resizes its worker pool.
+ *
+ * The set is read from the process's own cpuset cgroup: cgroup v1
+ * (/proc/self/cpuset names the path under /sys/fs/cgroup/cpuset, file
+ * cpuset.cpus), else cgroup v2 (/proc/self/cgroup "0::PATH",
+ * cpuset.cpus.effective under /sys/fs/cgroup or /sys/fs/cgroup/unified).
+ * The calling thread's affinity is watched as well: a change made with
+ * sched_setaffinity() (by the job itself, or where no cpuset file can be
+ * read) is followed the same way. Whichever of the two changed last wins.
+ */
+#ifndef COORDL_FOLLOW_H
+#define COORDL_FOLLOW_H
+
+#include <pthread.h>
+#include <sched.h>
+
+/* Minimum time between two looks at the CPU set, in seconds. */
+#define COORDL__FOLLOW_PERIOD 0.1
+
+typedef struct coordl__follow coordl__follow_t;
+
+/*
+ * Start following: remember the current cpuset and affinity. Returns NULL
+ * with errno ENOMEM only; a process whose cpuset cannot be read follows
+ * its affinity alone.
+ */
+coordl__follow_t *coordl__follow_create(void);
+
+/* Accepts NULL. */
+void coordl__follow_destroy(coordl__follow_t *f);
+
+/*
+ * Cheap when called often: returns 0 unless COORDL__FOLLOW_PERIOD passed
+ * since the last look. Returns 1 and fills *set (non-empty) when the CPU
+ * set changed since the last look, else 0. Not thread-safe: one caller
+ * (the consumer inside coordl_next) at a time.
+ */
+int coordl__follow_check(coordl__follow_t *f, cpu_set_t *set);
+
+/*
+ * Pin the calling thread and the n threads in thr to set. Returns 0, or
+ * -1 with errno from the first pin that failed (the others are still
+ * tried: a thread that cannot be pinned keeps its old affinity).
+ */
+int coordl__follow_pin(const cpu_set_t *set, const pthread_t *thr, int n);
+
+/*
+ * Parse a cpuset list ("0-3,8\n") into set. Returns the number of CPUs,
+ * or -1 (EINVAL) for a malformed or empty list. Exposed for the tests.
+ */
+int coordl__follow_parse(const char *s, cpu_set_t *set);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * follow.t: the loader follows its CPU set. A loader whose thread count
+ * the caller left unset runs one worker per CPU it may use; when the
+ * process's CPU set narrows or widens while it runs, coordl_next() pins
+ * every thread to the new set (widening included, which the kernel never
+ * does by itself) and resizes the pool, and the sample order stays the
+ * one a fixed single thread gives. SYNERGY_FOLLOW_CPUSET=0, a thread count
+ * given to coordl_create() or coordl_set_threads() turn following off.
+ *
+ * The CPU set is changed with sched_setaffinity() on the consumer thread
+ * (no root needed); the test needs 2 or more CPUs and skips otherwise.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coordl.h"
+#include "follow.h"
+#include "synergy_env.h"
+#include "tap.h"
+#include "testdata.h"
+
+#define NCLS 4
+#define NPER 16
+#define N (NCLS * NPER)
+#define BS 2
+
+static char root[1024];
+static cpu_set_t orig;
+
+static coordl_loader_t *make(int threads)
+{
+	coordl_config_t cfg;
+	coordl_error_t err = { "" };
+	coordl_loader_t *ld;
+
+	coordl_config_init(&cfg);
+	cfg.path = root;
+	cfg.out_size = 16;
+	cfg.batch_size = BS;
+	cfg.threads = threads;
+	cfg.cache_bytes = 0;
+	cfg.seed = 77;
+	if (!(ld = coordl_create(&cfg, &err)))
+		diag("create: %s", err.text);
+	return ld;
+}
+
+/* Longer than the follower's period, so the next coordl_next() looks. */
+static void pause_period(void)
+{
+	struct timespec ts = { 0, (long)(COORDL__FOLLOW_PERIOD * 1.5e9) };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Threads of this process whose allowed CPUs are exactly `set`. */
+static int tasks_pinned_to(const cpu_set_t *set)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], line[4096];
+		FILE *f;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			cpu_set_t s;
+			if (strncmp(line, "Cpus_allowed_list:", 18))
+				continue;
+			const char *v = line + 18;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if (coordl__follow_parse(v, &s) > 0 && CPU_EQUAL(&s, set))
+				n++;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static int first_cpu(const cpu_set_t *s)
+{
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, s))
+			return c;
+	return -1;
+}
+
+/* One epoch; before batch `at[k]` the consumer's CPU set becomes sets[k]
+ * (after a pause longer than the follow period) and, after that batch,
+ * threads[k] records the loader's thread count. Returns samples or -1. */
+static long run_epoch(coordl_loader_t *ld, uint64_t *idx, int nchg, const int *at,
+                      const cpu_set_t *sets, int *threads, int *pinned)
+{
+	coordl_error_t err = { "" };
+	long got = 0;
+	int b = 0;
+
+	if (coordl_set_epoch(ld, 1, &err) < 0)
+		return -1;
+	for (;; b++) {
+		coordl_batch_t *batch;
+		int k, rc;
+		for (k = 0; k < nchg && at[k] != b; k++)
+			;
+		if (k < nchg) {
+			if (sched_setaffinity(0, sizeof(sets[k]), &sets[k]) < 0)
+				return -1;
+			pause_period();
+		}
+		if ((rc = coordl_next(ld, &batch, &err)) < 0) {
+			diag("next: %s", err.text);
+			return -1;
+		}
+		if (rc == 0)
+			break;
+		for (int i = 0; i < batch->n && got < N; i++)
+			idx[got++] = batch->indices[i];
+		coordl_release(ld, batch);
+		if (k < nchg) {
+			coordl_stats_t st;
+			threads[k] = coordl_get_threads(ld);
+			if (coordl_get_stats(ld, &st) < 0 || st.threads != threads[k])
+				threads[k] = -1;
+			pinned[k] = tasks_pinned_to(&sets[k]);
+		}
+	}
+	return got;
+}
+
+static void test_parse(void)
+{
+	static const struct { const char *s; int n; } cases[] = {
+		{ "0", 1 }, { "0-3\n", 4 }, { "0-1,4,6-7", 5 }, { "3,1", 2 },
+		{ "", -1 }, { "\n", -1 }, { "a", -1 }, { "1-", -1 }, { "3-1", -1 },
+		{ "0,,1", -1 }, { "0 1", -1 }, { "99999", -1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cpu_set_t s;
+		char name[64];
+		char shown[32];
+		size_t k = 0;
+		/* Show a newline as \n so that the TAP line stays one line. */
+		for (const char *c = cases[i].s; *c && k + 3 < sizeof(shown); c++) {
+			if (*c == '\n') {
+				shown[k++] = '\\';
+				shown[k++] = 'n';
+			} else {
+				shown[k++] = *c;
+			}
+		}
+		shown[k] = '\0';
+		snprintf(name, sizeof(name), "cpu list '%s' -> %d", shown, cases[i].n);
+		is_int(coordl__follow_parse(cases[i].s, &s), cases[i].n, name);
+	}
+}
+
+int main(void)
+{
+	char *dir;
+	int n;
+	uint64_t ref[N], got[N];
+	coordl_loader_t *ld;
+
+	test_parse();
+	unsetenv(SYNERGY_ENV_THREADS);
+	unsetenv(SYNERGY_ENV_FOLLOW_CPUSET);
+	if (sched_getaffinity(0, sizeof(orig), &orig) < 0 || (n = CPU_COUNT(&orig)) < 2) {
+		skip(13, "fewer than 2 CPUs to narrow the CPU set");
+		return done_testing();
+	}
+	dir = td_tmpdir("follow");
+	snprintf(root, sizeof(root), "%s/ds", dir);
+	if (td_imagefolder(root, NCLS, NPER) < 0)
+		bail_out("cannot write the test dataset");
+
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(first_cpu(&orig), &one);
+
+	/* The reference order: one fixed thread. */
+	ld = make(1);
+	long nref = ld ? td_run_epoch(ld, 1, ref, N, NULL, 0) : -1;
+	coordl_destroy(ld);
+	is_int(nref, N, "reference epoch with 1 fixed thread");
+
+	/* Follow: narrow to one CPU, then widen back. */
+	ld = make(0);
+	ok(ld && coordl_get_threads(ld) == n, "threads unset: one worker per CPU (%d)", n);
+	int at[2] = { 3, 9 }, thr[2] = { 0, 0 }, pin[2] = { 0, 0 };
+	cpu_set_t sets[2] = { one, orig };
+	long ngot = ld ? run_epoch(ld, got, 2, at, sets, thr, pin) : -1;
+	is_int(thr[0], 1, "narrowed to one CPU: one worker (get_threads and stats agree)");
+	ok(pin[0] >= n + 1, "narrowed: consumer and all %d workers pinned to it (%d)", n, pin[0]);
+	is_int(thr[1], n, "widened back: one worker per CPU again");
+	ok(pin[1] >= n + 1, "widened: consumer and every worker pinned to the wider set (%d)", pin[1]);
+	ok(ngot == N && memcmp(got, ref, sizeof(ref)) == 0,
+	   "sample order unchanged while the pool followed the CPU set");
+	coordl_destroy(ld);
+	sched_setaffinity(0, sizeof(orig), &orig);
+
+	/* SYNERGY_FOLLOW_CPUSET=0: the pool keeps its size. */
+	setenv(SYNERGY_ENV_FOLLOW_CPUSET, "0", 1);
+	ld = make(0);
+	ngot = ld ? run_epoch(ld, got, 1, at, sets, thr, pin) : -1;
+	is_int(thr[0], n, "SYNERGY_FOLLOW_CPUSET=0: the pool is not resized");
+	ok(ngot == N && memcmp(got, ref, sizeof(ref)) == 0, "  and the order is the same");
+	coordl_destroy(ld);
+	sched_setaffinity(0, sizeof(orig), &orig);
+	unsetenv(SYNERGY_ENV_FOLLOW_CPUSET);
+
+	/* A thread count given to coordl_create() is not changed. */
+	ld = make(2);
+	ngot = ld ? run_epoch(ld, got, 1, at, sets, thr, pin) : -1;
+	is_int(thr[0], 2, "threads=2 from the API: not following");
+	coordl_destroy(ld);
+	sched_setaffinity(0, sizeof(orig), &orig);
+
+	/* Nor one set later with coordl_set_threads(). */
+	ld = make(0);
+	ok(ld && coordl_set_threads(ld, 3, NULL) == 0, "coordl_set_threads(3)");
+	ngot = ld ? run_epoch(ld, got, 1, at, sets, thr, pin) : -1;
+	is_int(thr[0], 3, "after coordl_set_threads: not following");
+	coordl_destroy(ld);
+	sched_setaffinity(0, sizeof(orig), &orig);
+
+	/* A malformed switch is an error naming the variable. */
+	coordl_config_t cfg;
+	coordl_error_t err = { "" };
+	setenv(SYNERGY_ENV_FOLLOW_CPUSET, "yes", 1);
+	coordl_config_init(&cfg);
+	cfg.path = root;
+	errno = 0;
+	ld = coordl_create(&cfg, &err);
+	ok(!ld && errno == EINVAL && strstr(err.text, SYNERGY_ENV_FOLLOW_CPUSET),
+	   "SYNERGY_FOLLOW_CPUSET=yes is refused, naming it");
+	coordl_destroy(ld);
+	unsetenv(SYNERGY_ENV_FOLLOW_CPUSET);
+
+	td_rmrf(dir);
+	free(dir);
+	return done_testing();
+}
