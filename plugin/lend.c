@@ -699,3 +699,69 @@ out:
 	free(e);
 	return rv;
 }
+
+typedef struct status_ctx {
+	lend_ctx_t c;
+	int dfd;
+	int (*fn)(const syn__lend_info_t *info, void *arg);
+	void *arg;
+	int stop;
+} status_ctx_t;
+
+static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
+{
+	status_ctx_t *st = arg;
+	syn__lend_info_t info;
+	lend_entry_t e;
+	cpu_set_t lent;
+	char path[400], text[256];
+
+	memset(&info, 0, sizeof(info));
+	memset(&e, 0, sizeof(e));
+	info.jobid = jobid;
+	snprintf(info.job_rel, sizeof(info.job_rel), "%s", job_rel);
+	if (syn__cg_get_cpus(job_rel, text, sizeof(text)) == 0 &&
+	    syn__cpus_parse(text, &e.job.held) == 0)
+		fmt(&e.job.held, info.held, sizeof(info.held));
+	snprintf(path, sizeof(path), "%s/%s", job_rel, SYN__CG_CHILD);
+	if (syn__cg_get_cpus(path, text, sizeof(text)) == 0)
+		snprintf(info.child, sizeof(info.child), "%s", text);
+	e.job.jobid = jobid;
+	if (st->dfd >= 0 && record_read(&st->c, st->dfd, &e) == 0) {
+		info.recorded = 1;
+		info.borrow = e.borrow;
+		snprintf(info.key, sizeof(info.key), "%s", e.key);
+		fmt(&e.job.allotted, info.allotted, sizeof(info.allotted));
+		CPU_OR(&lent, &e.job.held, &e.job.allotted);
+		CPU_XOR(&lent, &lent, &e.job.allotted);
+		fmt(&lent, info.lent, sizeof(info.lent));
+	}
+	st->stop = st->fn(&info, st->arg);
+	return st->stop;
+}
+
+int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpus, size_t len,
+		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg)
+{
+	status_ctx_t st;
+	const char *base;
+	int n;
+
+	if (!state_dir || !node_rel || !node_cpus || !len || !fn) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&st, 0, sizeof(st));
+	base = strrchr(node_rel, '/');
+	st.c.node_name = base ? base + 1 : node_rel;
+	st.c.node_rel = node_rel;
+	st.fn = fn;
+	st.arg = arg;
+	if (syn__cg_get_cpus(node_rel, node_cpus, len) < 0)
+		return -1;
+	st.dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	n = syn__cg_foreach_job(node_rel, status_cb, &st);
+	if (st.dfd >= 0)
+		close(st.dfd);
+	return n;
+}

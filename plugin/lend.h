@@ -105,4 +105,27 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 int syn__lend_step_start(const char *state_dir, const char *node_rel, const char *job_rel,
 			 uint32_t jobid, syn__lend_log_f log, void *arg);
 
+/* One job on a node as syn__lend_status() reports it (lists in cpuset syntax). */
+typedef struct syn__lend_info {
+	uint32_t jobid;
+	char job_rel[320];
+	int recorded;                 /* lending has a record of the job */
+	int borrow;                   /* recorded as a Synergy job with a profile */
+	char key[SYN_PROFILE_KEY_MAX + 1];
+	char allotted[256];           /* "" when not recorded */
+	char held[256];               /* its job cgroup's CPUs now */
+	char child[256];              /* its synergy child's CPUs ("" if none) */
+	char lent[256];               /* held minus allotted ("" if none) */
+} syn__lend_info_t;
+
+/*
+ * Read-only view of the node whose cpuset cgroup is node_rel: writes the
+ * node's CPUs to node_cpus and calls fn(info, arg) for every job cgroup
+ * (stops when fn returns non-zero). Takes no lock and changes nothing; a
+ * missing state_dir means no job is recorded. Returns the number of jobs,
+ * or -1 with errno when the node's cgroup cannot be read.
+ */
+int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpus, size_t len,
+		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg);
+
 #endif

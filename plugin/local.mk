@@ -82,3 +82,10 @@ plugin_test_tuner_t_LDADD = plugin/libsynplugin.la
 dist_noinst_SCRIPTS += plugin/bench/job-latency.sh
 # The lending integration test (listed in tests/local.mk) ships with the plugin.
 EXTRA_DIST += tests/integration/synergy-lending.sh
+
+# synergy-lend: read-only view of idle-core lending on this machine (root).
+sbin_PROGRAMS += plugin/synergy-lend
+plugin_synergy_lend_SOURCES = plugin/synergy-lend.c plugin/lend.c plugin/lend.h
+plugin_synergy_lend_LDADD = plugin/libsynplugin.la profiler/libsynstore.la \
+	policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+dist_man_MANS += doc/synergy-lend.8

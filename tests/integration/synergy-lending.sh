@@ -62,6 +62,11 @@ test_ok "A's task runs on the lent CPUs (affinity $all)" \
 test_ok "A's job step ran while A borrowed" grep -qx step-rc=0 "$(cluster_out "$idA")"
 nrec=$(ls "$C/lend" | grep -c "^slurm_$node\.job_$idA\$")
 test_ok "A has a root-only lending record" test "$nrec" = 1 -a "$(stat -c %a "$C/lend")" = 700
+status=$("$top_builddir/plugin/synergy-lend" --status -c "$C/etc/synergy.conf" 2>&1 |
+	sed -n "/^node $node:/,/^node /p")
+test_ok "synergy-lend --status shows A holding every CPU, some lent" \
+	grep -Eq "^ +$idA +[0-9,-]+ +$all +$all +[0-9,-]+ +img\$" <<<"$status"
+diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
 diag "A's record: $(tr '\n' ' ' <"$C/lend/slurm_$node.job_$idA" 2>/dev/null)"
 
 # B (no profile) records, from inside, its own CPUs and A's at its start.
