@@ -5,7 +5,8 @@
  * job's spank environment). With a good profile and GPUs asked for, the
  * policy's advice (synergy_policy.h) on the configured node shape gives
  * cores and cache memory per GPU; the job's request becomes those cores
- * and ProcessMemMB plus the cache. Without a profile the job stays
+ * and ProcessMemMB plus the cache, capped so that the node's other GPUs
+ * can still each start a job. Without a profile the job stays
  * GPU-proportional and a profiling request is queued as a file in
  * RequestDir for the tuner. Anything unexpected also leaves the job
  * GPU-proportional; only a malformed synergy option is refused.
@@ -121,8 +122,8 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	syn_profile_t prof;
 	syn_advice_t adv;
 	syn_node_t node;
-	int on = 1, gpus, tasks;
-	double cpus_node, cache_mb;
+	int on = 1, gpus, tasks, others;
+	double cpus_node, cache_mb, cpu_cap, mem_cap;
 
 	memset(d, 0, sizeof(*d));
 	d->action = SYN__UNTOUCHED;
@@ -200,6 +201,15 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	}
 	tasks = req->tasks_per_node ? (int)req->tasks_per_node : 1;
 	cpus_node = ceil(adv.cpus_per_gpu * gpus - 1e-9);
+	/* A Slurm allocation cannot shrink once the job runs, so TUNE's step 3
+	 * (push a co-located job back to its share) is impossible here: never
+	 * ask for so much that the node's other GPUs could not start a job,
+	 * i.e. leave each of them at least one core and ProcessMemMB. Cores
+	 * beyond that reach the job as lent idle cores (LendIdleCores). */
+	others = (int)conf->node_gpus > gpus ? (int)conf->node_gpus - gpus : 0;
+	cpu_cap = (double)conf->node_cpus - others;
+	if (cpus_node > cpu_cap)
+		cpus_node = cpu_cap;
 	if (cpus_node < tasks)
 		cpus_node = tasks;
 	if (cpus_node > (double)conf->node_cpus)
@@ -207,6 +217,29 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	cache_mb = ceil(adv.mem_per_gpu * gpus * 1024.0 - 1e-9);
 	if (cache_mb > (double)conf->max_cache_mb)
 		cache_mb = (double)conf->max_cache_mb;
+	mem_cap = (double)conf->node_mem_mb - (double)conf->process_mem_mb * (1 + others);
+	if (mem_cap < 0)
+		mem_cap = 0;
+	if (cache_mb > mem_cap)
+		cache_mb = mem_cap;
+	/* Capped, the advice may fall below the job's GPU-proportional
+	 * throughput (a profile that traded memory for cores): then take the
+	 * best cell within the caps, and the share itself if none keeps the
+	 * guarantee. */
+	if (syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) < adv.prop_tput - 1e-9) {
+		double c, m;
+
+		if (syn_best_case(&prof, conf->eps, cpu_cap / gpus, mem_cap / 1024.0 / gpus, &c, &m) == 0 &&
+		    syn_job_tput(&prof, c, m) >= adv.prop_tput - 1e-9) {
+			cpus_node = ceil(c * gpus - 1e-9);
+			cache_mb = ceil(m * gpus * 1024.0 - 1e-9);
+		} else {
+			cpus_node = ceil(node.cpus * gpus / node.gpus - 1e-9);
+			cache_mb = floor(node.mem_gb * 1024.0 * gpus / node.gpus);
+		}
+		if (cpus_node < tasks)
+			cpus_node = tasks;
+	}
 	d->cpus_per_task = (uint16_t)ceil(cpus_node / tasks - 1e-9);
 	d->min_cpus = (uint32_t)d->cpus_per_task * (uint32_t)tasks *
 		      (req->nodes ? req->nodes : 1);
@@ -215,7 +248,9 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	snprintf(d->comment, sizeof(d->comment),
 		 "synergy: key=%s cpus=%u mem=%lluM cache=%lluM tput=%.2fx (%s)", key,
 		 (unsigned)(d->cpus_per_task * tasks), (unsigned long long)d->mem_mb,
-		 (unsigned long long)cache_mb, adv.prop_tput > 0 ? adv.tput / adv.prop_tput : 1.0,
+		 (unsigned long long)cache_mb,
+		 adv.prop_tput > 0 ? syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) /
+					     adv.prop_tput : 1.0,
 		 adv.step == 1 ? "best-case" : adv.step == 2 ? "proportional" : "proportional, blocked");
 out:
 	syn_store_destroy(store);

@@ -93,11 +93,27 @@ int main(void)
 	is_int(syn__gpus_per_node("gres:shard:4", "gres:gpu:4", 2), 2, "--gpus=4 over 2 nodes");
 	is_int(syn__gpus_per_node(NULL, NULL, 1), 0, "no GPUs");
 
-	decide("img", NULL, "gres:gpu:1", &d);
-	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 2 && d.mem_mb == 2048,
-	   "sensitive profile: 2 cores, 1024 MB process + 1024 MB cache (got %d %u %u %llu)",
+	decide("img", NULL, "gres:gpu:2", &d);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 2 && d.mem_mb >= 3072 &&
+	   d.mem_mb <= 4096,
+	   "sensitive profile, whole node: 2 cores, >= 1024 MB process + 2048 MB cache (got %d %u %u %llu)",
 	   d.action, d.cpus_per_task, d.min_cpus, (unsigned long long)d.mem_mb);
 	ok(strstr(d.comment, "key=img") && strstr(d.comment, "cpus=2"), "comment: %s", d.comment);
+
+	/* One GPU of two: the other GPU must still be able to start a job, so
+	 * the job gets 1 core (the second one only as a lent idle core) and
+	 * leaves ProcessMemMB; it keeps its best cache. */
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 2048,
+	   "one GPU of two: 1 core, 1024 MB process + 1024 MB cache (got %d %u %llu)",
+	   d.action, d.cpus_per_task, (unsigned long long)d.mem_mb);
+	ok(strstr(d.comment, "tput=1.00x") != NULL, "comment has the capped throughput: %s", d.comment);
+	conf.node_mem_mb = 2560;
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1792,
+	   "small node: the capped cell (1 core, 512 MB) is below the share's throughput, so the job "
+	   "gets the GPU-proportional share, 1024 + 768 MB (got %llu)", (unsigned long long)d.mem_mb);
+	conf.node_mem_mb = 4096;
 
 	decide("lang", NULL, "gres:gpu:1", &d);
 	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1024,

@@ -4,6 +4,9 @@
 # it; a job with an insensitive profile gets less than its GPU share; when
 # the jobs are over, no synergy cgroup and no cache file is left.
 . "${top_srcdir:?}/tests/lib/cluster.sh"
+# One GPU per node: a job may then take every core (with two GPUs it would
+# have to leave a core for the other GPU, see plugin/submit.c).
+CLUSTER_GPUS=1
 cluster_start 1
 cluster_put_profile img image
 cluster_put_profile lang flat

@@ -1,5 +1,5 @@
 #!/bin/bash
-# synergy-tuner.sh: synergyd moves a Synergy job that waits for cores while
+# synergy-tuner.sh: synergyd moves a Synergy job that waits for memory while
 # its GPU is free back to the GPU-proportional share, and the job then
 # runs; it reports in its status file and metrics; with slurmctld gone it
 # fails the round without touching anything, and a running daemon carries
@@ -11,18 +11,19 @@ synergyd=$top_builddir/plugin/synergyd
 cluster_start 1
 cluster_put_profile img image
 
-# A GPU-proportional job takes 1 of the 2 cores and 1 of the 2 GPUs; the
-# image job then wants 2 cores and waits although a GPU is free.
-a=$(cluster_sbatch --gres=gpu:1 --wrap 'sleep 300')
-test_ok "GPU-proportional job runs" cluster_wait_state "$a" RUNNING 20
+# A job with an explicit memory request takes 3000 of the node's 4096 MB
+# and 1 of its 2 GPUs; the image job then wants 1 core (the other is left
+# for the other GPU) and 2 GB, and waits although a GPU is free.
+a=$(cluster_sbatch --gres=gpu:1 --mem=3000 --wrap 'sleep 300')
+test_ok "job with explicit memory runs" cluster_wait_state "$a" RUNNING 20
 b=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap 'env | grep ^SYNERGY_')
 reason() { [ "$(cluster_job_field "$b" Reason)" = Resources ]; }
 test_ok "sized job waits for resources" cluster__wait 20 reason
-test_ok "it asked for 2 cores" bash -c "scontrol -o show job $b | grep -q 'TRES=cpu=2,mem=2G,'"
+test_ok "it asked for 1 core and 2 GB" bash -c "scontrol -o show job $b | grep -q 'TRES=cpu=1,mem=2G,'"
 
 "$synergyd" --once --dry-run --conf="$C/etc/synergy.conf" 2>"$C/log/dry.log"
 test_ok "dry run names the job" grep -q "job $b: key=img downgraded" "$C/log/dry.log"
-test_ok "dry run changes nothing" bash -c "scontrol -o show job $b | grep -q 'TRES=cpu=2,mem=2G,'"
+test_ok "dry run changes nothing" bash -c "scontrol -o show job $b | grep -q 'TRES=cpu=1,mem=2G,'"
 
 "$synergyd" --once --conf="$C/etc/synergy.conf" --status="$C/status" \
 	--metrics="$C/synergy.prom" 2>"$C/log/tuner.log"
