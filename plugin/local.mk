@@ -89,3 +89,10 @@ plugin_synergy_lend_SOURCES = plugin/synergy-lend.c plugin/lend.c plugin/lend.h
 plugin_synergy_lend_LDADD = plugin/libsynplugin.la profiler/libsynstore.la \
 	policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
 dist_man_MANS += doc/synergy-lend.8
+
+# Benchmark (root, real daemons; prints a table): the cost of one lending event.
+noinst_PROGRAMS += plugin/lend-bench
+plugin_lend_bench_SOURCES = plugin/bench/lend-bench.c plugin/lend.c plugin/lend.h
+plugin_lend_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
+plugin_lend_bench_LDADD = $(plugin_synergy_lend_LDADD)
+dist_noinst_SCRIPTS += plugin/bench/lend-bench.sh

@@ -1,0 +1,105 @@
+/*
+ * lend-bench: what one lending event costs a starting or ending job.
+ *
+ * Runs syn__lend_rebalance() (lock, records, cgroup tree, profiles, plan,
+ * cgroup writes) N times on a live node and prints the wall and CPU time
+ * per call as min/median/max. With a steady state every call after the
+ * first changes nothing, so this is the fixed cost each job start and end
+ * pays. Given a borrowing job, it alternates taking its lent CPUs back
+ * (syn__lend_step_start, timed too) and lending them again, which adds
+ * the cgroup writes and the re-pinning of the job's threads.
+ * Root only; run by plugin/bench/lend-bench.sh on a throwaway cluster.
+ *
+ * Usage: lend-bench STATE_DIR STORE_DIR NODE_REL [N [JOB_REL JOBID]]
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "lend.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static double cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void logf_(int is_error, const char *msg, void *arg)
+{
+	int *errors = arg;
+
+	if (is_error) {
+		(*errors)++;
+		fprintf(stderr, "%s\n", msg);
+	}
+}
+
+static void row(const char *name, double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	printf("%-28s %10.1f %10.1f %10.1f\n", name, v[0], v[n / 2], v[n - 1]);
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 4 ? atoi(argv[4]) : 200, i, errors = 0, flip = argc > 6;
+	double *wall, *cpu, *back;
+
+	if (argc < 4 || n <= 0) {
+		fprintf(stderr, "usage: lend-bench STATE_DIR STORE_DIR NODE_REL [N [JOB_REL JOBID]]\n");
+		return 2;
+	}
+	wall = calloc((size_t)n, sizeof(*wall));
+	cpu = calloc((size_t)n, sizeof(*cpu));
+	back = calloc((size_t)n, sizeof(*back));
+	if (!wall || !cpu || !back)
+		return 1;
+	for (i = 0; i < n; i++) {
+		double w0, c0;
+
+		if (flip) {
+			w0 = now_us();
+			syn__lend_step_start(argv[1], argv[3], argv[5],
+					     (uint32_t)strtoul(argv[6], NULL, 10), logf_, &errors);
+			back[i] = now_us() - w0;
+		}
+		w0 = now_us();
+		c0 = cpu_us();
+		syn__lend_rebalance(argv[1], argv[2], argv[3], NULL, 0, SYN__LEND_MIN_GAIN, logf_,
+				    &errors);
+		wall[i] = now_us() - w0;
+		cpu[i] = cpu_us() - c0;
+	}
+	printf("%-28s %10s %10s %10s   (%d calls, %d errors)\n", flip ? "rebalance that lends 1 CPU" :
+	       "rebalance, nothing to change", "min", "median", "max", n, errors);
+	row("  wall us", wall, n);
+	row("  cpu us (user+sys)", cpu, n);
+	if (flip)
+		row("  take-back wall us", back, n);
+	free(back);
+	free(wall);
+	free(cpu);
+	return errors ? 1 : 0;
+}
