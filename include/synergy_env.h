@@ -36,7 +36,8 @@
  * profiling protocol and writes its report to SYNERGY_PROFILE_OUT. */
 #define SYNERGY_ENV_PROFILE_MODE "SYNERGY_PROFILE_MODE"
 
-/* Path of the profiling report the loader writes in profiling mode. */
+/* Path of the profiling report the loader writes in profiling mode (without
+ * it the loader does not profile). */
 #define SYNERGY_ENV_PROFILE_OUT "SYNERGY_PROFILE_OUT"
 
 /* The job's profile key (what the user gave with --synergy-profile). */

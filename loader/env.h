@@ -38,6 +38,7 @@ typedef struct coordl__env {
 	int64_t cache_bytes;
 	const char *cache_name;
 	const char *cache_dir;
+	const char *profile_out; /* SYNERGY_PROFILE_OUT when SYNERGY_PROFILE_MODE=1, else NULL */
 	int follow;        /* 1: threads were not fixed by the API and
 	                      SYNERGY_FOLLOW_CPUSET is not 0: follow the cpuset */
 } coordl__env_t;

@@ -39,6 +39,7 @@
 #include "env.h"
 #include "follow.h"
 #include "prep.h"
+#include "profmode.h"
 #include "rng.h"
 #include "source.h"
 #include "util.h"
@@ -107,6 +108,7 @@ struct coordl_loader {
 	char fatal_text[160];
 	coordl__follow_t *follow; /* NULL when the thread count is fixed */
 	int follow_off;           /* atomic: coordl_set_threads() took over */
+	coordl__profmode_t *prof; /* SYNERGY_PROFILE_MODE=1, else NULL */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
 #endif
@@ -622,7 +624,9 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	ld->nthreads = env.threads;
 	if (spawn_locked(ld, env.threads, err) < 0)
 		goto out;
-	if (env.follow && !(ld->follow = coordl__follow_create())) {
+	if ((env.follow && !(ld->follow = coordl__follow_create())) ||
+	    (env.profile_out && (cfg->mode == COORDL_MODE_TRAIN || cfg->mode == COORDL_MODE_EVAL) &&
+	     !(ld->prof = coordl__profmode_create(ld, env.threads, env.profile_out)))) {
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -645,6 +649,7 @@ void coordl_destroy(coordl_loader_t *ld)
 
 	if (!ld)
 		return;
+	coordl__profmode_destroy(ld->prof);
 	pthread_mutex_lock(&ld->mu);
 	ld->stop = 1;
 	pthread_cond_broadcast(&ld->work_cv);
@@ -723,6 +728,8 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 	if (ld->follow && !__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED) &&
 	    coordl__follow_check(ld->follow, &cpus) == 1)
 		follow_cpuset(ld, &cpus);
+	if (ld->prof)
+		coordl__profmode_enter(ld->prof, ld);
 	pthread_mutex_lock(&ld->mu);
 	if (!ld->started) {
 		ld->started = 1;
@@ -766,6 +773,8 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 	rv = 1;
 out:
 	pthread_mutex_unlock(&ld->mu);
+	if (rv == 1 && ld->prof)
+		coordl__profmode_leave(ld->prof);
 	return rv;
 }
 

@@ -9,6 +9,7 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/util.c loader/util.h \
 	loader/env.c loader/env.h \
 	loader/follow.c loader/follow.h \
+	loader/profmode.c loader/profmode.h \
 	loader/source.c loader/source.h \
 	loader/cache.c loader/cache.h \
 	loader/loader.c \

@@ -39,13 +39,14 @@ EXTRA_DIST += profiler/test/data
 bin_PROGRAMS += profiler/synergy-profile
 profiler_synergy_profile_SOURCES = profiler/synergy-profile.c \
 	profiler/measure.c profiler/measure.h
-profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler
+profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler $(JANSSON_CFLAGS)
 profiler_synergy_profile_LDADD = profiler/libsynmodel.la profiler/libsynstore.la \
 	policy/libsynpolicy.la loader/libcoordl.la $(JANSSON_LIBS) $(LIBM)
 
 # CLI golden output and end-to-end profiling on generated data.
-UNIT_TESTS += profiler/test/cli.sh profiler/test/run.sh
-EXTRA_DIST += profiler/test/cli.sh profiler/test/run.sh
+UNIT_TESTS += profiler/test/cli.sh profiler/test/run.sh profiler/test/runjob.sh
+EXTRA_DIST += profiler/test/cli.sh profiler/test/run.sh profiler/test/runjob.sh
+profiler/test/runjob.log: bench/coordl-bench$(EXEEXT) tools/coordl-datagen$(EXEEXT)
 # libFuzzer target for the profile and synergy.conf parsers; built on
 # demand with clang (see the comment at its top), not by make check.
 EXTRA_DIST += profiler/test/fuzz_profile.c

@@ -230,6 +230,53 @@ int syn__cpu_search(int max_threads, syn__probe_f probe, void *arg, int *order, 
 	return n;
 }
 
+int syn__rates_from_job(const syn__job_point_t *pts, int n, uint64_t dataset_bytes,
+                        uint64_t dataset_items, syn__rates_t *r)
+{
+	double samples = 0, consumer = 0;
+	int top = -1;
+
+	memset(r, 0, sizeof(*r));
+	r->dataset_bytes = dataset_bytes;
+	r->dataset_items = dataset_items;
+	for (int i = 0; i < n; i++) {
+		const syn__job_point_t *q = &pts[i];
+		if (q->threads < 1 || !(q->prep_time > 0) || !(q->items > 0))
+			continue;
+		samples += q->samples;
+		consumer += q->consumer;
+		if (top < 0 || q->threads > pts[top].threads)
+			top = i;
+		/* Keep the prep points sorted by threads (a repeated count
+		 * keeps its first measurement). */
+		double c = q->threads, v = c * q->items / q->prep_time;
+		int k = r->n_prep;
+		if (k >= SYN__MAX_POINTS)
+			break;
+		int dup = 0;
+		for (int j = 0; j < r->n_prep; j++)
+			dup |= r->prep_cpus[j] == c;
+		if (dup)
+			continue;
+		while (k > 0 && r->prep_cpus[k - 1] > c) {
+			r->prep_cpus[k] = r->prep_cpus[k - 1];
+			r->prep_rate[k] = r->prep_rate[k - 1];
+			k--;
+		}
+		r->prep_cpus[k] = c;
+		r->prep_rate[k] = v;
+		r->n_prep++;
+	}
+	if (top < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	r->gpu = consumer > 0 ? samples / consumer : 0;
+	if (pts[top].storage_bytes > 0 && pts[top].fetch_time > 0)
+		r->fetch_storage_bps = pts[top].threads * pts[top].storage_bytes / pts[top].fetch_time;
+	return 0;
+}
+
 int syn__parse_list(const char *s, double *out, int max)
 {
 	int n = 0;

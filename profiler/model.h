@@ -117,6 +117,31 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
 typedef int (*syn__probe_f)(int threads, void *arg, double *tput);
 int syn__cpu_search(int max_threads, syn__probe_f probe, void *arg, int *order, int max_points);
 
+/*
+ * One point of a profiling report written by a training job's own loader
+ * (SYNERGY_PROFILE_MODE=1): sums over the point's timed windows. items are
+ * the items the workers processed (cache hits + misses).
+ */
+typedef struct syn__job_point {
+	int threads;
+	double samples, consumer;   /* delivered samples; time the job spent between requests */
+	double prep_time, fetch_time; /* worker time, summed over workers */
+	double storage_bytes, items;
+} syn__job_point_t;
+
+/*
+ * Rates from a job's report: the GPU ingests samples / consumer time (all
+ * points together); at c threads the workers prep c * items / prep_time
+ * samples/s (their time per item, c at once); storage delivers
+ * c * storage_bytes / fetch_time bytes/s at the point with the most threads
+ * (0, not limiting, when nothing came from storage); the cache bandwidth is
+ * not measured (0) and the overlap is 0, since a worker's prep and fetch
+ * times add up by construction. Returns 0, or -1 (EINVAL) when no point
+ * has positive prep time.
+ */
+int syn__rates_from_job(const syn__job_point_t *pts, int n, uint64_t dataset_bytes,
+                        uint64_t dataset_items, syn__rates_t *r);
+
 /* Parse a comma-separated list of n >= 1 non-negative, strictly increasing
  * numbers into out (at most max). Returns n or -1 (EINVAL). */
 int syn__parse_list(const char *s, double *out, int max);

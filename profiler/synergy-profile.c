@@ -26,11 +26,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "coordl.h"
 #include "synergy_conf.h"
+#include "synergy_env.h"
 #include "synergy_profile.h"
 #include "synergy_store.h"
 #include "measure.h"
@@ -46,6 +50,8 @@ static const char usage_text[] =
 	"\n"
 	"Commands:\n"
 	"  run [OPTIONS] DATASET     profile a dataset + pipeline with the embedded loader\n"
+	"  run [OPTIONS] -- CMD ARGS profile a training command through its own coordl\n"
+	"                            loader (SYNERGY_PROFILE_MODE=1)\n"
 	"  show KEY|FILE             print a profile as a table\n"
 	"  what-if KEY|FILE --cpus N --cache BYTES\n"
 	"                            predicted throughput per GPU at that allocation\n"
@@ -590,18 +596,92 @@ static int want_progress(const struct args *a)
 	return a->verbose > 0 || (a->verbose == 0 && isatty(STDERR_FILENO));
 }
 
+/* Grid, metadata and normalisation of a profile from measured rates;
+ * `what` names the dataset or command in messages. Returns 0 or -1. */
+static int build_profile(const struct args *a, const syn__rates_t *rates, const char *what,
+                         const char *origin, int max_measured, syn_profile_t *p)
+{
+	char msg[256];
+	double cpus[SYN_PROFILE_MAX_CPU], mem[SYN_PROFILE_MAX_MEM];
+	int n_cpu = a->n_grid_cpus, n_mem = a->n_grid_mem;
+	if (n_cpu)
+		memcpy(cpus, a->grid_cpus, sizeof(cpus));
+	else {
+		static const double def[] = { 1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 24 };
+		n_cpu = (int)(sizeof(def) / sizeof(def[0]));
+		memcpy(cpus, def, sizeof(def));
+	}
+	if (n_mem)
+		memcpy(mem, a->grid_mem, sizeof(mem));
+	else {
+		/* Cache fractions of the dataset, in GiB rounded to 1 MiB. */
+		double d = (double)rates->dataset_bytes / SYN__GIB;
+		for (int k = 0; k <= 4; k++) {
+			double v = round(d * k / 4 * 1024) / 1024;
+			if (n_mem == 0 || v > mem[n_mem - 1])
+				mem[n_mem++] = v;
+		}
+	}
+	memset(p, 0, sizeof(*p));
+	if (syn__model_grid(rates, cpus, n_cpu, mem, n_mem, a->prop_cpus, a->prop_mem, p, msg,
+	                    sizeof(msg)) < 0) {
+		errmsg("%s: building the profile grid: %s", what, msg);
+		return -1;
+	}
+	snprintf(p->key, sizeof(p->key), "%s", a->key);
+	if (a->model)
+		snprintf(p->model, sizeof(p->model), "%s", a->model);
+	else
+		snprintf(p->model, sizeof(p->model), "%.60s, %s; cpus > %d extrapolated", what, origin,
+		         max_measured);
+	struct utsname u;
+	if (uname(&u) == 0)
+		snprintf(p->machine, sizeof(p->machine), "%.60s %.20s, %ld cores", u.nodename, u.machine,
+		         sysconf(_SC_NPROCESSORS_ONLN));
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(p->date, sizeof(p->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(p->tool, sizeof(p->tool), PROG " %s", PACKAGE_VERSION);
+	return 0;
+}
+
+/* Print p and write it to --out and/or the store. Returns 0 or -1. */
+static int save_profile(const struct args *a, const syn_profile_t *p, syn_store_t *s)
+{
+	syn_store_error_t err;
+	putchar('\n');
+	print_profile(p, stdout);
+	if (a->out && syn_profile_write_file(a->out, p, &err) < 0) {
+		errmsg("%s", err.text);
+		return -1;
+	}
+	if (s && syn_store_put(s, p, &err) < 0) {
+		errmsg("%s", err.text);
+		return -1;
+	}
+	if (s)
+		fprintf(stderr, PROG ": stored '%s' in %s\n", p->key, syn_store_dir(s));
+	return 0;
+}
+
+static int cmd_run_job(struct args *a, int argc, char **argv);
+
 static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 {
 	syn__measure_result_t res;
 	syn_profile_t p;
-	syn_store_error_t err;
-	char msg[256];
+	char msg[256], origin[96];
 	syn_store_t *s = NULL;
 	int rv = 1;
 
-	if (had_dashdash)
-		return usage_error("run -- CMD: profiling a training command through its own loader "
-		                   "is not supported yet; profile its dataset with 'run DATASET'");
+	if (had_dashdash) {
+		if (argc < 1)
+			return usage_error("run --: expected a command after '--'");
+		if (!a->key && !a->out)
+			return usage_error("run: give --key KEY (store) and/or --out FILE");
+		return cmd_run_job(a, argc, argv);
+	}
 	if (argc != 1)
 		return usage_error("run: expected one DATASET");
 	if (!a->key && !a->out)
@@ -620,53 +700,14 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		errmsg("%s: %s", argv[0], msg);
 		goto out;
 	}
-
-	double cpus[SYN_PROFILE_MAX_CPU], mem[SYN_PROFILE_MAX_MEM];
-	int n_cpu = a->n_grid_cpus, n_mem = a->n_grid_mem;
-	if (n_cpu)
-		memcpy(cpus, a->grid_cpus, sizeof(cpus));
-	else {
-		static const double def[] = { 1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 24 };
-		n_cpu = (int)(sizeof(def) / sizeof(def[0]));
-		memcpy(cpus, def, sizeof(def));
-	}
-	if (n_mem)
-		memcpy(mem, a->grid_mem, sizeof(mem));
-	else {
-		/* Cache fractions of the dataset, in GiB rounded to 1 MiB. */
-		double d = (double)res.rates.dataset_bytes / SYN__GIB;
-		for (int k = 0; k <= 4; k++) {
-			double v = round(d * k / 4 * 1024) / 1024;
-			if (n_mem == 0 || v > mem[n_mem - 1])
-				mem[n_mem++] = v;
-		}
-	}
-	memset(&p, 0, sizeof(p));
-	if (syn__model_grid(&res.rates, cpus, n_cpu, mem, n_mem, a->prop_cpus, a->prop_mem, &p, msg,
-	                    sizeof(msg)) < 0) {
-		errmsg("%s: building the profile grid: %s", argv[0], msg);
-		goto out;
-	}
-	snprintf(p.key, sizeof(p.key), "%s", a->key);
 	int max_measured = 0;
 	for (int i = 0; i < res.n_points; i++)
 		if (res.point_threads[i] > max_measured)
 			max_measured = res.point_threads[i];
-	if (a->model)
-		snprintf(p.model, sizeof(p.model), "%s", a->model);
-	else
-		snprintf(p.model, sizeof(p.model), "%s, batch %d, %dpx %s; cpus > %d extrapolated",
-		         argv[0], a->mo.batch_size, a->mo.out_size,
-		         a->mo.mode == COORDL_MODE_EVAL ? "eval" : "train", max_measured);
-	struct utsname u;
-	if (uname(&u) == 0)
-		snprintf(p.machine, sizeof(p.machine), "%.60s %.20s, %ld cores", u.nodename, u.machine,
-		         sysconf(_SC_NPROCESSORS_ONLN));
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(p.date, sizeof(p.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(p.tool, sizeof(p.tool), PROG " %s", PACKAGE_VERSION);
+	snprintf(origin, sizeof(origin), "batch %d, %dpx %s", a->mo.batch_size, a->mo.out_size,
+	         a->mo.mode == COORDL_MODE_EVAL ? "eval" : "train");
+	if (build_profile(a, &res.rates, argv[0], origin, max_measured, &p) < 0)
+		goto out;
 
 	/* The measurements behind the profile, for the record. */
 	printf("measured in %.1f s (gpu %.1f, fetch %.1f, warm-up %.1f, cpu sweep %.1f, memory check %.1f)\n",
@@ -691,21 +732,162 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		       100.0 * res.check_cache_bytes / (double)res.rates.dataset_bytes, res.check_hit_rate,
 		       res.check_predicted,
 		       100 * (res.check_predicted - res.check_measured.med) / res.check_measured.med);
-	putchar('\n');
-	print_profile(&p, stdout);
-
-	if (a->out && syn_profile_write_file(a->out, &p, &err) < 0) {
-		errmsg("%s", err.text);
+	if (save_profile(a, &p, s) < 0)
 		goto out;
-	}
-	if (s && syn_store_put(s, &p, &err) < 0) {
-		errmsg("%s", err.text);
-		goto out;
-	}
-	if (s)
-		fprintf(stderr, PROG ": stored '%s' in %s\n", p.key, syn_store_dir(s));
 	rv = 0;
 out:
+	syn_store_destroy(s);
+	return rv;
+}
+
+/* A number field of a report object, or -1 when missing or not a number. */
+static double jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+/*
+ * Read a report written by a loader in profiling mode (loader/profmode.h)
+ * into points. Returns the number of points, or -1 after a message.
+ */
+static int read_job_report(const char *path, syn__job_point_t *pts, int max, uint64_t *bytes,
+                           uint64_t *items, int *complete)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	int n = -1;
+
+	if (!root) {
+		errmsg("%s: line %d: %s", path, jerr.line, jerr.text);
+		return -1;
+	}
+	json_t *ds = json_object_get(root, "dataset"), *arr = json_object_get(root, "points");
+	if (jnum(root, "coordl_profile") != 1 || !json_is_object(ds) || !json_is_array(arr) ||
+	    jnum(ds, "bytes") < 0 || jnum(ds, "items") < 0) {
+		errmsg("%s: not a coordl profiling report (version 1)", path);
+		goto out;
+	}
+	*bytes = (uint64_t)jnum(ds, "bytes");
+	*items = (uint64_t)jnum(ds, "items");
+	*complete = json_is_true(json_object_get(root, "complete"));
+	n = 0;
+	for (size_t i = 0; i < json_array_size(arr) && n < max; i++) {
+		json_t *q = json_array_get(arr, i);
+		syn__job_point_t *p = &pts[n];
+		p->threads = (int)jnum(q, "threads");
+		p->samples = jnum(q, "samples");
+		p->consumer = jnum(q, "consumer");
+		p->prep_time = jnum(q, "prep_time");
+		p->fetch_time = jnum(q, "fetch_time");
+		p->storage_bytes = jnum(q, "storage_bytes");
+		p->items = jnum(q, "hits") + jnum(q, "misses");
+		if (p->threads < 1 || p->samples < 0 || p->consumer < 0 || p->prep_time < 0 ||
+		    p->fetch_time < 0 || p->storage_bytes < 0 || jnum(q, "hits") < 0 ||
+		    jnum(q, "misses") < 0) {
+			errmsg("%s: points[%zu]: missing or negative field", path, i);
+			n = -1;
+			goto out;
+		}
+		printf("job %3d thread%s    %10.1f samples/s  (%.1f-%.1f), stall %.1f%%\n", p->threads,
+		       p->threads > 1 ? "s" : " ", jnum(q, "tput"), jnum(q, "tput_min"),
+		       jnum(q, "tput_max"),
+		       jnum(q, "wall") > 0 ? 100 * jnum(q, "stall") / jnum(q, "wall") : 0.0);
+		n++;
+	}
+out:
+	json_decref(root);
+	return n;
+}
+
+/*
+ * `run -- CMD ARGS`: run a training command whose coordl loader profiles
+ * itself (SYNERGY_PROFILE_MODE=1) and writes a report, then build the
+ * profile from it. The command's own exit status is forwarded when it
+ * fails.
+ */
+static int cmd_run_job(struct args *a, int argc, char **argv)
+{
+	char dir[] = "/tmp/synergy-profile.XXXXXX", report[64], origin[64];
+	syn__job_point_t pts[SYN__MAX_POINTS];
+	syn__rates_t rates;
+	syn_profile_t p;
+	syn_store_t *s = NULL;
+	uint64_t bytes = 0, items = 0;
+	int rv = 1, status, complete = 0, have_dir = 0;
+	pid_t pid;
+
+	(void)argc;
+	if (a->out && !a->key)
+		a->key = "profile";
+	if (!a->out && !(s = open_store(a, SYN_STORE_CREATE)))
+		return 1;
+	if (!mkdtemp(dir)) {
+		errmsg("cannot create a temporary directory: %s", strerror(errno));
+		goto out;
+	}
+	have_dir = 1;
+	snprintf(report, sizeof(report), "%s/report.json", dir);
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		errmsg("cannot start '%s': %s", argv[0], strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		setenv(SYNERGY_ENV_PROFILE_MODE, "1", 1);
+		setenv(SYNERGY_ENV_PROFILE_OUT, report, 1);
+		setenv(SYNERGY_ENV_PROFILE_KEY, a->key, 1);
+		/* The search sets the worker count itself. */
+		unsetenv(SYNERGY_ENV_THREADS);
+		execvp(argv[0], argv);
+		fprintf(stderr, PROG ": cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			errmsg("waiting for '%s': %s", argv[0], strerror(errno));
+			goto out;
+		}
+	if (WIFSIGNALED(status)) {
+		errmsg("'%s' was killed by signal %d", argv[0], WTERMSIG(status));
+		rv = 128 + WTERMSIG(status);
+		goto out;
+	}
+	if (WEXITSTATUS(status) != 0) {
+		errmsg("'%s' exited with status %d", argv[0], WEXITSTATUS(status));
+		rv = WEXITSTATUS(status);
+		goto out;
+	}
+	if (access(report, F_OK) != 0) {
+		errmsg("'%s' produced no profiling report: it must load its data with coordl "
+		       "(libcoordl or its Python binding) and create a loader", argv[0]);
+		goto out;
+	}
+	int n = read_job_report(report, pts, SYN__MAX_POINTS, &bytes, &items, &complete);
+	if (n < 0)
+		goto out;
+	if (!complete)
+		fprintf(stderr, PROG ": note: '%s' ended before the CPU search finished; the profile "
+		        "uses the %d point%s measured\n", argv[0], n, n == 1 ? "" : "s");
+	if (syn__rates_from_job(pts, n, bytes, items, &rates) < 0) {
+		errmsg("'%s' ran too few batches for one measured point (its loader needs a few "
+		       "dozen batches per thread count)", argv[0]);
+		goto out;
+	}
+	int max_measured = 0;
+	for (int i = 0; i < n; i++)
+		max_measured = pts[i].threads > max_measured ? pts[i].threads : max_measured;
+	snprintf(origin, sizeof(origin), "profiled in its own loader");
+	printf("gpu ingestion      %10.1f samples/s  (time between batch requests)\n", rates.gpu);
+	printf("fetch from storage %10.1f MiB/s\n", rates.fetch_storage_bps / 1048576);
+	if (build_profile(a, &rates, argv[0], origin, max_measured, &p) < 0 || save_profile(a, &p, s) < 0)
+		goto out;
+	rv = 0;
+out:
+	if (have_dir) {
+		unlink(report);
+		rmdir(dir);
+	}
 	syn_store_destroy(s);
 	return rv;
 }
@@ -757,6 +939,11 @@ int main(int argc, char **argv)
 			had_dashdash = 1;
 			break;
 		}
+	/* The profiler drives its embedded loaders itself: a profiling-mode
+	 * environment it inherits (a Slurm profiling job) is for the command
+	 * of `run -- CMD`, which gets its own. */
+	unsetenv(SYNERGY_ENV_PROFILE_MODE);
+	unsetenv(SYNERGY_ENV_PROFILE_OUT);
 	int first = parse_args(argc - 1, argv + 1, &a);
 	if (first < 0)
 		return 2;

@@ -64,7 +64,7 @@ test_ok "what-if without --cache: usage error" expect_fail 2 "cache" "$sp" what-
 test_ok "bad --cache value: usage error naming it" expect_fail 2 "--cache '12X'" "$sp" what-if r18 --cpus 2 --cache 12X
 test_ok "bad --key: usage error" expect_fail 2 "--key '../x'" "$sp" run --key ../x /nonexistent
 test_ok "unknown command: usage error" expect_fail 2 "unknown command 'frobnicate'" "$sp" frobnicate
-test_ok "run -- CMD says it is not supported yet" expect_fail 2 "not supported yet" "$sp" run --key x -- true
+test_ok "run -- without a command: usage error" expect_fail 2 "expected a command" "$sp" run --key x --
 test_ok "run on a missing dataset: exit 1 naming it" \
 	expect_fail 1 "/nonexistent" "$sp" run --store "$store" --key x -q /nonexistent
 test_ok "--help prints usage" sh -c "'$sp' --help | grep -q '^Usage: synergy-profile'"

@@ -178,6 +178,33 @@ static void test_overlap(void)
 	        "grid cell uses the overlap");
 }
 
+static void test_from_job(void)
+{
+	syn__rates_t r;
+	/* 4 threads: 400 items in 1.6 s of prep (1000/s), 100 MB in 0.8 s
+	 * of fetch at 4 threads (500 MB/s); 2 threads: 400 items in 1.0 s
+	 * (800/s). The job spent 0.5 + 0.3 s outside coordl_next for 800
+	 * samples: GPU 1000/s. */
+	syn__job_point_t p[] = {
+		{ 4, 400, 0.5, 1.6, 0.8, 100e6, 400 },
+		{ 2, 400, 0.3, 1.0, 0.4, 100e6, 400 },
+		{ 1, 0, 0, 0, 0, 0, 0 }, /* never measured: ignored */
+	};
+	ok(syn__rates_from_job(p, 3, 1000000000ULL, 10000, &r) == 0, "rates from a job report");
+	is_near(r.gpu, 1000, 1e-9, "gpu = samples / consumer time");
+	ok(r.n_prep == 2 && r.prep_cpus[0] == 2 && r.prep_cpus[1] == 4, "prep points sorted by threads");
+	is_near(r.prep_rate[0], 800, 1e-9, "prep at 2 threads = 2 * items / prep time");
+	is_near(r.prep_rate[1], 1000, 1e-9, "prep at 4 threads");
+	is_near(r.fetch_storage_bps, 500e6, 1e-3, "storage = threads * bytes / fetch time, most threads");
+	ok(r.fetch_memory_bps == 0 && r.n_overlap == 0 && r.dataset_items == 10000,
+	   "cache bandwidth unmeasured, serial, dataset copied");
+	p[0].storage_bytes = 0;
+	ok(syn__rates_from_job(p, 2, 1000000000ULL, 10000, &r) == 0 && r.fetch_storage_bps == 0,
+	   "all hits: storage not limiting");
+	errno = 0;
+	ok(syn__rates_from_job(p + 2, 1, 1, 1, &r) == -1 && errno == EINVAL, "no measured point: EINVAL");
+}
+
 /* Synthetic jobs for the CPU search: throughput min(gpu, per_core * c). */
 struct job {
 	double gpu, per_core;
@@ -261,6 +288,7 @@ int main(void)
 {
 	test_prep();
 	test_overlap();
+	test_from_job();
 	test_fetch();
 	test_tput();
 	test_grid();

@@ -1,0 +1,248 @@
+/*
+ * profmode.c: profiling a real training job from inside its loader (see
+ * profmode.h). Driven by the consumer's calls: every measurement is a
+ * window of batches between two entries into coordl_next(), so the job's
+ * own step time (its GPU) sets the pace, and every rate comes from the
+ * loader's counters (coordl_get_stats) and the monotonic clock. The search
+ * mirrors syn__cpu_search in the profiler, as a state machine.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profmode.h"
+#include "util.h"
+
+#define MAX_POINTS 64
+
+struct point {
+	int threads;
+	double tput[COORDL__PROF_WINDOWS];
+	uint64_t samples, storage_bytes, hits, misses;
+	double wall, consumer, stall, prep_time, fetch_time;
+};
+
+enum { SEARCH_FIRST, SEARCH_HALVE, SEARCH_WALK, SEARCH_DONE };
+
+struct coordl__profmode {
+	char *out;
+	int batch_size, max_threads;
+	uint64_t dataset_bytes, dataset_items;
+	int settle;               /* batches to skip after a thread change */
+	int state;                /* SEARCH_* */
+	double best;              /* the job's throughput at the first point */
+	int good;                 /* last thread count within 10% of best */
+	int half;                 /* the halving that fell short (walk stops above it) */
+	struct point pts[MAX_POINTS];
+	int npts;
+	/* The point being measured. */
+	int skip, window, batches;
+	double t_win, last_return, consumer;
+	coordl_stats_t st_win;
+	int written;
+};
+
+coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out)
+{
+	coordl__profmode_t *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->out = strdup(out))) {
+		free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->batch_size = coordl_config(ld)->batch_size;
+	p->max_threads = max_threads < 1 ? 1 : max_threads;
+	p->dataset_bytes = coordl_dataset_bytes(ld);
+	p->dataset_items = coordl_dataset_items(ld);
+	p->settle = coordl_config(ld)->prefetch;
+	p->state = SEARCH_FIRST;
+	p->pts[0].threads = p->max_threads;
+	p->npts = 1;
+	p->skip = p->settle;
+	p->window = -1;
+	return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+	double s[COORDL__PROF_WINDOWS];
+	memcpy(s, v, (size_t)n * sizeof(double));
+	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Write the report: a temporary file beside out, renamed over it. */
+static void write_report(coordl__profmode_t *p)
+{
+	size_t n = strlen(p->out);
+	char *tmp = malloc(n + 16);
+	FILE *f = NULL;
+	int fd = -1, ok = 0;
+
+	p->written = 1;
+	if (!tmp)
+		return;
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", p->out);
+	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w")))
+		goto out;
+	fd = -1;
+	fprintf(f, "{\n  \"coordl_profile\": 1,\n  \"complete\": %s,\n  \"batch_size\": %d,\n"
+	        "  \"max_threads\": %d,\n  \"dataset\": { \"bytes\": %llu, \"items\": %llu },\n"
+	        "  \"points\": [",
+	        p->state == SEARCH_DONE ? "true" : "false", p->batch_size, p->max_threads,
+	        (unsigned long long)p->dataset_bytes, (unsigned long long)p->dataset_items);
+	int first = 1;
+	for (int i = 0; i < p->npts; i++) {
+		struct point *q = &p->pts[i];
+		double lo = q->tput[0], hi = q->tput[0];
+		if (q->samples == 0)
+			continue; /* started, never measured */
+		for (int w = 1; w < COORDL__PROF_WINDOWS; w++) {
+			lo = q->tput[w] < lo ? q->tput[w] : lo;
+			hi = q->tput[w] > hi ? q->tput[w] : hi;
+		}
+		fprintf(f, "%s\n    { \"threads\": %d, \"samples\": %llu, \"wall\": %.6f, "
+		        "\"consumer\": %.6f, \"stall\": %.6f, \"prep_time\": %.6f, \"fetch_time\": %.6f, "
+		        "\"storage_bytes\": %llu, \"hits\": %llu, \"misses\": %llu, "
+		        "\"tput\": %.3f, \"tput_min\": %.3f, \"tput_max\": %.3f }",
+		        first ? "" : ",", q->threads, (unsigned long long)q->samples, q->wall, q->consumer,
+		        q->stall, q->prep_time, q->fetch_time, (unsigned long long)q->storage_bytes,
+		        (unsigned long long)q->hits, (unsigned long long)q->misses,
+		        median(q->tput, COORDL__PROF_WINDOWS), lo, hi);
+		first = 0;
+	}
+	fprintf(f, "\n  ]\n}\n");
+	ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+	ok = (fclose(f) == 0) && ok;
+	f = NULL;
+	if (ok && rename(tmp, p->out) == 0)
+		ok = 2;
+out:
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	if (ok != 2)
+		unlink(tmp);
+	free(tmp);
+}
+
+/* The point just measured decides the next thread count (or the end). */
+static int next_threads(coordl__profmode_t *p, double v)
+{
+	int c = p->pts[p->npts - 1].threads;
+
+	switch (p->state) {
+	case SEARCH_FIRST:
+		p->best = v;
+		p->good = c;
+		p->state = SEARCH_HALVE;
+		return c > 1 ? c / 2 : 0;
+	case SEARCH_HALVE:
+		if (v >= 0.9 * p->best) {
+			p->good = c;
+			return c > 1 ? c / 2 : 0;
+		}
+		/* The knee lies between c and the last good count: walk down. */
+		p->half = c;
+		p->state = SEARCH_WALK;
+		return p->good - 1 > c ? p->good - 1 : 0;
+	case SEARCH_WALK:
+		if (v < 0.9 * p->best)
+			return 0;
+		return c - 1 > p->half ? c - 1 : 0;
+	default:
+		return 0;
+	}
+}
+
+void coordl__profmode_enter(coordl__profmode_t *p, coordl_loader_t *ld)
+{
+	double now = coordl__now();
+	coordl_stats_t st;
+
+	if (!p || p->state == SEARCH_DONE)
+		return;
+	if (p->last_return > 0)
+		p->consumer += now - p->last_return;
+	p->last_return = 0;
+	if (p->skip > 0) {
+		p->skip--;
+		return;
+	}
+	if (p->window >= 0 && p->batches < COORDL__PROF_WINDOW_BATCHES)
+		return; /* inside a window */
+	if (coordl_get_stats(ld, &st) < 0)
+		return;
+	if (p->window >= 0) {
+		struct point *q = &p->pts[p->npts - 1];
+		if (st.epoch == p->st_win.epoch && st.samples > p->st_win.samples) {
+			/* Per-epoch counters: a window inside one epoch. */
+			double wall = now - p->t_win;
+			uint64_t n = st.samples - p->st_win.samples;
+			q->tput[p->window] = (double)n / wall;
+			q->samples += n;
+			q->wall += wall;
+			q->consumer += p->consumer;
+			q->stall += st.stall - p->st_win.stall;
+			q->prep_time += st.prep_time - p->st_win.prep_time;
+			q->fetch_time += st.fetch_time - p->st_win.fetch_time;
+			q->storage_bytes += st.storage_bytes - p->st_win.storage_bytes;
+			q->hits += st.cache_hits - p->st_win.cache_hits;
+			q->misses += st.cache_misses - p->st_win.cache_misses;
+			p->window++;
+		}
+		/* else: an epoch boundary fell inside; time this window again. */
+		if (p->window >= COORDL__PROF_WINDOWS) {
+			int c = next_threads(p, median(q->tput, COORDL__PROF_WINDOWS));
+			if (c < 1 || p->npts >= MAX_POINTS) {
+				p->state = SEARCH_DONE;
+				write_report(p);
+				coordl_set_threads(ld, p->max_threads, NULL);
+				return;
+			}
+			p->pts[p->npts++].threads = c;
+			coordl_set_threads(ld, c, NULL);
+			p->window = -1;
+			p->skip = p->settle;
+			return;
+		}
+	}
+	/* Open the next window. */
+	if (p->window < 0)
+		p->window = 0;
+	p->t_win = now;
+	p->st_win = st;
+	p->batches = 0;
+	p->consumer = 0;
+}
+
+void coordl__profmode_leave(coordl__profmode_t *p)
+{
+	if (!p || p->state == SEARCH_DONE)
+		return;
+	p->last_return = coordl__now();
+	if (p->skip == 0 && p->window >= 0)
+		p->batches++;
+}
+
+void coordl__profmode_destroy(coordl__profmode_t *p)
+{
+	if (!p)
+		return;
+	if (!p->written)
+		write_report(p);
+	free(p->out);
+	free(p);
+}

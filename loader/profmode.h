@@ -1,0 +1,49 @@
+/*
+ * profmode.h: the loader's profiling mode (internal to libcoordl).
+ *
+ * With SYNERGY_PROFILE_MODE=1 a real training job's loader profiles the
+ * job from inside coordl_next(): the consumer's time between batch
+ * requests (its GPU ingestion rate), the loader's own prep and fetch
+ * counters, and Synergy's CPU search (start at the most threads, halve
+ * while the job's throughput stays within 10% of the first point, else
+ * step down one thread at a time) run live by changing the worker count.
+ * Each point is timed over a few windows of batches after the prefetch
+ * ring settled. When the search ends (or at coordl_destroy, marked
+ * incomplete) the raw measurements go to SYNERGY_PROFILE_OUT as JSON,
+ * written to a temporary file and renamed; `synergy-profile run -- CMD`
+ * reads it and builds the profile.
+ *
+ * Report (numbers are per point sums over its timed windows):
+ *   { "coordl_profile": 1, "complete": true|false, "batch_size": B,
+ *     "max_threads": T, "dataset": { "bytes": D, "items": N },
+ *     "points": [ { "threads": c, "samples": S, "wall": s, "consumer": s,
+ *                   "stall": s, "prep_time": s, "fetch_time": s,
+ *                   "storage_bytes": b, "hits": h, "misses": m,
+ *                   "tput": med, "tput_min": x, "tput_max": y }, ... ] }
+ */
+#ifndef COORDL_PROFMODE_H
+#define COORDL_PROFMODE_H
+
+#include "coordl.h"
+
+/* Timed windows per point and batches per window. */
+#define COORDL__PROF_WINDOWS 3
+#define COORDL__PROF_WINDOW_BATCHES 8
+
+typedef struct coordl__profmode coordl__profmode_t;
+
+/* Start profiling ld from max_threads down; the report goes to out.
+ * Returns NULL with errno ENOMEM. */
+coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out);
+
+/* At the entry of coordl_next(), before it takes the loader's lock: may
+ * change the worker count. */
+void coordl__profmode_enter(coordl__profmode_t *p, coordl_loader_t *ld);
+
+/* When coordl_next() hands out a batch. */
+void coordl__profmode_leave(coordl__profmode_t *p);
+
+/* Write the report if the search did not finish, and free. Accepts NULL. */
+void coordl__profmode_destroy(coordl__profmode_t *p);
+
+#endif
