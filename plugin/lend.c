@@ -765,3 +765,27 @@ int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpu
 		close(st.dfd);
 	return n;
 }
+
+int syn__lend_forget(const char *state_dir, const char *node_rel, uint32_t jobid)
+{
+	lend_ctx_t c;
+	char name[128];
+	const char *base;
+	int dfd, rv = 0;
+
+	if (!state_dir || !node_rel) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&c, 0, sizeof(c));
+	base = strrchr(node_rel, '/');
+	c.node_name = base ? base + 1 : node_rel;
+	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	record_name(&c, jobid, name, sizeof(name));
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		rv = -1;
+	close(dfd);
+	return rv;
+}

@@ -105,6 +105,13 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 int syn__lend_step_start(const char *state_dir, const char *node_rel, const char *job_rel,
 			 uint32_t jobid, syn__lend_log_f log, void *arg);
 
+/*
+ * Drop job jobid's record on node node_rel, if state_dir has one (the job
+ * ended while lending was off: a stale record must not describe a later job
+ * that reuses the id). Returns 0, or -1 with errno.
+ */
+int syn__lend_forget(const char *state_dir, const char *node_rel, uint32_t jobid);
+
 /* One job on a node as syn__lend_status() reports it (lists in cpuset syntax). */
 typedef struct syn__lend_info {
 	uint32_t jobid;

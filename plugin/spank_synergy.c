@@ -588,7 +588,10 @@ static void lend_step_start(spank_t sp)
 	char job_rel[300], node_rel[300];
 	uint32_t jobid;
 
-	if (!lend_enabled() || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+	/* Also with lending turned off since the job borrowed: its records
+	 * are still there, and its steps would fail all the same. */
+	if (!plugin_ok || (!lend_enabled() && access(conf.lend_state_dir, F_OK) != 0) ||
+	    spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return;
 	if (epilog_job_rel(sp, jobid, job_rel, sizeof(job_rel)) < 0 ||
 	    node_rel_of(job_rel, node_rel, sizeof(node_rel)) < 0)
@@ -749,15 +752,18 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	char job_rel[300];
+	char job_rel[300], node_rel[300];
 	uint32_t jobid;
 
 	if (!plugin_ok || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
 	if (epilog_job_rel(sp, jobid, job_rel, sizeof(job_rel)) == 0) {
 		cleanup(NULL, jobid, job_rel, "epilog");
-		if (lend_enabled())
+		if (lend_enabled()) {
 			lend_run(job_rel, NULL, jobid);
+		} else if (node_rel_of(job_rel, node_rel, sizeof(node_rel)) == 0) {
+			syn__lend_forget(conf.lend_state_dir, node_rel, jobid);
+		}
 	} else {
 		cache_dir_remove(jobid);
 	}

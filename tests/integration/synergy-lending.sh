@@ -3,7 +3,8 @@
 # Job A (profile "image", 1 CPU allotted) starts alone and is lent the idle
 # CPUs, and a job step it starts meanwhile runs; job B starts and, before its script runs, A gives back the CPU
 # Slurm allotted to B (B checks that itself from inside); B ends and A is
-# lent the CPU again. A job run with --synergy=off never borrows. At the
+# lent the CPU again; with lending turned off, A's next step still runs. A
+# job run with --synergy=off never borrows. At the
 # end no cgroup, cache file or lending record is left.
 . "${top_srcdir:?}/tests/lib/cluster.sh"
 [ "$(nproc)" -ge 2 ] || skip_all "needs at least 2 CPUs to lend one"
@@ -43,6 +44,9 @@ count_logged() { grep -c -- "$1" "$log"; }
 idA=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap '
 	srun -n1 true; echo "step-rc=$?"
 	while [ ! -e "'"$C"'/stopA" ]; do
+		if [ -e "'"$C"'/step2" ] && [ -z "$step2" ]; then
+			srun -n1 true; echo "step2-rc=$?"; step2=1
+		fi
 		grep Cpus_allowed_list /proc/self/status; sleep 0.2
 	done')
 test_ok "job A submitted" test -n "$idA"
@@ -52,6 +56,9 @@ jobA=$cs/uid_0/job_$idA
 cluster__wait 10 test -d "$jobA/synergy"
 # Slurm creates the node's cgroup with its first job: all its CPUs.
 all=$(cat "$cs/cpuset.cpus")
+# A's first step returns the lent CPUs while it starts and borrows them
+# again: look once it is over.
+cluster__wait 20 grep -q "^step-rc=" "$(cluster_out "$idA")"
 cluster__wait 10 cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
 test_ok "A alone: its synergy cgroup holds every CPU ($all)" cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
 test_ok "A alone: its job cgroup too" cpus_eq "$jobA/cpuset.cpus" "$all"
@@ -109,8 +116,19 @@ test_ok "lent again, logged" test "$(count_logged "synergy: lend job=$idA borrow
 cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" <(tail -n 1 "$(cluster_out "$idA")")
 test_ok "A's task runs on every CPU again" \
 	grep -q "Cpus_allowed_list:.$all\$" <(tail -n 1 "$(cluster_out "$idA")")
+
+# Lending turned off while A borrows: A's next step must still run (its
+# lent CPUs go back first), and its record goes at its end all the same.
+allotA=$(sed -n 's/^allotted=//p' "$C/lend/slurm_$node.job_$idA")
+sed -i 's/^LendIdleCores=yes$/LendIdleCores=no/' "$C/etc/synergy.conf"
+touch "$C/step2"
+cluster__wait 20 grep -q "^step2-rc=" "$(cluster_out "$idA")"
+test_ok "lending off: A's next step still runs" grep -qx step2-rc=0 "$(cluster_out "$idA")"
+test_ok "lending off: A is back to its allotment ($allotA)" cpus_eq "$jobA/cpuset.cpus" "$allotA"
 touch "$C/stopA"
 test_ok "job A completed" test "$(cluster_wait_job "$idA" 30)" = COMPLETED
+
+sed -i 's/^LendIdleCores=no$/LendIdleCores=yes/' "$C/etc/synergy.conf"
 
 # --synergy=off: alone on the node, it still borrows nothing.
 idC=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --synergy=off --wrap '
