@@ -8,7 +8,9 @@
  * given to coordl_create() or coordl_set_threads() turn following off.
  *
  * The CPU set is changed with sched_setaffinity() on the consumer thread
- * (no root needed); the test needs 2 or more CPUs and skips otherwise.
+ * (no root needed) and, as root on a cgroup v1 cpuset hierarchy, by
+ * narrowing and widening a cpuset cgroup of the test's own; the test needs
+ * 2 or more CPUs and skips otherwise.
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,6 +147,118 @@ static long run_epoch(coordl_loader_t *ld, uint64_t *idx, int nchg, const int *a
 	return got;
 }
 
+/* Write a short string to a cgroup file. 0 or -1. */
+static int put(const char *dir, const char *file, const char *text)
+{
+	char path[1200];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	rc = fputs(text, f) < 0 ? -1 : 0;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
+}
+
+static int get(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[1200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/*
+ * The real thing, where we may (root, cgroup v1 cpuset): move this process
+ * into a cpuset cgroup of its own, narrow the cgroup to one CPU (the kernel
+ * narrows every thread), then widen it again. The kernel keeps the pins
+ * the loader set while narrow, so only the loader can widen its threads:
+ * it must, and run one worker per CPU again.
+ */
+static void test_cgroup_v1(int n, const cpu_set_t *one_set)
+{
+	char rel[1024] = "", parent[1200], child[1300], cpus[256], mems[256], pid[32], one[16];
+	int moved = 0, made = 0;
+
+	if (geteuid() != 0) {
+		skip(4, "cpuset cgroup test needs root");
+		return;
+	}
+	FILE *f = fopen("/proc/self/cpuset", "r");
+	if (!f || !fgets(rel, sizeof(rel), f)) {
+		if (f)
+			fclose(f);
+		skip(4, "no /proc/self/cpuset");
+		return;
+	}
+	fclose(f);
+	rel[strcspn(rel, "\n")] = '\0';
+	snprintf(parent, sizeof(parent), "/sys/fs/cgroup/cpuset%s", strcmp(rel, "/") ? rel : "");
+	if (get(parent, "cpuset.cpus", cpus, sizeof(cpus)) < 0 ||
+	    get(parent, "cpuset.mems", mems, sizeof(mems)) < 0) {
+		skip(4, "no cgroup v1 cpuset hierarchy");
+		return;
+	}
+	cpu_set_t all;
+	if (coordl__follow_parse(cpus, &all) < 0 || !CPU_EQUAL(&all, &orig)) {
+		skip(4, "the process's affinity differs from its cpuset");
+		return;
+	}
+	snprintf(child, sizeof(child), "%s/coordl-follow-%ld", parent, (long)getpid());
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	snprintf(one, sizeof(one), "%d", first_cpu(one_set));
+	if (mkdir(child, 0755) < 0 || (made = 1, put(child, "cpuset.mems", mems) < 0) ||
+	    put(child, "cpuset.cpus", cpus) < 0 || put(child, "cgroup.procs", pid) < 0) {
+		skip(4, "cannot make and join a cpuset cgroup");
+		goto out;
+	}
+	moved = 1;
+
+	coordl_loader_t *ld = make(0);
+	coordl_batch_t *b;
+	int threads[2] = { 0, 0 }, pinned[2] = { 0, 0 };
+	const char *want[2] = { one, cpus };
+	const cpu_set_t *sets[2] = { one_set, &orig };
+	int good = ld && coordl_set_epoch(ld, 1, NULL) == 0;
+	for (int k = 0; good && k < 2; k++) {
+		if (put(child, "cpuset.cpus", want[k]) < 0) {
+			good = 0;
+			break;
+		}
+		pause_period();
+		if (coordl_next(ld, &b, NULL) != 1) {
+			good = 0;
+			break;
+		}
+		coordl_release(ld, b);
+		threads[k] = coordl_get_threads(ld);
+		pinned[k] = tasks_pinned_to(sets[k]);
+	}
+	ok(good, "cgroup narrowed to CPU %s and widened back to %s while the loader ran", one, cpus);
+	is_int(threads[0], 1, "cgroup narrowed: one worker");
+	is_int(threads[1], n, "cgroup widened: one worker per CPU again");
+	ok(pinned[1] >= n + 1, "cgroup widened: the loader widened every thread's pins (%d)", pinned[1]);
+	coordl_destroy(ld);
+out:
+	if (moved)
+		put(parent, "cgroup.procs", pid);
+	if (made)
+		rmdir(child);
+	sched_setaffinity(0, sizeof(orig), &orig);
+}
+
 static void test_parse(void)
 {
 	static const struct { const char *s; int n; } cases[] = {
@@ -182,7 +297,7 @@ int main(void)
 	unsetenv(SYNERGY_ENV_THREADS);
 	unsetenv(SYNERGY_ENV_FOLLOW_CPUSET);
 	if (sched_getaffinity(0, sizeof(orig), &orig) < 0 || (n = CPU_COUNT(&orig)) < 2) {
-		skip(13, "fewer than 2 CPUs to narrow the CPU set");
+		skip(17, "fewer than 2 CPUs to narrow the CPU set");
 		return done_testing();
 	}
 	dir = td_tmpdir("follow");
@@ -252,6 +367,8 @@ int main(void)
 	   "SYNERGY_FOLLOW_CPUSET=yes is refused, naming it");
 	coordl_destroy(ld);
 	unsetenv(SYNERGY_ENV_FOLLOW_CPUSET);
+
+	test_cgroup_v1(n, &one);
 
 	td_rmrf(dir);
 	free(dir);
