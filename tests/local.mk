@@ -14,3 +14,6 @@ dist_noinst_SCRIPTS += tests/integration/synergy-sized.sh tests/integration/syne
 INTEGRATION_TESTS += tests/integration/synergy-profiling.sh
 dist_noinst_SCRIPTS += tests/integration/synergy-profiling.sh
 INTEGRATION_TESTS += tests/integration/synergy-lending.sh
+# The README's main job, quick mode, on the built tree (minutes).
+INTEGRATION_TESTS += tests/integration/demo.sh
+dist_noinst_SCRIPTS += tests/integration/demo.sh synergy-demo examples/demo-job.sh tools/demo-report

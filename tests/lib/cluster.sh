@@ -23,6 +23,9 @@
 #   CLUSTER_PROCESS_MEM     synergy.conf ProcessMemMB (default 1024)
 #   CLUSTER_PLUGSTACK_ARGS  extra key=value arguments for the SPANK plugin
 #   CLUSTER_PARTITION_EXTRA extra PartitionName= settings
+#   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
+#   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
+#   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
 # CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
 
@@ -37,6 +40,9 @@ CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-1}
 CLUSTER_PROCESS_MEM=${CLUSTER_PROCESS_MEM:-1024}
 CLUSTER_PLUGSTACK_ARGS=${CLUSTER_PLUGSTACK_ARGS:-}
 CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
+CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
+CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
+CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
 C=
 CLUSTER_NODES=
@@ -166,7 +172,7 @@ EOF
 	done
 	CLUSTER_NODES=$nodelist
 	# GPU-proportional defaults: each GPU brings its share of cores and memory.
-	echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP DefCpuPerGPU=1 DefMemPerGPU=512 $CLUSTER_PARTITION_EXTRA" \
+	echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP DefCpuPerGPU=$CLUSTER_DEF_CPU_PER_GPU DefMemPerGPU=$CLUSTER_DEF_MEM_PER_GPU $CLUSTER_PARTITION_EXTRA" \
 		>>"$C/etc/slurm.conf"
 	sed -i '1i AutoDetect=off' "$C/etc/gres.conf"
 	cat >"$C/etc/cgroup.conf" <<EOF
@@ -185,6 +191,8 @@ NodeCPUs=$CLUSTER_CPUS
 NodeMemMB=$CLUSTER_MEM
 ProcessMemMB=$CLUSTER_PROCESS_MEM
 EOF
+	[ -z "$CLUSTER_SYNERGY_CONF_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_SYNERGY_CONF_EXTRA" >>"$C/etc/synergy.conf"
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
 		echo "required $top_builddir/plugin/.libs/spank_synergy.so conf=$C/etc/synergy.conf $CLUSTER_PLUGSTACK_ARGS" \
 			>"$C/etc/plugstack.conf"
