@@ -2,7 +2,8 @@
 # profiler-accuracy.sh: the profiler's two targets, measured.
 #
 #   1. time of a full profile (`synergy-profile run`) of a 5,000-image
-#      ImageNet-like dataset (target: <= 60 s);
+#      ImageNet-like dataset (target: <= 60 s), with the rates it measured
+#      (cold runs and fitted fetch/prep overlap included);
 #   2. the profile's predictions (`what-if`, exactly what the scheduler
 #      evaluates) against direct measurements (`measure`: a fresh loader at
 #      that many threads and that cache size, cache pre-filled, storage made
@@ -81,3 +82,6 @@ for pt in "1 0" "2 0" "1 $half" "2 $half" "1 $bytes" "2 $bytes"; do
 	echo "$line"
 done
 echo "points within 5%: $pass of $n (target >= 4)"
+echo "note: the profile fits its fetch/prep overlap on cold, uncached runs at 1 and at the most"
+echo "threads (the cache-0 rows' conditions) and measures prep with everything cached (the"
+echo "full-cache rows'); the half-cache rows are the independent test of the model."
