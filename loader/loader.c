@@ -543,7 +543,7 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 {
 	coordl_loader_t *ld = NULL;
 	coordl__env_t env;
-	int ok = 0, locked = 0;
+	int ok = 0, locked = 0, skip_prof = 0;
 
 	if (!cfg) {
 		coordl__errprintf(err, EINVAL, "config: NULL");
@@ -626,7 +626,8 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 		goto out;
 	if ((env.follow && !(ld->follow = coordl__follow_create())) ||
 	    (env.profile_out && (cfg->mode == COORDL_MODE_TRAIN || cfg->mode == COORDL_MODE_EVAL) &&
-	     !(ld->prof = coordl__profmode_create(ld, env.threads, env.profile_out)))) {
+	     !(ld->prof = coordl__profmode_create(ld, env.threads, env.profile_out, &skip_prof)) &&
+	     !skip_prof)) {
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}

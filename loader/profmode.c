@@ -46,12 +46,21 @@ struct coordl__profmode {
 	int written;
 };
 
-coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out)
-{
-	coordl__profmode_t *p = calloc(1, sizeof(*p));
+/* One report per process: the first loader that enters profiling mode
+ * (a job's training loader, created before its validation loader) owns it. */
+static int claimed;
 
-	if (!p || !(p->out = strdup(out))) {
+coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out,
+                                            int *skipped)
+{
+	coordl__profmode_t *p;
+
+	*skipped = __atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL);
+	if (*skipped)
+		return NULL;
+	if (!(p = calloc(1, sizeof(*p))) || !(p->out = strdup(out))) {
 		free(p);
+		__atomic_store_n(&claimed, 0, __ATOMIC_RELEASE);
 		errno = ENOMEM;
 		return NULL;
 	}

@@ -33,8 +33,10 @@
 typedef struct coordl__profmode coordl__profmode_t;
 
 /* Start profiling ld from max_threads down; the report goes to out.
- * Returns NULL with errno ENOMEM. */
-coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out);
+ * Only the first loader of a process profiles: for the others this returns
+ * NULL with *skipped = 1. Returns NULL with errno ENOMEM (*skipped = 0). */
+coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out,
+                                            int *skipped);
 
 /* At the entry of coordl_next(), before it takes the loader's lock: may
  * change the worker count. */
