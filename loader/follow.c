@@ -126,7 +126,10 @@ static int read_cgroup_set(cpu_set_t *set)
 			char *nl = strchr(line + 3, '\n');
 			if (nl)
 				*nl = '\0';
-			snprintf(rel, sizeof(rel), "%s", line + 3);
+			size_t len = strlen(line + 3);
+			if (len >= sizeof(rel))
+				return -1; /* a path longer than any cgroup file name allows */
+			memcpy(rel, line + 3, len + 1);
 			if (clean_path(rel) == 0) {
 				static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
 				const char *sep = strcmp(rel, "/") ? rel : "";
