@@ -133,6 +133,19 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		job_desc->cpus_per_task = d.cpus_per_task;
 		job_desc->min_cpus = d.min_cpus;
 		job_desc->pn_min_memory = d.mem_mb;
+		/* select/cons_tres also applies the partition's DefMemPerGPU to
+		 * every GPU job, as a floor beside --mem: a job sized BELOW its
+		 * share (no cache) would still be scheduled at the share. An
+		 * explicit memory per GPU replaces that default. */
+		if (d.gpus_per_node > 0) {
+			char tres[64];
+
+			snprintf(tres, sizeof(tres), "gres:gpu:%llu",
+				 (unsigned long long)(d.mem_mb / (uint64_t)d.gpus_per_node));
+			if (job_desc->mem_per_tres)
+				slurm_xfree((void **)&job_desc->mem_per_tres);
+			job_desc->mem_per_tres = slurm_xstrdup(tres);
+		}
 		slurm_info("%s (uid %u)", d.comment, (unsigned)submit_uid);
 		set_admin_comment(job_desc, d.comment);
 		break;

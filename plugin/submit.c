@@ -190,9 +190,12 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	memset(&node, 0, sizeof(node));
 	node.gpus = node.free_gpus = (int)conf->node_gpus;
 	node.cpus = node.free_cpus = (double)conf->node_cpus;
+	/* Cache memory of the node: what is left when each GPU runs one job
+	 * process, so that the GPU-proportional cache share is
+	 * DefMemPerGPU - ProcessMemMB, as the loader of an unsized job gets. */
 	node.mem_gb = node.free_mem_gb =
-		conf->node_mem_mb > conf->process_mem_mb ?
-		(double)(conf->node_mem_mb - conf->process_mem_mb) / 1024.0 : 0.0;
+		conf->node_mem_mb > conf->process_mem_mb * conf->node_gpus ?
+		(double)(conf->node_mem_mb - conf->process_mem_mb * conf->node_gpus) / 1024.0 : 0.0;
 	if (syn_advise(&node, 1, gpus, &prof, conf->eps, &adv) < 0) {
 		snprintf(d->err, sizeof(d->err), "synergy: policy: %s", adv.reason);
 		snprintf(d->comment, sizeof(d->comment),
@@ -244,6 +247,7 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	d->min_cpus = (uint32_t)d->cpus_per_task * (uint32_t)tasks *
 		      (req->nodes ? req->nodes : 1);
 	d->mem_mb = conf->process_mem_mb + (uint64_t)cache_mb;
+	d->gpus_per_node = gpus;
 	d->action = SYN__SIZED;
 	snprintf(d->comment, sizeof(d->comment),
 		 "synergy: key=%s cpus=%u mem=%lluM cache=%lluM tput=%.2fx (%s)", key,

@@ -34,6 +34,7 @@ typedef struct syn__decision {
 	uint16_t cpus_per_task;
 	uint32_t min_cpus;
 	uint64_t mem_mb;            /* per node */
+	int gpus_per_node;          /* GPUs the request asks for per node (SIZED) */
 	int profiling_requested;    /* a request file was queued */
 	char key[SYN__KEY_MAX + 1];
 	char comment[256];          /* for AdminComment ("synergy: ...") */

@@ -198,19 +198,35 @@ static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int 
 		     uint64_t cpu_share, uint64_t mem_share)
 {
 	job_desc_msg_t d;
-	char comment[256];
+	char comment[256], mem_tres[64];
 	uint32_t tasks = j->ntasks_per_node && j->ntasks_per_node != NO_VAL16 ?
 			 j->ntasks_per_node : 1;
 	uint32_t nodes = j->num_nodes ? j->num_nodes : 1;
 	uint64_t cpus = cpu_share * (uint64_t)gpus;
 	uint16_t cpt = (uint16_t)((cpus + tasks - 1) / tasks);
 
+	uint64_t mem = mem_share * (uint64_t)gpus, cur_mem = j->pn_min_memory;
+
 	if (cpt < 1)
 		cpt = 1;
+	/* Only ever shrink: a job sized BELOW its share in some resource (a
+	 * language model needs no cache) keeps that, and a job at or below its
+	 * share in everything waits for reasons Synergy did not cause. */
+	if (j->cpus_per_task && j->cpus_per_task != NO_VAL16 && j->cpus_per_task < cpt)
+		cpt = j->cpus_per_task;
+	if (cur_mem && cur_mem != NO_VAL64 && !(cur_mem & MEM_PER_CPU) && (!mem || cur_mem < mem))
+		mem = cur_mem;
+	if ((!j->cpus_per_task || j->cpus_per_task == NO_VAL16 || cpt >= j->cpus_per_task) &&
+	    (!mem || mem >= cur_mem)) {
+		if (o->verbose)
+			logmsg("job %u: key=%s already at or below its GPU-proportional share",
+			       j->job_id, key);
+		return 1;
+	}
 	snprintf(comment, sizeof(comment),
 		 "synergy: key=%s downgraded to GPU-proportional by synergyd "
 		 "(waited for resources with %d GPU(s) free): cpus=%u mem=%lluM",
-		 key, gpus, (unsigned)(cpt * tasks), (unsigned long long)(mem_share * gpus));
+		 key, gpus, (unsigned)(cpt * tasks), (unsigned long long)mem);
 	logmsg("job %u: %s%s", j->job_id, comment + 9, o->dry_run ? " [dry run]" : "");
 	if (o->dry_run)
 		return 0;
@@ -220,8 +236,17 @@ static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int 
 	d.min_cpus = (uint32_t)cpt * tasks * nodes;
 	/* Submission derived the per-node minimum from the sized request. */
 	d.pn_min_cpus = (uint16_t)(cpt * tasks);
-	if (mem_share)
-		d.pn_min_memory = mem_share * (uint64_t)gpus;
+	if (mem) {
+		d.pn_min_memory = mem;
+		/* job_submit/synergy set the memory per GPU too (it replaces the
+		 * partition's DefMemPerGPU floor): keep the two in step. */
+		snprintf(mem_tres, sizeof(mem_tres), "gres:gpu:%llu",
+			 (unsigned long long)(mem / (uint64_t)gpus));
+		d.mem_per_tres = mem_tres;
+		/* slurmctld validates a job's GRES request as a whole. */
+		d.tres_per_node = j->tres_per_node;
+		d.tres_per_job = j->tres_per_job;
+	}
 	d.admin_comment = comment;
 	if (slurm_update_job(&d) != SLURM_SUCCESS) {
 		logmsg("job %u: update failed: %s", j->job_id, slurm_strerror(slurm_get_errno()));
@@ -435,11 +460,15 @@ static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
 			continue;
 		}
 		part_share(parts, j->partition, conf, &cpu_share, &mem_share);
-		if (downgrade(o, j, key, gpus, cpu_share, mem_share) == 0) {
+		switch (downgrade(o, j, key, gpus, cpu_share, mem_share)) {
+		case 0:
 			st->downgraded++;
 			st->downgraded_total++;
 			free_gpus -= gpus;
-		} else {
+			break;
+		case 1:
+			break; /* nothing above its share */
+		default:
 			st->errors_total++;
 		}
 	}

@@ -42,7 +42,7 @@ test_ok "--synergy=off: untouched (GPU-proportional)" prop "$id"
 test_ok "--synergy=off: SYNERGY_ACTIVE=0" active0 "$id"
 test_ok "SYNERGY=off twin: untouched" prop "$j_offenv"
 test_ok "SYNERGY_PROFILE twin: job sized like the flag" \
-	bash -c "scontrol -o show job $j_twin | grep -q 'TRES=cpu=2,mem=2G,'"
+	bash -c "scontrol -o show job $j_twin | grep -q 'TRES=cpu=1,mem=2G,'"
 
 id=$j_nokey
 test_ok "no key: untouched" prop "$id"
