@@ -76,7 +76,7 @@ if [ -n "${SYNERGY_CACHE_BYTES:-}" ]; then
 	how="Synergy grant"
 else
 	lim=$(mem_limit)
-	total=$(awk '$1 == "MemTotal:" { print $2 * 1024 }' /proc/meminfo)
+	total=$(awk '$1 == "MemTotal:" { printf "%.0f", $2 * 1024 }' /proc/meminfo)
 	case "$lim" in
 	'' | max | *[!0-9]*) cache_mb=0 ;; # no limit: no cache (nothing was granted)
 	*) if [ "${#lim}" -gt 15 ] || [ "$lim" -ge "$total" ]; then cache_mb=0

@@ -225,6 +225,25 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 		mem_cap = 0;
 	if (cache_mb > mem_cap)
 		cache_mb = mem_cap;
+	/* A best case larger than the node (a dataset bigger than the node's
+	 * cache memory) makes the advice fall back to the share: the best case
+	 * capped by what the node can give may still beat it. */
+	{
+		double bc, bm;
+
+		if (syn_best_case(&prof, conf->eps, 0, 0, &bc, &bm) == 0) {
+			double c = fmin(ceil(bc * gpus - 1e-9), cpu_cap);
+			double m = fmin(ceil(bm * gpus * 1024.0 - 1e-9), mem_cap);
+
+			if (c < tasks)
+				c = tasks;
+			if (syn_job_tput(&prof, c / gpus, m / 1024.0 / gpus) >
+			    syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) + 1e-9) {
+				cpus_node = c;
+				cache_mb = m;
+			}
+		}
+	}
 	/* Capped, the advice may fall below the job's GPU-proportional
 	 * throughput (a profile that traded memory for cores): then take the
 	 * best cell within the caps, and the share itself if none keeps the

@@ -110,10 +110,10 @@ int main(void)
 	ok(strstr(d.comment, "tput=1.00x") != NULL, "comment has the capped throughput: %s", d.comment);
 	conf.node_mem_mb = 2560;
 	decide("img", NULL, "gres:gpu:1", &d);
-	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1280,
-	   "small node: the capped cell (1 core, 512 MB) is below the share's throughput, so the job "
-	   "gets the GPU-proportional share, 1024 + (2560 - 2 x 1024) / 2 MB (got %llu)",
-	   (unsigned long long)d.mem_mb);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1536,
+	   "small node: the best case capped to leave ProcessMemMB for the other GPU, 1024 + 512 MB, "
+	   "beats the share's 256 MB of cache (got %llu)", (unsigned long long)d.mem_mb);
+	ok(strstr(d.comment, "tput=1.14x") != NULL, "... 0.8 vs 0.7 at the share: %s", d.comment);
 	conf.node_mem_mb = 4096;
 
 	decide("lang", NULL, "gres:gpu:1", &d);

@@ -26,6 +26,8 @@
 #   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
 #   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
+#   CLUSTER_CACHE_DIR       synergy.conf CacheDir (default $C/cache; a tmpfs
+#                           such as /dev/shm/NAME keeps loader caches in RAM)
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
 # CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
 
@@ -43,6 +45,7 @@ CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
 CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
+CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
 C=
 CLUSTER_NODES=
@@ -185,7 +188,7 @@ EOF
 	cat >"$C/etc/synergy.conf" <<EOF
 ProfileStore=$C/store
 RequestDir=$C/requests
-CacheDir=$C/cache
+CacheDir=${CLUSTER_CACHE_DIR:-$C/cache}
 NodeGPUs=$CLUSTER_GPUS
 NodeCPUs=$CLUSTER_CPUS
 NodeMemMB=$CLUSTER_MEM
@@ -415,8 +418,8 @@ cluster_leftovers() {
 			left=1
 		fi
 	done
-	if [ -n "$(ls -A "$C/cache" 2>/dev/null)" ]; then
-		ls -A "$C/cache" | sed 's/^/# left in cache dir: /'
+	if [ -n "$(ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" 2>/dev/null)" ]; then
+		ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" | sed 's/^/# left in cache dir: /'
 		left=1
 	fi
 	[ "$left" = 0 ]
