@@ -277,6 +277,25 @@ static int state_dir_open(lend_ctx_t *c)
 	return fd;
 }
 
+/* Take the node's lock (NODE.lock in the state directory): every lending
+ * action on a node runs under it, so concurrent slurmstepds take turns.
+ * Returns the descriptor holding the flock (closing it releases), or -1. */
+static int node_lock(lend_ctx_t *c, int dfd)
+{
+	char name[128];
+	int fd;
+
+	snprintf(name, sizeof(name), "%s.lock", c->node_name);
+	fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		say(c, 1, "synergy: lend: lock %s/%s: %s", c->state_dir, name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void record_name(const lend_ctx_t *c, uint32_t jobid, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s.job_%u", c->node_name, (unsigned)jobid);
@@ -544,12 +563,9 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 	dfd = state_dir_open(&c);
 	if (dfd < 0)
 		goto out;
-	snprintf(name, sizeof(name), "%s.lock", c.node_name);
-	lockfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lockfd < 0 || flock(lockfd, LOCK_EX) < 0) {
-		say(&c, 1, "synergy: lend: lock %s/%s: %s", state_dir, name, strerror(errno));
+	lockfd = node_lock(&c, dfd);
+	if (lockfd < 0)
 		goto out;
-	}
 	if (syn__cg_get_cpus(node_rel, text, sizeof(text)) < 0 ||
 	    syn__cpus_parse(text, &node) < 0) {
 		say(&c, 1, "synergy: lend: cannot read the cpuset of %s", node_rel);
@@ -642,7 +658,7 @@ int syn__lend_step_start(const char *state_dir, const char *node_rel, const char
 {
 	lend_ctx_t c;
 	lend_entry_t *e = NULL;
-	char text[256], name[128], path[400];
+	char text[256], path[400];
 	const char *base;
 	int dfd = -1, lockfd = -1, rv = -1;
 
@@ -672,12 +688,9 @@ int syn__lend_step_start(const char *state_dir, const char *node_rel, const char
 	dfd = state_dir_open(&c);
 	if (dfd < 0)
 		goto out;
-	snprintf(name, sizeof(name), "%s.lock", c.node_name);
-	lockfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lockfd < 0 || flock(lockfd, LOCK_EX) < 0) {
-		say(&c, 1, "synergy: lend: lock %s/%s: %s", state_dir, name, strerror(errno));
+	lockfd = node_lock(&c, dfd);
+	if (lockfd < 0)
 		goto out;
-	}
 	if (record_read(&c, dfd, e) < 0 ||
 	    syn__cg_get_cpus(job_rel, text, sizeof(text)) < 0 ||
 	    syn__cpus_parse(text, &e->job.held) < 0) {
