@@ -235,21 +235,6 @@ static int job_rel_of(pid_t pid, uint32_t jobid, const char *ctl, char *out, siz
 	return rv;
 }
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	int rv = -1;
-
-	if (!f)
-		return -1;
-	if (fgets(buf, (int)len, f)) {
-		buf[strcspn(buf, "\n")] = '\0';
-		rv = 0;
-	}
-	fclose(f);
-	return rv;
-}
-
 /*
  * The per-job cache directory: <cache_dir>/job_<id>, owned by the job's user,
  * mode 0700. cache_dir itself must be root's and not writable by others, so
@@ -382,32 +367,12 @@ static void cleanup(spank_t sp, uint32_t jobid, const char *job_rel, const char 
 	cache_dir_remove(jobid);
 }
 
-static int cpus_to_set(const char *list, cpu_set_t *set)
+/* The cpuset.cpus of cgroup rel into cpus (text) and set; 0 only when it
+ * names at least one CPU. */
+static int cg_cpu_set(const char *rel, char *cpus, size_t len, cpu_set_t *set)
 {
-	const char *p = list;
-
-	CPU_ZERO(set);
-	while (*p) {
-		char *end;
-		long a = strtol(p, &end, 10), b;
-
-		if (end == p || a < 0 || a >= CPU_SETSIZE)
-			return -1;
-		b = a;
-		p = end;
-		if (*p == '-') {
-			b = strtol(p + 1, &end, 10);
-			if (end == p + 1 || b < a || b >= CPU_SETSIZE)
-				return -1;
-			p = end;
-		}
-		for (; a <= b; a++)
-			CPU_SET((int)a, set);
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return -1;
-	}
+	if (syn__cg_get_cpus(rel, cpus, len) < 0 || syn__cpus_parse(cpus, set) < 0)
+		return -1;
 	return CPU_COUNT(set) > 0 ? 0 : -1;
 }
 
@@ -454,12 +419,12 @@ static int synergy_post_fork(spank_t sp)
 		gid_t gid;
 
 		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/cpuset.cpus", job_rel);
-		if (read_line(path, allowed, sizeof(allowed)) < 0 || !allowed[0]) {
+		if (syn__cg_get_cpus(job_rel, allowed, sizeof(allowed)) < 0 || !allowed[0]) {
 			slurm_error("synergy: job %u: cannot read %s", (unsigned)jobid, path);
 			return 0;
 		}
 		n = 0;
-		if (cpus_to_set(allowed, &set) == 0)
+		if (syn__cpus_parse(allowed, &set) == 0)
 			n = CPU_COUNT(&set);
 		if (n <= 0 || syn__pick_cores(allowed, n, first_gpu(sp), cpus, sizeof(cpus)) < 0) {
 			slurm_error("synergy: job %u: no cores to choose from '%s'",
@@ -492,9 +457,8 @@ static int synergy_post_fork(spank_t sp)
 		slurm_error("synergy: job %u: %s; running GPU-proportional", (unsigned)jobid, err);
 		return 0;
 	}
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s/cpuset.cpus", job_rel,
-		 SYN__CG_CHILD);
-	if (read_line(path, cpus, sizeof(cpus)) == 0 && cpus_to_set(cpus, &set) == 0 &&
+	snprintf(path, sizeof(path), "%s/%s", job_rel, SYN__CG_CHILD);
+	if (cg_cpu_set(path, cpus, sizeof(cpus), &set) == 0 &&
 	    sched_setaffinity(pid, sizeof(set), &set) < 0)
 		slurm_info("synergy: job %u: sched_setaffinity(%d): %m", (unsigned)jobid, (int)pid);
 	return 0;
@@ -673,9 +637,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		spank_setenv(sp, SYNERGY_ENV_ACTIVE, "0", 1);
 		return 0;
 	}
-	snprintf(buf, sizeof(buf), "/sys/fs/cgroup/cpuset/%s/%s/cpuset.cpus", job_rel,
-		 SYN__CG_CHILD);
-	if (read_line(buf, cpus, sizeof(cpus)) < 0 || cpus_to_set(cpus, &set) < 0) {
+	snprintf(buf, sizeof(buf), "%s/%s", job_rel, SYN__CG_CHILD);
+	if (cg_cpu_set(buf, cpus, sizeof(cpus), &set) < 0) {
 		spank_setenv(sp, SYNERGY_ENV_ACTIVE, "0", 1);
 		return 0;
 	}
