@@ -1,7 +1,9 @@
 /*
  * synergy_conf.h: a reader of synergy.conf, Synergy's own key=value file
- * (default /etc/slurm/synergy.conf), shared by synergy-profile and the
- * Slurm plugins.
+ * (default /etc/slurm/synergy.conf), used by synergy-profile. The Slurm
+ * plugins read the same file with syn__conf_load() (plugin/util.h), which
+ * checks every key and value as it reads but lets a later line override an
+ * earlier one and refuses lines over 511 bytes; the two differ there.
  *
  * Format, as Slurm's own files: one `Key=Value` per line; blank lines and
  * lines starting with '#' are ignored, as is a '#' comment after a value;
