@@ -23,7 +23,8 @@ struct syn__ctx {
 	int n_nodes;
 	syn_job_t *jobs;
 	int n_jobs;
-	syn_round_stats_t *st;
+	syn_round_stats_t *st; /* the caller's, or own_st: never NULL */
+	syn_round_stats_t own_st;
 	int *placed; /* jobs placed this round, in placement order */
 	int n_placed;
 	int free_gpus; /* cluster-wide */
@@ -43,7 +44,7 @@ struct syn__ctx *syn__ctx_create(syn_node_t *nodes, int n_nodes, syn_job_t *jobs
 	cx->n_nodes = n_nodes;
 	cx->jobs = jobs;
 	cx->n_jobs = n_jobs;
-	cx->st = st;
+	cx->st = st ? st : &cx->own_st;
 	cx->placed = malloc(sizeof *cx->placed * (size_t)(n_jobs > 0 ? n_jobs : 1));
 	cx->cand = malloc(sizeof *cx->cand * (size_t)(n_nodes > 0 ? n_nodes : 1));
 	cx->key = malloc(sizeof *cx->key * (size_t)(n_nodes > 0 ? n_nodes : 1));
@@ -75,20 +76,6 @@ void syn__ctx_destroy(struct syn__ctx *cx)
 int syn__ctx_free_gpus(const struct syn__ctx *cx)
 {
 	return cx->free_gpus;
-}
-
-static int fits(const syn_node_t *n, int g, double c, double m)
-{
-	return n->free_gpus >= g && n->free_cpus + SYN__EPS * (1 + n->cpus) >= g * c &&
-	       n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >= g * m;
-}
-
-/* How much of a node is free, in fractions of its capacity: the best-fit
- * key (smaller means fuller). */
-static double free_score(const syn_node_t *n)
-{
-	return (double)n->free_gpus / n->gpus + (n->cpus > 0 ? n->free_cpus / n->cpus : 0) +
-	       (n->mem_gb > 0 ? n->free_mem_gb / n->mem_gb : 0);
 }
 
 /* The GPU-proportional share of a placement: the smallest per-GPU share
@@ -159,9 +146,9 @@ static int place_single(struct syn__ctx *cx, int j, int at_share, double c, doub
 		if (!at_share && syn_job_tput(job->profile, dc, dm) <
 				 syn_job_tput(job->profile, syn__share_cpus(n), syn__share_mem(n)))
 			continue;
-		if (!fits(n, job->gpus, dc, dm))
+		if (!syn__fits(n, job->gpus, dc, dm))
 			continue;
-		double s = free_score(n);
+		double s = syn__free_score(n);
 		if (s < best_score) {
 			best_score = s;
 			best = i;
@@ -264,7 +251,7 @@ static int place_span(struct syn__ctx *cx, int j, int at_share, double c, double
 		return 0;
 	}
 	for (int i = 0; i < np; i++)
-		if (!fits(&cx->nodes[pl[i].node], pl[i].gpus, c, m))
+		if (!syn__fits(&cx->nodes[pl[i].node], pl[i].gpus, c, m))
 			return 0;
 	syn__commit(cx, j, pl, np, c, m);
 	return 1;
@@ -307,14 +294,9 @@ static int push_back_one(struct syn__ctx *cx, int node)
 			int ok = 1;
 			nc = sc;
 			nm = sm;
-			for (int i = 0; i < a->n_place && ok; i++) {
-				const syn_node_t *n = &cx->nodes[a->place[i].node];
-				double g = a->place[i].gpus;
-				ok = n->free_cpus + SYN__EPS * (1 + n->cpus) >=
-					     g * (nc - a->cpus_per_gpu) &&
-				     n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >=
-					     g * (nm - a->mem_per_gpu);
-			}
+			for (int i = 0; i < a->n_place && ok; i++)
+				ok = syn__has_room(&cx->nodes[a->place[i].node], a->place[i].gpus,
+						   nc - a->cpus_per_gpu, nm - a->mem_per_gpu);
 			if (!ok)
 				continue;
 		}
@@ -326,8 +308,7 @@ static int push_back_one(struct syn__ctx *cx, int node)
 	if (victim < 0)
 		return 0;
 	set_demand(cx, &cx->jobs[victim], vc, vm);
-	if (cx->st)
-		cx->st->pushed_back++;
+	cx->st->pushed_back++;
 	return 1;
 }
 
@@ -341,7 +322,7 @@ static int place_push_single(struct syn__ctx *cx, int j)
 	for (int i = 0; i < cx->n_nodes; i++)
 		if (cx->nodes[i].free_gpus >= job->gpus) {
 			cx->cand[n] = i;
-			cx->key[n] = free_score(&cx->nodes[i]);
+			cx->key[n] = syn__free_score(&cx->nodes[i]);
 			cx->take[n] = job->gpus;
 			n++;
 		}
@@ -352,7 +333,7 @@ static int place_push_single(struct syn__ctx *cx, int j)
 		double c = syn__share_cpus(node), m = syn__share_mem(node);
 
 		for (;;) {
-			if (fits(node, job->gpus, c, m)) {
+			if (syn__fits(node, job->gpus, c, m)) {
 				syn_place_t pl = { nd, job->gpus };
 				syn__commit(cx, j, &pl, 1, c, m);
 				return 1;
@@ -381,7 +362,7 @@ static int place_push_span(struct syn__ctx *cx, int j)
 	place_share(cx->nodes, pl, np, &sc, &sm);
 	for (int i = 0; i < np; i++) {
 		syn_node_t *node = &cx->nodes[pl[i].node];
-		while (!fits(node, pl[i].gpus, sc, sm))
+		while (!syn__fits(node, pl[i].gpus, sc, sm))
 			if (!push_back_one(cx, pl[i].node))
 				return 0;
 	}
@@ -403,40 +384,33 @@ int syn__place(struct syn__ctx *cx, int j, enum syn__mode mode, int have_demand,
 		return place_single(cx, j, 1, 0, 0) || place_span(cx, j, 1, 0, 0);
 	case SYN__GREEDY:
 		if (place_single(cx, j, best_single, c, m) || place_span(cx, j, best_single, c, m)) {
-			if (st)
-				st->best_case++;
+			st->best_case++;
 			return 1;
 		}
 		return 0;
 	case SYN__TUNE:
 		if (place_single(cx, j, best_single, c, m)) {
-			if (st)
-				st->best_case++;
+			st->best_case++;
 			return 1;
 		}
 		if (have_demand && place_single(cx, j, 1, 0, 0)) {
-			if (st)
-				st->downgraded++;
+			st->downgraded++;
 			return 1;
 		}
 		if (place_push_single(cx, j)) {
-			if (st)
-				st->downgraded++;
+			st->downgraded++;
 			return 1;
 		}
 		if (place_span(cx, j, best_single, c, m)) {
-			if (st)
-				st->best_case++;
+			st->best_case++;
 			return 1;
 		}
 		if (have_demand && place_span(cx, j, 1, 0, 0)) {
-			if (st)
-				st->downgraded++;
+			st->downgraded++;
 			return 1;
 		}
 		if (place_push_span(cx, j)) {
-			if (st)
-				st->downgraded++;
+			st->downgraded++;
 			return 1;
 		}
 		return 0;
@@ -469,11 +443,8 @@ static double best_upgrade(struct syn__ctx *cx, const syn_job_t *job, double *nc
 
 			if (dm < 0 || !(p->tput[i][k] > a->tput + 1e-9))
 				continue;
-			for (int q = 0; q < a->n_place && fit; q++) {
-				const syn_node_t *n = &cx->nodes[a->place[q].node];
-				fit = n->free_cpus + SYN__EPS * (1 + n->cpus) >= a->place[q].gpus * dc &&
-				      n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >= a->place[q].gpus * dm;
-			}
+			for (int q = 0; q < a->n_place && fit; q++)
+				fit = syn__has_room(&cx->nodes[a->place[q].node], a->place[q].gpus, dc, dm);
 			if (!fit)
 				continue;
 			gain = (p->tput[i][k] - a->tput) * job->gpus;
@@ -535,8 +506,7 @@ void syn__leftover(struct syn__ctx *cx)
 			if (who < 0)
 				break;
 			set_demand(cx, &cx->jobs[who], bc, bm);
-			if (cx->st)
-				cx->st->upgraded++;
+			cx->st->upgraded++;
 		}
 	}
 out:

@@ -494,8 +494,7 @@ static int opt_pack_bfd(const syn_node_t *nodes, int n_nodes, syn_job_t *jobs, c
 		double left = INFINITY;
 		for (int s = 0; s < n_nodes; s++) {
 			syn_node_t *n = &fr[s];
-			if (n->free_gpus < g || n->free_cpus + SYN__EPS * (1 + n->cpus) < g * cpus[k] ||
-			    n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) < g * mem[k])
+			if (!syn__fits(n, g, cpus[k], mem[k]))
 				continue;
 			if (syn_job_tput(jobs[idx[k]].profile, cpus[k], mem[k]) <
 			    syn_job_tput(jobs[idx[k]].profile, syn__share_cpus(n), syn__share_mem(n)))
@@ -564,10 +563,6 @@ int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 			goto out;
 		/* Pinned jobs above their share can leave too little for the
 		 * floors of the others: the ILP has no answer, TUNE does. */
-		for (int k = 0; k < n_sel; k++) {
-			cpus[k] = share_c;
-			mem[k] = share_m;
-		}
 		st->opt_fallback = 1;
 		for (int k = 0; k < n_sel; k++)
 			syn__place(cx, sel[k], SYN__TUNE, 0, 0, 0);

@@ -27,6 +27,28 @@ static inline double syn__share_mem(const syn_node_t *n)
 	return n->mem_gb / n->gpus;
 }
 
+/* Whether node n's free cores and memory hold g more GPUs' worth of c cores
+ * and m GB each (within the SYN__EPS slack); GPUs are not looked at. */
+static inline int syn__has_room(const syn_node_t *n, double g, double c, double m)
+{
+	return n->free_cpus + SYN__EPS * (1 + n->cpus) >= g * c &&
+	       n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >= g * m;
+}
+
+/* Whether g GPUs at (c, m) per GPU fit on node n now. */
+static inline int syn__fits(const syn_node_t *n, int g, double c, double m)
+{
+	return n->free_gpus >= g && syn__has_room(n, g, c, m);
+}
+
+/* How much of a node is free, in fractions of its capacity: the best-fit
+ * key (smaller means fuller). */
+static inline double syn__free_score(const syn_node_t *n)
+{
+	return (double)n->free_gpus / n->gpus + (n->cpus > 0 ? n->free_cpus / n->cpus : 0) +
+	       (n->mem_gb > 0 ? n->free_mem_gb / n->mem_gb : 0);
+}
+
 /*
  * Phase 1 of Synergy-OPT on its own: choose one candidate cell per job
  * (jobs[idx[0..n_sel-1]]) maximising sum gpus x tput under the cluster-wide

@@ -195,8 +195,10 @@ int syn_check_round(const syn_node_t *nodes, int n_nodes, const syn_job_t *jobs,
 	double *use = NULL;
 	int bad = 0;
 
-	if (check_nodes(nodes, n_nodes, err) < 0 || n_jobs < 0 || (n_jobs > 0 && !jobs))
-		return syn__fail(err, EINVAL, "bad arguments");
+	if (check_nodes(nodes, n_nodes, err) < 0)
+		return -1;
+	if (n_jobs < 0 || (n_jobs > 0 && !jobs))
+		return syn__fail(err, EINVAL, "jobs: %d jobs given", n_jobs);
 	use = calloc((size_t)(n_nodes > 0 ? n_nodes : 1) * 3, sizeof *use);
 	if (!use)
 		return syn__fail(err, ENOMEM, "out of memory");
@@ -269,19 +271,6 @@ static int advise_fail(syn_advice_t *out, const char *fmt, ...)
 	return -1;
 }
 
-/* How much of a node is free, in fractions of its capacity (best-fit key). */
-static double free_score(const syn_node_t *n)
-{
-	return (double)n->free_gpus / n->gpus + n->free_cpus / n->cpus +
-	       (n->mem_gb > 0 ? n->free_mem_gb / n->mem_gb : 0);
-}
-
-static int advice_fits(const syn_node_t *n, int g, double c, double m)
-{
-	return n->free_gpus >= g && n->free_cpus + SYN__EPS * (1 + n->cpus) >= g * c &&
-	       n->free_mem_gb + SYN__EPS * (1 + n->mem_gb) >= g * m;
-}
-
 /* Advise node i's GPU-proportional share (TUNE step 2 or 3). */
 static void advise_share(syn_advice_t *out, const syn_profile_t *p, const syn_node_t *n, int i,
 			 int step)
@@ -337,9 +326,9 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 		const syn_node_t *n = &nodes[i];
 		if (syn_job_tput(p, bc, bm) < syn_job_tput(p, syn__share_cpus(n), syn__share_mem(n)))
 			continue;
-		if (!advice_fits(n, gpus, bc, bm))
+		if (!syn__fits(n, gpus, bc, bm))
 			continue;
-		double s = free_score(n);
+		double s = syn__free_score(n);
 		if (s < score) {
 			score = s;
 			best = i;
@@ -361,9 +350,9 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 	/* Step 2: the GPU-proportional share, best-fit. */
 	for (int i = 0; i < n_nodes; i++) {
 		const syn_node_t *n = &nodes[i];
-		if (!advice_fits(n, gpus, syn__share_cpus(n), syn__share_mem(n)))
+		if (!syn__fits(n, gpus, syn__share_cpus(n), syn__share_mem(n)))
 			continue;
-		double s = free_score(n);
+		double s = syn__free_score(n);
 		if (s < score) {
 			score = s;
 			best = i;
@@ -382,7 +371,7 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 		const syn_node_t *n = &nodes[i];
 		if (n->free_gpus < gpus)
 			continue;
-		double s = free_score(n);
+		double s = syn__free_score(n);
 		if (best < 0 || s > score) {
 			score = s;
 			best = i;
