@@ -46,7 +46,7 @@ static int same_alloc(const syn_alloc_t *a, const syn_alloc_t *b)
 	return 1;
 }
 
-static int dcmp(const void *a, const void *b)
+int sim_dcmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
@@ -214,7 +214,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	r->makespan = last - first;
 	if (nw > 0) {
 		double sum = 0;
-		qsort(jct, (size_t)nw, sizeof *jct, dcmp);
+		qsort(jct, (size_t)nw, sizeof *jct, sim_dcmp);
 		for (int i = 0; i < nw; i++)
 			sum += jct[i];
 		r->jct_mean = sum / nw;

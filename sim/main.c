@@ -101,12 +101,11 @@ static int parse_num(const char *s, double lo, double hi, double *v)
 	return (*s && !*end && !errno && isfinite(*v) && *v >= lo && *v <= hi) ? 0 : -1;
 }
 
-static void print_header(const char *what)
+static void print_header(void)
 {
 	printf("%-7s %-5s %6s %11s %13s %10s %11s %8s %8s %7s %10s %7s %7s\n", "alloc", "order",
 	       "jobs", "jct_mean_h", "jct_median_h", "jct_p99_h", "makespan_h", "gpu_util",
 	       "cpu_util", "speedup", "violations", "rounds", "cpu_s");
-	(void)what;
 }
 
 static void print_row(const struct combo *c, const sim_result_t *r)
@@ -167,12 +166,6 @@ static void rm_tree(const char *dir, int n_files)
 	rmdir(dir);
 }
 
-static int dcmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Write the CDF of JCT (hours) over the window to <dir>/d<i>.dat. */
 static int write_cdf(const char *dir, int i, const sim_trace_t *t, const sim_cfg_t *cfg,
 		     sim_error_t *err)
@@ -193,7 +186,7 @@ static int write_cdf(const char *dir, int i, const sim_trace_t *t, const sim_cfg
 	for (int k = 0; k < t->n; k++)
 		if (t->jobs[k].id >= cfg->win_lo && t->jobs[k].id <= cfg->win_hi)
 			x[m++] = (t->jobs[k].finish - t->jobs[k].arrival) / 3600;
-	qsort(x, (size_t)m, sizeof *x, dcmp);
+	qsort(x, (size_t)m, sizeof *x, sim_dcmp);
 	for (int k = 0; k < m; k++)
 		fprintf(d, "%.6f %.6f\n", x[k], (k + 1.0) / m);
 	free(x);
@@ -432,7 +425,7 @@ int main(int argc, char **argv)
 				printf(", window ids %llu-%llu", (unsigned long long)cfg.win_lo,
 				       (unsigned long long)cfg.win_hi);
 			printf("\n");
-			print_header(NULL);
+			print_header();
 		}
 		for (int k = 0; k < n_combo; k++) {
 			sim_result_t res;

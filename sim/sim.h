@@ -99,4 +99,7 @@ void sim_jobs_write(FILE *f, const sim_trace_t *t, const char *alloc, const char
 
 int sim_err(sim_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* qsort comparison of doubles, ascending. */
+int sim_dcmp(const void *a, const void *b);
+
 #endif
