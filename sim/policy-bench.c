@@ -172,9 +172,8 @@ static void bench_opt(int instances)
 					exit(1);
 				}
 				tot[a] = st.total_tput;
-				if (a == 2)
-					opt_cpu = cpu_now() - t0;
 				if (a == 2) {
+					opt_cpu = cpu_now() - t0;
 					sb += st.opt_bound;
 					fallback += st.opt_fallback;
 					tot[2] = st.opt_bound;
@@ -240,7 +239,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (n_jobs < 1 || n_srv < 1 || reps < 1 || inst < 1) {
-		fprintf(stderr, "%s: counts must be >= 1\n", argv[0]);
+		fprintf(stderr, "%s: counts must be >= 1 (got -n %d -S %d -R %d -I %d)\n", argv[0],
+			n_jobs, n_srv, reps, inst);
 		return 2;
 	}
 	if (strcmp(what, "round") == 0 || strcmp(what, "all") == 0)
