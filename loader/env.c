@@ -188,10 +188,10 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 	/* Validate every variable that is set first, even when the API
 	 * argument wins: a broken plugin setup should be seen at once. */
 	if ((v = getenv(SYNERGY_ENV_THREADS))) {
-		if (coordl__parse_int(v, 1, 1024, &n) < 0)
+		if (coordl__parse_int(v, 1, COORDL__MAX_THREADS, &n) < 0)
 			return coordl__errprintf(err, EINVAL,
-						 "%s='%.40s': expected an integer 1..1024",
-						 SYNERGY_ENV_THREADS, v);
+						 "%s='%.40s': expected an integer 1..%d",
+						 SYNERGY_ENV_THREADS, v, COORDL__MAX_THREADS);
 		e.threads = (int)n;
 	}
 	if ((v = getenv(SYNERGY_ENV_CACHE_BYTES))) {
@@ -223,9 +223,9 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		return -1;
 
 	/* Then apply precedence: API, environment, default. */
-	if (cfg->threads < 0 || cfg->threads > 1024)
-		return coordl__errprintf(err, EINVAL, "threads=%d: expected 0 (unset) or 1..1024",
-					 cfg->threads);
+	if (cfg->threads < 0 || cfg->threads > COORDL__MAX_THREADS)
+		return coordl__errprintf(err, EINVAL, "threads=%d: expected 0 (unset) or 1..%d",
+					 cfg->threads, COORDL__MAX_THREADS);
 	if (cfg->threads > 0)
 		e.threads = cfg->threads;
 	else if (e.threads == 0)

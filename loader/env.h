@@ -14,6 +14,11 @@
 
 #include "coordl.h"
 
+/* The most worker threads a loader runs (SYNERGY_THREADS, the threads field
+ * and coordl_set_threads() all share this bound; the thread arrays are
+ * sized by it once at create time). */
+#define COORDL__MAX_THREADS 1024
+
 /* Parse a plain decimal integer in [min, max] (no sign unless min < 0, no
  * spaces, no trailing text). Returns 0 or -1 with errno EINVAL/ERANGE. */
 int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out);

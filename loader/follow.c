@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "follow.h"
+#include "util.h"
 
 struct coordl__follow {
 	double next;         /* CLOCK_MONOTONIC time of the next look */
@@ -25,14 +25,6 @@ struct coordl__follow {
 	int have_aff;
 	cpu_set_t aff;       /* the calling thread's affinity after the last look */
 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Read a small text file into buf (NUL-terminated). Returns the length or
  * -1. The files read here are a few dozen bytes. */
@@ -153,7 +145,7 @@ coordl__follow_t *coordl__follow_create(void)
 		return NULL;
 	f->have_cg = read_cgroup_set(&f->cg) == 0;
 	f->have_aff = sched_getaffinity(0, sizeof(f->aff), &f->aff) == 0;
-	f->next = mono_now() + COORDL__FOLLOW_PERIOD;
+	f->next = coordl__now() + COORDL__FOLLOW_PERIOD;
 	return f;
 }
 
@@ -166,7 +158,7 @@ int coordl__follow_check(coordl__follow_t *f, cpu_set_t *set)
 {
 	cpu_set_t cg, aff;
 	int have_cg, have_aff, changed = 0;
-	double now = mono_now();
+	double now = coordl__now();
 
 	if (!f || now < f->next)
 		return 0;

@@ -606,16 +606,13 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	}
 	if (!(ld->perm = malloc(ld->nitems * sizeof(uint64_t))) ||
 	    !(ld->order = malloc(ld->per_rank * sizeof(uint64_t))) ||
-	    !(ld->thr = calloc(1024, sizeof(pthread_t))) ||
-	    !(ld->wk = calloc(1024, sizeof(struct worker)))) {
+	    !(ld->thr = calloc(COORDL__MAX_THREADS, sizeof(pthread_t))) ||
+	    !(ld->wk = calloc(COORDL__MAX_THREADS, sizeof(struct worker)))) {
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	if (alloc_slots(ld, err) < 0)
 		goto out;
-#ifdef HAVE_CUDA
-	ld->cuda = NULL;
-#endif
 	pthread_mutex_lock(&ld->mu);
 	locked = 1;
 	ld->epoch = 0;
@@ -712,7 +709,7 @@ static void follow_cpuset(coordl_loader_t *ld, const cpu_set_t *set)
 	pthread_mutex_lock(&ld->mu);
 	if (!__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED)) {
 		coordl__follow_pin(set, ld->thr, ld->spawned);
-		set_threads_locked(ld, n < 1 ? 1 : n > 1024 ? 1024 : n, NULL);
+		set_threads_locked(ld, n < 1 ? 1 : n > COORDL__MAX_THREADS ? COORDL__MAX_THREADS : n, NULL);
 	}
 	pthread_mutex_unlock(&ld->mu);
 }
@@ -826,8 +823,9 @@ int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err)
 
 	if (!ld)
 		return coordl__errprintf(err, EINVAL, "loader: NULL");
-	if (threads < 1 || threads > 1024)
-		return coordl__errprintf(err, EINVAL, "threads=%d: expected 1..1024", threads);
+	if (threads < 1 || threads > COORDL__MAX_THREADS)
+		return coordl__errprintf(err, EINVAL, "threads=%d: expected 1..%d", threads,
+					 COORDL__MAX_THREADS);
 	pthread_mutex_lock(&ld->mu);
 	/* An explicit count wins over the cpuset from now on. */
 	__atomic_store_n(&ld->follow_off, 1, __ATOMIC_RELAXED);

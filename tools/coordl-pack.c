@@ -26,6 +26,7 @@
 #include "coordl.h"
 #include "env.h"
 #include "source.h"
+#include "util.h"
 
 static const char *prog = "coordl-pack";
 
@@ -47,13 +48,6 @@ static void usage(FILE *f)
 		prog);
 }
 
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Item and class names go into a line-based index: refuse newlines. */
 static int has_newline(const char *s)
@@ -83,7 +77,7 @@ int main(int argc, char **argv)
 	uint64_t off = 0, written = 0;
 	unsigned nshards = 0;
 	size_t skipped = 0;
-	double t0 = now(), last = 0;
+	double t0 = coordl__now(), last = 0;
 	char why[128];
 
 	while ((c = getopt_long(argc, argv, "s:t:qh", opts, NULL)) != -1) {
@@ -167,8 +161,8 @@ int main(int argc, char **argv)
 			coordl__source_label(src, i), name);
 		off += len;
 		written += len;
-		if (!quiet && (now() - last > 0.5 || i + 1 == n)) {
-			last = now();
+		if (!quiet && (coordl__now() - last > 0.5 || i + 1 == n)) {
+			last = coordl__now();
 			fprintf(stderr, "\r%s: %zu/%zu items, %.1f MB, %u shards", prog, i + 1, n,
 				(double)written / 1e6, nshards);
 		}
@@ -205,7 +199,7 @@ int main(int argc, char **argv)
 		die("rename %s -> %s: %s", tmp_index, out, strerror(errno));
 	if (!quiet)
 		fprintf(stderr, "\n%s: wrote %s: %zu items (%zu skipped), %u shards, %.1f MB in %.1f s\n",
-			prog, out, n - skipped, skipped, nshards, (double)written / 1e6, now() - t0);
+			prog, out, n - skipped, skipped, nshards, (double)written / 1e6, coordl__now() - t0);
 	free(buf);
 	free(outdup);
 	free(base);
