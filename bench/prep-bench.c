@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -271,6 +272,21 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The integer value of option `name`, lo..hi; exits 2 naming the bad value. */
+static long int_arg(const char *name, const char *v, long lo, long hi)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi) {
+		fprintf(stderr, PROG ": --%s: expected %ld..%ld, got '%s'\n", name, lo, hi, v);
+		exit(2);
+	}
+	return x;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -291,13 +307,13 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "n:r:s:m:l:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
-			s.max = (size_t)atol(optarg);
+			s.max = (size_t)int_arg("images", optarg, 1, LONG_MAX);
 			break;
 		case 'r':
-			reps = atoi(optarg);
+			reps = (int)int_arg("reps", optarg, 1, INT_MAX);
 			break;
 		case 's':
-			p.out_size = atoi(optarg);
+			p.out_size = (int)int_arg("size", optarg, 1, 4096);
 			break;
 		case 'm':
 			if (strcmp(optarg, "train") && strcmp(optarg, "eval")) {
@@ -321,7 +337,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc || s.max < 1 || reps < 1 || p.out_size < 1 || p.out_size > 4096) {
+	if (optind + 1 != argc) {
 		usage(stderr);
 		return 2;
 	}

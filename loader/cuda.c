@@ -50,6 +50,7 @@ void coordl__cuda_host_free(void *p)
 coordl__cuda_t *coordl__cuda_create(int nslots, size_t bytes, coordl_error_t *err)
 {
 	coordl__cuda_t *cu;
+	cudaError_t ce;
 	int count = 0;
 
 	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -64,13 +65,14 @@ coordl__cuda_t *coordl__cuda_create(int nslots, size_t bytes, coordl_error_t *er
 	}
 	cu->nslots = nslots;
 	cu->bytes = bytes;
-	if (cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking) != cudaSuccess) {
-		coordl__errprintf(err, ENOTSUP, "cudaStreamCreate failed");
+	if ((ce = cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+		coordl__errprintf(err, ENOTSUP, "cudaStreamCreate: %s", cudaGetErrorString(ce));
 		goto fail;
 	}
 	for (int i = 0; i < nslots; i++) {
-		if (cudaEventCreateWithFlags(&cu->ev[i], cudaEventDisableTiming) != cudaSuccess) {
-			coordl__errprintf(err, ENOMEM, "cudaEventCreate failed");
+		if ((ce = cudaEventCreateWithFlags(&cu->ev[i], cudaEventDisableTiming)) != cudaSuccess) {
+			coordl__errprintf(err, ENOMEM, "cudaEventCreate (slot %d): %s", i,
+					  cudaGetErrorString(ce));
 			cu->nslots = i;
 			goto fail;
 		}
@@ -107,20 +109,25 @@ void coordl__cuda_destroy(coordl__cuda_t *cu)
 int coordl__cuda_copy(coordl__cuda_t *cu, int slot, const void *src, size_t n, int async,
 		      void **dev, coordl_error_t *err)
 {
+	cudaError_t ce;
+
 	if (slot < 0 || slot >= cu->nslots || n > cu->bytes)
-		return coordl__errprintf(err, EINVAL, "batch does not belong to this loader");
-	if (!cu->dev[slot] && cudaMalloc(&cu->dev[slot], cu->bytes) != cudaSuccess) {
+		return coordl__errprintf(err, EINVAL,
+					 "slot %d, %zu bytes: batch does not belong to this loader", slot, n);
+	if (!cu->dev[slot] && (ce = cudaMalloc(&cu->dev[slot], cu->bytes)) != cudaSuccess) {
 		cu->dev[slot] = NULL;
-		return coordl__errprintf(err, ENOMEM, "cudaMalloc of %zu bytes failed", cu->bytes);
+		return coordl__errprintf(err, ENOMEM, "cudaMalloc of %zu bytes: %s", cu->bytes,
+					 cudaGetErrorString(ce));
 	}
 	if (async) {
-		if (cudaMemcpyAsync(cu->dev[slot], src, n, cudaMemcpyHostToDevice, cu->stream) !=
+		if ((ce = cudaMemcpyAsync(cu->dev[slot], src, n, cudaMemcpyHostToDevice, cu->stream)) !=
 			    cudaSuccess ||
-		    cudaEventRecord(cu->ev[slot], cu->stream) != cudaSuccess)
-			return coordl__errprintf(err, EIO, "cudaMemcpyAsync failed");
+		    (ce = cudaEventRecord(cu->ev[slot], cu->stream)) != cudaSuccess)
+			return coordl__errprintf(err, EIO, "cudaMemcpyAsync of %zu bytes: %s", n,
+						 cudaGetErrorString(ce));
 		cu->pending[slot] = 1;
-	} else if (cudaMemcpy(cu->dev[slot], src, n, cudaMemcpyHostToDevice) != cudaSuccess) {
-		return coordl__errprintf(err, EIO, "cudaMemcpy failed");
+	} else if ((ce = cudaMemcpy(cu->dev[slot], src, n, cudaMemcpyHostToDevice)) != cudaSuccess) {
+		return coordl__errprintf(err, EIO, "cudaMemcpy of %zu bytes: %s", n, cudaGetErrorString(ce));
 	}
 	*dev = cu->dev[slot];
 	return 0;

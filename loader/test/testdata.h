@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coordl.h"
+
 /* A new empty directory under $TMPDIR (or /tmp); malloc'd path. Bails out on failure. */
 char *td_tmpdir(const char *tag);
 
@@ -33,10 +35,6 @@ long long td_imagefolder(const char *root, int ncls, int nper);
 /* Size of a file in bytes, or -1. */
 long long td_file_size(const char *path);
 
-#endif
-
-#include "coordl.h"
-
 /*
  * Run one epoch of ld (after coordl_set_epoch(epoch)) and append every
  * delivered dataset index to idx (capacity cap; may be NULL). If data is not
@@ -45,3 +43,5 @@ long long td_file_size(const char *path);
  */
 long td_run_epoch(coordl_loader_t *ld, uint64_t epoch, uint64_t *idx, size_t cap,
 		  void *data, size_t data_cap);
+
+#endif
