@@ -286,6 +286,7 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 	       double eps, syn_advice_t *out)
 {
 	char msg[120];
+	syn_policy_error_t nerr = { "" };
 	double bc = 0, bm = 0, sc = INFINITY, sm = INFINITY, score = INFINITY;
 	int have, best = -1, max_gpus = 0;
 
@@ -293,8 +294,10 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 		return advise_fail(out, "out is NULL");
 	memset(out, 0, sizeof *out);
 	out->node = -1;
-	if (check_nodes(nodes, n_nodes, NULL) < 0 || n_nodes == 0)
-		return advise_fail(out, "nodes: need at least one node with gpus >= 1, cpus > 0");
+	if (check_nodes(nodes, n_nodes, &nerr) < 0)
+		return advise_fail(out, "nodes: %s", nerr.text);
+	if (n_nodes == 0)
+		return advise_fail(out, "nodes: need at least one node");
 	if (gpus < 1)
 		return advise_fail(out, "gpus = %d, need >= 1", gpus);
 	if (!(eps >= 0 && eps < 1))
