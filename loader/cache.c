@@ -229,7 +229,6 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, s
 					  "cache '%s' is in use for another dataset or version", name);
 			goto out;
 		}
-		c->hdr = (struct header *)c->base;
 	} else {
 		coordl__errprintf(err, errno, "cache '%s': flock: %s", name, strerror(errno));
 		goto out;
@@ -380,9 +379,7 @@ int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t 
 		}
 	} while (!__atomic_compare_exchange_n(&c->hdr->used, &used, used + len, 1, __ATOMIC_ACQ_REL,
 					      __ATOMIC_RELAXED));
-	/* An empty file is a valid (corrupt) item whose buffer may be NULL. */
-	if (len)
-		memcpy(c->data + used, data, len);
+	memcpy(c->data + used, data, len);
 	e->off = used;
 	e->len = (uint32_t)len;
 	__atomic_store_n(&e->state, ENTRY_READY, __ATOMIC_RELEASE);

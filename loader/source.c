@@ -42,11 +42,9 @@ typedef struct item {
 	uint32_t shard;
 } item_t;
 
-/* The fetch interface: read item i, growing *buf as needed. */
-struct fetch_ops {
-	int (*fetch)(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
+/* A backend's fetch: read item i, growing *buf as needed. */
+typedef int fetch_fn(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
 		     char *why, size_t whylen);
-};
 
 struct coordl__source {
 	int kind;
@@ -60,7 +58,7 @@ struct coordl__source {
 	int *shard_fd;
 	int nshards;
 	uint64_t bytes;
-	const struct fetch_ops *ops;
+	fetch_fn *fetch;
 };
 
 /* Append a string to the pool; returns its offset or (size_t)-1. */
@@ -232,9 +230,6 @@ static int shards_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *
 	return 0;
 }
 
-static const struct fetch_ops files_ops = { files_fetch };
-static const struct fetch_ops shards_ops = { shards_fetch };
-
 int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap,
 			 size_t *len, char *why, size_t whylen)
 {
@@ -243,7 +238,7 @@ int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t 
 		errno = EINVAL;
 		return -1;
 	}
-	return src->ops->fetch(src, i, buf, cap, len, why, whylen);
+	return src->fetch(src, i, buf, cap, len, why, whylen);
 }
 
 static int is_jpeg_name(const char *n)
@@ -381,7 +376,7 @@ static int open_imagefolder(coordl__source_t *s, coordl_error_t *err)
 				  s->root);
 		goto out;
 	}
-	s->ops = &files_ops;
+	s->fetch = files_fetch;
 	rv = 0;
 out:
 	free_names(cls, ncls);
@@ -464,7 +459,7 @@ static int open_filelist(coordl__source_t *s, const char *path, coordl_error_t *
 		goto out;
 	}
 	s->nclasses = maxlabel + 1;
-	s->ops = &files_ops;
+	s->fetch = files_fetch;
 	rv = 0;
 out:
 	free(line);
@@ -621,7 +616,7 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 		coordl__errprintf(err, EINVAL, "%s:%ld: trailing data after the last item", path, lineno);
 		goto out;
 	}
-	s->ops = &shards_ops;
+	s->fetch = shards_fetch;
 	rv = 0;
 out:
 	free(shard_size);
