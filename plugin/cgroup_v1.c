@@ -44,13 +44,36 @@ static int cg_init(char *err, size_t errlen)
 	return 0;
 }
 
-static int child_path(const char *job_rel, char *buf, size_t len)
+static int child_path(const char *job_rel, char *buf, size_t len, char *err, size_t errlen)
 {
 	if ((size_t)snprintf(buf, len, "%s/%s", job_rel, SYN__CG_CHILD) >= len) {
+		snprintf(err, errlen, "cgroup path too long: %.80s", job_rel);
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	return 0;
+}
+
+/* libcgroup's handle of job_rel's synergy child (its path into path) with
+ * the cpuset and memory controllers added, or NULL with err and errno. */
+static struct cgroup *child_cgroup(const char *job_rel, char *path, size_t len,
+				   struct cgroup_controller **cs, struct cgroup_controller **mem,
+				   char *err, size_t errlen)
+{
+	struct cgroup *cg;
+
+	if (cg_init(err, errlen) < 0 || child_path(job_rel, path, len, err, errlen) < 0)
+		return NULL;
+	cg = cgroup_new_cgroup(path);
+	if (!cg || !(*cs = cgroup_add_controller(cg, "cpuset")) ||
+	    !(*mem = cgroup_add_controller(cg, "memory"))) {
+		snprintf(err, errlen, "cgroup_new_cgroup(%s) failed", path);
+		if (cg)
+			cgroup_free(&cg);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return cg;
 }
 
 /* Read a one-line control file of job_rel in controller ctl into buf. */
@@ -81,24 +104,12 @@ int syn__cg_create(const char *job_rel, const char *cpus, uint64_t mem_bytes,
 	char path[400], mems[64];
 	int rc, rv = -1;
 
-	if (cg_init(err, errlen) < 0 || child_path(job_rel, path, sizeof(path)) < 0)
+	cg = child_cgroup(job_rel, path, sizeof(path), &cs, &mem, err, errlen);
+	if (!cg)
 		goto out;
 	if (read_value("cpuset", job_rel, "cpuset.mems", mems, sizeof(mems)) < 0 || !mems[0]) {
 		snprintf(err, errlen, "cannot read cpuset.mems of %s", job_rel);
 		errno = ENOENT;
-		goto out;
-	}
-	cg = cgroup_new_cgroup(path);
-	if (!cg) {
-		snprintf(err, errlen, "cgroup_new_cgroup(%s) failed", path);
-		errno = ENOMEM;
-		goto out;
-	}
-	cs = cgroup_add_controller(cg, "cpuset");
-	mem = cgroup_add_controller(cg, "memory");
-	if (!cs || !mem) {
-		snprintf(err, errlen, "cgroup_add_controller failed for %s", path);
-		errno = ENOMEM;
 		goto out;
 	}
 	/* mems before cpus: the kernel wants both set before tasks join. */
@@ -129,17 +140,13 @@ out:
 int syn__cg_attach(const char *job_rel, pid_t pid, char *err, size_t errlen)
 {
 	struct cgroup *cg = NULL;
+	struct cgroup_controller *cs, *mem;
 	char path[400];
 	int rc, rv = -1;
 
-	if (cg_init(err, errlen) < 0 || child_path(job_rel, path, sizeof(path)) < 0)
+	cg = child_cgroup(job_rel, path, sizeof(path), &cs, &mem, err, errlen);
+	if (!cg)
 		goto out;
-	cg = cgroup_new_cgroup(path);
-	if (!cg || !cgroup_add_controller(cg, "cpuset") || !cgroup_add_controller(cg, "memory")) {
-		snprintf(err, errlen, "cgroup_new_cgroup(%s) failed", path);
-		errno = ENOMEM;
-		goto out;
-	}
 	rc = cgroup_attach_task_pid(cg, pid);
 	if (rc) {
 		snprintf(err, errlen, "attaching pid %d to %s: %s", (int)pid, path,
@@ -179,7 +186,7 @@ int syn__cg_remove(const char *job_rel, char *err, size_t errlen)
 	size_t i;
 	int rv = -1;
 
-	if (child_path(job_rel, path, sizeof(path)) < 0)
+	if (child_path(job_rel, path, sizeof(path), err, errlen) < 0)
 		goto out;
 	for (i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++) {
 		if (has_tasks(ctls[i], path)) {
