@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "e:t:c:b:s:m:l:g:n:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e': epochs = int_arg("epochs", optarg, 1, 1000000); break;
-		case 't': cfg.threads = (int)int_arg("threads", optarg, 1, 1024); break;
+		case 't': cfg.threads = (int)int_arg("threads", optarg, 1, COORDL__MAX_THREADS); break;
 		case 'c':
 			if (coordl__parse_bytes(optarg, &bytes) < 0)
 				die("--cache '%s': expected bytes with optional K/M/G/T", optarg);
