@@ -62,23 +62,13 @@ mv "$C/store.away" "$C/store"
 test_ok "store unreadable: job completed ($st)" test "$st" = COMPLETED
 test_ok "store unreadable: GPU-proportional" prop "$j_nostore"
 
-# rejected ARGS...: sbatch refuses and says why; no job is created.
-rejected() {
-	local want=$1 out rc before after
-	shift
-	before=$(squeue -h -t all | wc -l)
-	out=$(cd "$C" && sbatch --gres=gpu:1 "$@" --wrap true 2>&1)
-	rc=$?
-	after=$(squeue -h -t all | wc -l)
-	[ "$rc" != 0 ] && grep -q -- "$want" <<<"$out" && [ "$before" = "$after" ] && return 0
-	diag "sbatch $*: rc=$rc: $out"
-	return 1
-}
+# rejected WANT ARGS...: sbatch refuses and says why; no job is created.
+rejected() { cluster_refused "$@"; }
 test_ok "--synergy-profile with a path is refused" \
 	rejected "'a/b' is not a valid profile key" --synergy-profile=a/b
 test_ok "--synergy=maybe is refused" rejected "'maybe' is not on or off" --synergy=maybe
 test_ok "SYNERGY_PROFILE twin is checked too" \
-	env SYNERGY_PROFILE='x y' bash -c "$(declare -f rejected diag); C='$C'; rejected \"'x y' is not a valid profile key\""
+	env SYNERGY_PROFILE='x y' bash -c "$(declare -f rejected cluster_refused diag); C='$C'; rejected \"'x y' is not a valid profile key\""
 test_ok "--synergy-profile= (empty) is refused" rejected "not a valid profile key" --synergy-profile=
 
 cluster__wait 5 cluster_leftovers

@@ -15,17 +15,9 @@ echo precious >"$victim/dir/file"
 chmod 1777 "$C/out"
 : >"$C/store/evil.json"
 
-# refused VALUE...: sbatch refuses the option; no job, nothing created.
-refused() {
-	local out rc n0 n1
-	n0=$(squeue -h -t all | wc -l)
-	out=$(cd "$C" && sbatch --gres=gpu:1 "$@" --wrap true 2>&1)
-	rc=$?
-	n1=$(squeue -h -t all | wc -l)
-	[ "$rc" != 0 ] && [ "$n0" = "$n1" ] && grep -q "synergy:" <<<"$out" && return 0
-	diag "sbatch $*: rc=$rc: $out"
-	return 1
-}
+# refused ARGS...: sbatch refuses the option with a synergy: message; no
+# job, nothing created.
+refused() { cluster_refused "synergy:" "$@"; }
 long=$(printf 'k%.0s' $(seq 1 1000))
 test_ok "key ../../etc/passwd refused" refused --synergy-profile=../../etc/passwd
 test_ok "key with \$(...) refused" refused "--synergy-profile=\$(touch $C/pwned)"

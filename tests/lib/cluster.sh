@@ -102,6 +102,9 @@ cluster__wait() {
 	return 0
 }
 
+# cluster__exited PID: succeeds once process PID is gone.
+cluster__exited() { ! kill -0 "$1" 2>/dev/null; }
+
 cluster__all_idle() {
 	local n pid
 	for pid in $cluster_pids; do
@@ -267,7 +270,7 @@ cluster_start_ctld() {
 # cluster_stop_ctld: stop slurmctld (by its PID) and wait until it is gone.
 cluster_stop_ctld() {
 	kill -TERM "$cluster_ctld_pid" 2>/dev/null
-	cluster__wait 10 bash -c "! kill -0 $cluster_ctld_pid 2>/dev/null"
+	cluster__wait 10 cluster__exited "$cluster_ctld_pid"
 }
 
 # cluster__node_cgroups: the cgroup directories Slurm made for our nodes.
@@ -300,7 +303,7 @@ cluster_stop() {
 		# shellcheck disable=SC2086
 		kill -TERM $cluster_extra_pids 2>/dev/null
 		for pid in $cluster_extra_pids; do
-			cluster__wait 5 bash -c "! kill -0 $pid 2>/dev/null" ||
+			cluster__wait 5 cluster__exited "$pid" ||
 				kill -KILL "$pid" 2>/dev/null
 		done
 		cluster_extra_pids=
@@ -359,9 +362,7 @@ cluster_gone() {
 }
 
 # cluster_job_state ID: the job's state word (PENDING, RUNNING, COMPLETED...).
-cluster_job_state() {
-	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p'
-}
+cluster_job_state() { cluster_job_field "$1" JobState; }
 
 # cluster_job_field ID FIELD: one field of `scontrol -o show job`.
 cluster_job_field() {
@@ -386,15 +387,8 @@ cluster_wait_job() {
 }
 
 # cluster_wait_state ID STATE [TIMEOUT]: poll until the job is in STATE.
-cluster_wait_state() {
-	local limit=$((${3:-30} * 10)) i=0
-	while [ "$(cluster_job_state "$1")" != "$2" ]; do
-		i=$((i + 1))
-		[ "$i" -ge "$limit" ] && return 1
-		sleep 0.1
-	done
-	return 0
-}
+cluster_wait_state() { cluster__wait "${3:-30}" cluster__in_state "$1" "$2"; }
+cluster__in_state() { [ "$(cluster_job_state "$1")" = "$2" ]; }
 
 # cluster_sbatch ARGS...: submit a batch job from $C, print its id.
 cluster_sbatch() {
@@ -404,25 +398,31 @@ cluster_sbatch() {
 # cluster_out ID: the batch job's output file.
 cluster_out() { echo "$C/slurm-$1.out"; }
 
+# cluster_refused PATTERN ARGS...: sbatch --gres=gpu:1 ARGS refuses the job
+# with a message matching PATTERN, and no job is created.
+cluster_refused() {
+	local want=$1 out rc n0 n1
+	shift
+	n0=$(squeue -h -t all | wc -l)
+	out=$(cd "$C" && sbatch --gres=gpu:1 "$@" --wrap true 2>&1)
+	rc=$?
+	n1=$(squeue -h -t all | wc -l)
+	[ "$rc" != 0 ] && [ "$n0" = "$n1" ] && grep -q -- "$want" <<<"$out" && return 0
+	diag "sbatch $*: rc=$rc: $out"
+	return 1
+}
+
 # cluster_leftovers: print synergy cgroups, our nodes' job cgroups and our
 # daemons' processes that are still there; succeeds only if none is.
 cluster_leftovers() {
-	local left=0 d
-	for d in $(cluster__node_cgroups); do
-		if find "$d" -mindepth 1 -type d -name '*synergy*' | grep -q .; then
-			find "$d" -mindepth 1 -type d -name '*synergy*' | sed 's/^/# left: /'
-			left=1
-		fi
-		if find "$d" -mindepth 1 -type d -name 'job_*' | grep -q .; then
-			find "$d" -mindepth 1 -type d -name 'job_*' | sed 's/^/# left: /'
-			left=1
-		fi
-	done
-	if [ -n "$(ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" 2>/dev/null)" ]; then
-		ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" | sed 's/^/# left in cache dir: /'
-		left=1
-	fi
-	[ "$left" = 0 ]
+	local dirs files d
+	dirs=$(for d in $(cluster__node_cgroups); do
+		find "$d" -mindepth 1 -type d \( -name '*synergy*' -o -name 'job_*' \)
+	done)
+	files=$(ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" 2>/dev/null)
+	[ -z "$dirs" ] || sed 's/^/# left: /' <<<"$dirs"
+	[ -z "$files" ] || sed 's/^/# left in cache dir: /' <<<"$files"
+	[ -z "$dirs$files" ]
 }
 
 # cluster_put_profile KEY image|flat: write a small test profile into the
