@@ -80,8 +80,6 @@ plugin_test_tuner_t_LDADD = plugin/libsynplugin.la
 
 # Benchmark (root, real daemons; prints a table): what the plugins add to a job.
 dist_noinst_SCRIPTS += plugin/bench/job-latency.sh
-# The lending integration test (listed in tests/local.mk) ships with the plugin.
-EXTRA_DIST += tests/integration/synergy-lending.sh
 
 # synergy-lend: read-only view of idle-core lending on this machine (root).
 sbin_PROGRAMS += plugin/synergy-lend
