@@ -35,7 +35,8 @@ src=${DEMO_SRCDIR:-$here/..}
 b=${DEMO_BUILDDIR:-$src/build}
 proc_mb=${DEMO_PROCESS_MB:-96}
 case "$kind" in c | py) ;; *) echo "demo-job: kind must be c or py, not '$kind'" >&2; exit 2 ;; esac
-case "$epochs$proc_mb" in *[!0-9]*) echo "demo-job: EPOCHS and DEMO_PROCESS_MB must be integers" >&2; exit 2 ;; esac
+case "$epochs" in '' | *[!0-9]*) echo "demo-job: EPOCHS must be an integer, not '$epochs'" >&2; exit 2 ;; esac
+case "$proc_mb" in '' | *[!0-9]*) echo "demo-job: DEMO_PROCESS_MB must be an integer, not '$proc_mb'" >&2; exit 2 ;; esac
 
 # The memory limit of this job: the smallest limit on the way from its
 # memory cgroup up to the root (Slurm limits the job and the step, not the
