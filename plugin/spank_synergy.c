@@ -215,24 +215,33 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* The job's cgroup path (relative to the controller root) for pid. */
-static int job_rel_of(pid_t pid, uint32_t jobid, const char *ctl, char *out, size_t len)
+/* /proc/<pid>/cgroup into text (NUL-terminated); 0, or -1 if unreadable or empty. */
+static int read_proc_cgroup(pid_t pid, char *text, size_t len)
 {
-	char path[64], text[4096];
+	char path[64];
 	ssize_t n;
-	int fd, rv = -1;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = read(fd, text, sizeof(text) - 1);
-	if (n > 0) {
-		text[n] = '\0';
-		rv = syn__job_cgroup(text, ctl, jobid, out, len);
-	}
+	n = read(fd, text, len - 1);
 	close(fd);
-	return rv;
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	return 0;
+}
+
+/* The job's cgroup path (relative to the controller root) for pid. */
+static int job_rel_of(pid_t pid, uint32_t jobid, const char *ctl, char *out, size_t len)
+{
+	char text[4096];
+
+	if (read_proc_cgroup(pid, text, sizeof(text)) < 0)
+		return -1;
+	return syn__job_cgroup(text, ctl, jobid, out, len);
 }
 
 /*
@@ -607,7 +616,7 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
  */
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	char job_rel[300], buf[600], cpus[256], val[64];
+	char job_rel[300], buf[600], cpus[256], val[64], self[4096];
 	uint32_t jobid;
 	uint64_t mem_mb = 0, cache_mb = 0;
 	cpu_set_t set;
@@ -619,19 +628,11 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		spank_setenv(sp, SYNERGY_ENV_PROFILE_KEY, opt_key, 1);
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
 		return 0;
-	if (job_active() && job_rel_of(getpid(), jobid, "cpuset", job_rel, sizeof(job_rel)) == 0) {
-		/* job_rel_of stops at job_<id>; check we are in its synergy child. */
-		char self[4096];
-		int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, self, sizeof(self) - 1) : -1;
-
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			self[n] = '\0';
-			snprintf(buf, sizeof(buf), "/%s/%s\n", job_rel, SYN__CG_CHILD);
-			in_child = strstr(self, buf) != NULL;
-		}
+	if (job_active() && read_proc_cgroup(getpid(), self, sizeof(self)) == 0 &&
+	    syn__job_cgroup(self, "cpuset", jobid, job_rel, sizeof(job_rel)) == 0) {
+		/* syn__job_cgroup stops at job_<id>; check we are in its synergy child. */
+		snprintf(buf, sizeof(buf), "/%s/%s\n", job_rel, SYN__CG_CHILD);
+		in_child = strstr(self, buf) != NULL;
 	}
 	if (!in_child) {
 		spank_setenv(sp, SYNERGY_ENV_ACTIVE, "0", 1);
