@@ -19,7 +19,19 @@
  *           jobs are placed, (4) leftover: cores and memory still free on a
  *           node go to its jobs, best marginal gain per share first, one
  *           profile cell at a time (work-conserving; never lowers a job, so
- *           the guarantee holds; opts.no_leftover turns it off).
+ *           the guarantee holds; opts.no_leftover turns it off); (5)
+ *           exchange: on each node, the pairwise move between two of its
+ *           jobs (one gives cores/memory back, never below its floor, the
+ *           other takes them) that raises their total most, until none
+ *           does; across nodes, a job that would gain trades places with a
+ *           job of as many GPUs at its peak on a node with room to spare,
+ *           then steps 4-5 re-run on both nodes (opts.no_exchange turns it
+ *           off). Steps 1-3 are the paper's; 4 and 5 are ours: greedy
+ *           best-case placement lets early sensitive jobs take the whole of
+ *           their best case while later ones fall back to the share, and
+ *           concentrates sensitive jobs on the fullest nodes; 5 undoes
+ *           what that costs (see BENCHMARKS.md, TUNE vs OPT). Jobs spanning
+ *           nodes take no part in step 5.
  *   OPT     Synergy-OPT: an ILP picks one profile cell per job maximising the
  *           total normalised throughput under cluster CPU and memory with the
  *           fairness floor, then a second program packs jobs onto nodes
@@ -134,6 +146,7 @@ typedef struct syn_round_opts {
 	double eps;          /* best-case tolerance, default 0.01 */
 	double opt_time_limit_s; /* per GLPK solve, default 10 */
 	int no_leftover;     /* TUNE: skip step 4 (leftover), default 0 */
+	int no_exchange;     /* TUNE: skip step 5 (exchange), default 0 */
 } syn_round_opts_t;
 
 /* What a round did. */
@@ -143,6 +156,8 @@ typedef struct syn_round_stats {
 	int downgraded;        /* placed at the proportional demand (step 2) */
 	int pushed_back;       /* co-located jobs pushed back to their share (step 3) */
 	int upgraded;          /* leftover upgrades applied (step 4) */
+	int exchanged;         /* exchanges between jobs of a node (step 5) */
+	int swapped;           /* swaps of jobs across nodes (step 5) */
 	int opt_fallback;      /* OPT: packing fell back to TUNE's steps */
 	double opt_bound;      /* OPT: phase 1 objective, an upper bound on total_tput */
 	double total_tput;     /* sum over placed jobs of tput x gpus */

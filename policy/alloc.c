@@ -459,58 +459,399 @@ static double best_upgrade(struct syn__ctx *cx, const syn_job_t *job, double *nc
 	return best;
 }
 
-void syn__leftover(struct syn__ctx *cx)
+/*
+ * The placed jobs by node: node nd's jobs are list[at[nd] .. at[nd + 1] - 1]
+ * (a spanning job is listed on each of its nodes). Returns 0, or -1 when out
+ * of memory (nothing allocated then).
+ */
+static int node_lists(const struct syn__ctx *cx, int **at_out, int **list_out)
 {
-	int *cnt = NULL, *at = NULL, *list = NULL, total = 0;
+	int *at = calloc((size_t)cx->n_nodes + 1, sizeof *at), *fill = NULL, *list = NULL;
+	int total = 0;
 
-	/* Jobs per node (a spanning job is listed on each of its nodes). */
-	cnt = calloc((size_t)cx->n_nodes + 1, sizeof *cnt);
-	for (int q = 0; cnt && q < cx->n_placed; q++) {
+	for (int q = 0; at && q < cx->n_placed; q++) {
 		const syn_alloc_t *a = &cx->jobs[cx->placed[q]].alloc;
 		for (int i = 0; i < a->n_place; i++)
-			cnt[a->place[i].node + 1]++;
+			at[a->place[i].node + 1]++;
 		total += a->n_place;
 	}
-	at = malloc(sizeof *at * (size_t)(cx->n_nodes + 1));
+	fill = malloc(sizeof *fill * (size_t)(cx->n_nodes + 1));
 	list = malloc(sizeof *list * (size_t)(total > 0 ? total : 1));
-	if (!cnt || !at || !list)
-		goto out; /* step 4 only improves: without memory it is skipped */
+	if (!at || !fill || !list) {
+		free(at);
+		free(fill);
+		free(list);
+		return -1;
+	}
 	for (int i = 0; i < cx->n_nodes; i++)
-		cnt[i + 1] += cnt[i];
-	memcpy(at, cnt, sizeof *at * (size_t)(cx->n_nodes + 1));
+		at[i + 1] += at[i];
+	memcpy(fill, at, sizeof *fill * (size_t)(cx->n_nodes + 1));
 	for (int q = 0; q < cx->n_placed; q++) {
 		const syn_alloc_t *a = &cx->jobs[cx->placed[q]].alloc;
 		for (int i = 0; i < a->n_place; i++)
-			list[at[a->place[i].node]++] = cx->placed[q];
+			list[fill[a->place[i].node]++] = cx->placed[q];
 	}
-	/* On each node with something left, apply the upgrade with the best
-	 * gain per share among its jobs until none fits. Each upgrade strictly
-	 * raises one job's throughput on a finite grid, so this ends. */
-	for (int nd = 0; nd < cx->n_nodes; nd++) {
-		const syn_node_t *n = &cx->nodes[nd];
-		if (n->free_cpus <= SYN__EPS * (1 + n->cpus) && n->free_mem_gb <= SYN__EPS * (1 + n->mem_gb))
-			continue;
-		for (;;) {
-			double best = 0, bc = 0, bm = 0;
-			int who = -1;
+	free(fill);
+	*at_out = at;
+	*list_out = list;
+	return 0;
+}
 
-			for (int q = cnt[nd]; q < cnt[nd + 1]; q++) {
-				double c = 0, m = 0, g = best_upgrade(cx, &cx->jobs[list[q]], &c, &m);
-				if (g > best) {
-					best = g;
-					who = list[q];
-					bc = c;
-					bm = m;
-				}
+static int node_has_spare(const syn_node_t *n)
+{
+	return n->free_cpus > SYN__EPS * (1 + n->cpus) || n->free_mem_gb > SYN__EPS * (1 + n->mem_gb);
+}
+
+/* Step 4 on one node whose jobs are js[0..nj-1]: apply the upgrade with the
+ * best gain per share among them until none fits. Each upgrade strictly
+ * raises one job's throughput on a finite grid, so this ends. */
+static void leftover_node(struct syn__ctx *cx, int nd, const int *js, int nj)
+{
+	while (node_has_spare(&cx->nodes[nd])) {
+		double best = 0, bc = 0, bm = 0;
+		int who = -1;
+
+		for (int q = 0; q < nj; q++) {
+			double c = 0, m = 0, g = best_upgrade(cx, &cx->jobs[js[q]], &c, &m);
+			if (g > best) {
+				best = g;
+				who = js[q];
+				bc = c;
+				bm = m;
 			}
-			if (who < 0)
-				break;
-			set_demand(cx, &cx->jobs[who], bc, bm);
-			cx->st->upgraded++;
+		}
+		if (who < 0)
+			break;
+		set_demand(cx, &cx->jobs[who], bc, bm);
+		cx->st->upgraded++;
+	}
+}
+
+/* Step 5's view of one job: its profile cells at or above its floor (the
+ * throughput at its share), and whether it can give or gain. */
+struct xjob {
+	syn_job_t *job;
+	int n;                /* cells */
+	int donor, receiver;  /* can give resources back / can gain */
+	double c[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM];
+	double m[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM];
+	double t[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM];
+};
+
+/* Fill x for job at the floor prop_tput (its own, or the one it would have
+ * on another node). */
+static void xjob_fill(struct xjob *x, syn_job_t *job, double floor)
+{
+	const syn_profile_t *p = job->profile;
+	const syn_alloc_t *a = &job->alloc;
+
+	x->job = job;
+	x->n = 0;
+	x->donor = x->receiver = 0;
+	for (int i = 0; p && i < p->n_cpu; i++)
+		for (int k = 0; k < p->n_mem; k++) {
+			double t = p->tput[i][k];
+			if (t < floor - 1e-9)
+				continue;
+			x->c[x->n] = p->cpus[i];
+			x->m[x->n] = p->mem_gb[k];
+			x->t[x->n] = t;
+			if (t > a->tput + 1e-9)
+				x->receiver = 1;
+			if (p->cpus[i] < a->cpus_per_gpu - 1e-9 || p->mem_gb[k] < a->mem_per_gpu - 1e-9)
+				x->donor = 1;
+			x->n++;
+		}
+}
+
+/*
+ * The best move of a donor d and a receiver r on a node with free (fc, fm):
+ * any cell of d at or above its floor and a cell of r with more throughput,
+ * whose combined growth fits. Returns the gain in GPU-weighted throughput if
+ * it beats min_gain (0 if none does) and the cells' indexes in *xd, *xr.
+ */
+static double best_pair(const struct xjob *d, const struct xjob *r, double fc, double fm,
+			double min_gain, int *xd, int *xr)
+{
+	const syn_alloc_t *ad = &d->job->alloc, *ar = &r->job->alloc;
+	double gd = d->job->gpus, gr = r->job->gpus, best = min_gain;
+
+	for (int u = 0; u < d->n; u++) {
+		double dc = gd * (d->c[u] - ad->cpus_per_gpu), dm = gd * (d->m[u] - ad->mem_per_gpu);
+		double dt = gd * (d->t[u] - ad->tput);
+
+		for (int v = 0; v < r->n; v++) {
+			double g = dt + gr * (r->t[v] - ar->tput);
+			if (!(g > best) || !(r->t[v] > ar->tput + 1e-9))
+				continue;
+			if (dc + gr * (r->c[v] - ar->cpus_per_gpu) > fc ||
+			    dm + gr * (r->m[v] - ar->mem_per_gpu) > fm)
+				continue;
+			best = g;
+			*xd = u;
+			*xr = v;
 		}
 	}
+	return best > min_gain ? best : 0;
+}
+
+/* Step 5 on one node: the best pairwise move between two of its jobs wholly
+ * on it, until none gains. xs is scratch for nj entries. */
+static void exchange_node(struct syn__ctx *cx, int nd, const int *js, int nj, struct xjob *xs)
+{
+	const syn_node_t *n = &cx->nodes[nd];
+	int k = 0, donors = 0, receivers = 0;
+
+	/* A spanning job's change would have to fit on each of its nodes at
+	 * once: only jobs wholly on this node take part. */
+	for (int q = 0; q < nj; q++) {
+		syn_job_t *job = &cx->jobs[js[q]];
+		if (!job->profile || job->alloc.n_place != 1)
+			continue;
+		xjob_fill(&xs[k], job, job->alloc.prop_tput);
+		if (!xs[k].donor && !xs[k].receiver)
+			continue;
+		donors += xs[k].donor;
+		receivers += xs[k].receiver;
+		k++;
+	}
+	if (k < 2 || !donors || !receivers)
+		return;
+	/* Each move raises the node's total by more than 1e-6 on a finite set
+	 * of allocations, so this ends; the bound caps the time only. */
+	for (int moves = 0; moves < 16 * k; moves++) {
+		double best = 0, fc = n->free_cpus + SYN__EPS * (1 + n->cpus),
+		       fm = n->free_mem_gb + SYN__EPS * (1 + n->mem_gb);
+		int bd = -1, br = -1, bu = 0, bv = 0;
+
+		for (int a = 0; a < k; a++) {
+			if (!xs[a].donor)
+				continue;
+			for (int b = 0; b < k; b++) {
+				int u = 0, v = 0;
+				double g;
+				if (b == a || !xs[b].receiver)
+					continue;
+				g = best_pair(&xs[a], &xs[b], fc, fm, fmax(best, 1e-6), &u, &v);
+				if (g > 0) {
+					best = g;
+					bd = a;
+					br = b;
+					bu = u;
+					bv = v;
+				}
+			}
+		}
+		if (bd < 0)
+			break;
+		set_demand(cx, xs[bd].job, xs[bd].c[bu], xs[bd].m[bu]);
+		set_demand(cx, xs[br].job, xs[br].c[bv], xs[br].m[bv]);
+		cx->st->exchanged++;
+		xjob_fill(&xs[bd], xs[bd].job, xs[bd].job->alloc.prop_tput);
+		xjob_fill(&xs[br], xs[br].job, xs[br].job->alloc.prop_tput);
+	}
+}
+
+/* A placement's size in shares of node n (the best-fit cost). */
+static double share_cost(const syn_node_t *n, double c, double m)
+{
+	return c / syn__share_cpus(n) + (n->mem_gb > 0 ? m / syn__share_mem(n) : 0);
+}
+
+/*
+ * The best swap for a receiver rx wholly on node A: a job f of the same GPU
+ * count wholly on another node B, at its peak already (it gains nothing
+ * from more; peak[] flags those by list index), moves to A at its own
+ * cell, and the receiver moves to B at a better cell that B can hold once f
+ * is gone. Both keep their floors on their new nodes. Returns the gain if it
+ * beats min_gain (else 0); *fq is f's index in list, *xc the receiver's new
+ * cell.
+ */
+static double best_swap(struct syn__ctx *cx, const struct xjob *rx, const int *at,
+			const int *list, const char *peak, double min_gain, int *fq, int *xc)
+{
+	const syn_job_t *r = rx->job;
+	const syn_alloc_t *ar = &r->alloc;
+	const syn_node_t *na = &cx->nodes[ar->place[0].node];
+	double best = min_gain, g = r->gpus;
+
+	for (int B = 0; B < cx->n_nodes; B++) {
+		const syn_node_t *nb = &cx->nodes[B];
+		double floor_b, fc = 0, fm = 0;
+		int f = -1;
+
+		if (B == ar->place[0].node || !node_has_spare(nb))
+			continue;
+		for (int q = at[B]; q < at[B + 1]; q++) {
+			const syn_job_t *fj = &cx->jobs[list[q]];
+			const syn_alloc_t *af = &fj->alloc;
+
+			/* A job without a profile keeps its node's share. */
+			if (!peak[q] || !fj->profile || fj->gpus != r->gpus || af->n_place != 1)
+				continue;
+			if (af->tput < syn_job_tput(fj->profile, syn__share_cpus(na), syn__share_mem(na)) - 1e-9 ||
+			    !syn__has_room(na, g, af->cpus_per_gpu - ar->cpus_per_gpu,
+					   af->mem_per_gpu - ar->mem_per_gpu))
+				continue;
+			if (f < 0 || share_cost(nb, af->cpus_per_gpu, af->mem_per_gpu) < share_cost(nb, fc, fm)) {
+				f = q;
+				fc = af->cpus_per_gpu;
+				fm = af->mem_per_gpu;
+			}
+		}
+		if (f < 0)
+			continue;
+		floor_b = syn_job_tput(r->profile, syn__share_cpus(nb), syn__share_mem(nb));
+		for (int v = 0; v < rx->n; v++) {
+			double gain = g * (rx->t[v] - ar->tput);
+			if (!(gain > best) || rx->t[v] < floor_b - 1e-9 ||
+			    !syn__has_room(nb, g, rx->c[v] - fc, rx->m[v] - fm))
+				continue;
+			best = gain;
+			*fq = f;
+			*xc = v;
+		}
+	}
+	return best > min_gain ? best : 0;
+}
+
+/* Move a job wholly on one node to node `to` at (c, m) per GPU. */
+static void move_job(struct syn__ctx *cx, syn_job_t *job, int to, double c, double m)
+{
+	syn_alloc_t *a = &job->alloc;
+	syn_node_t *from = &cx->nodes[a->place[0].node], *dst = &cx->nodes[to];
+
+	from->free_gpus += job->gpus;
+	from->free_cpus += job->gpus * a->cpus_per_gpu;
+	from->free_mem_gb += job->gpus * a->mem_per_gpu;
+	dst->free_gpus -= job->gpus;
+	dst->free_cpus -= job->gpus * c;
+	dst->free_mem_gb -= job->gpus * m;
+	a->place[0].node = to;
+	a->cpus_per_gpu = c;
+	a->mem_per_gpu = m;
+	a->tput = syn_job_tput(job->profile, c, m);
+	a->prop_tput = syn_job_tput(job->profile, syn__share_cpus(dst), syn__share_mem(dst));
+}
+
+/* Swap candidates: a receiver's list index and the most it could gain. */
+struct xcand {
+	double pot;
+	int q;
+};
+
+static int xcand_cmp(const void *a, const void *b)
+{
+	const struct xcand *x = a, *y = b;
+	return x->pot > y->pot ? -1 : x->pot < y->pot ? 1 : x->q - y->q;
+}
+
+/* Refresh the swap view (peak flag, potential gain) of the jobs of node nd. */
+static void swap_view(const struct syn__ctx *cx, int nd, const int *at, const int *list,
+		      char *peak, double *pot)
+{
+	for (int q = at[nd]; q < at[nd + 1]; q++) {
+		const syn_job_t *job = &cx->jobs[list[q]];
+		const syn_profile_t *p = job->profile;
+		double mx = job->alloc.tput;
+
+		for (int i = 0; p && i < p->n_cpu; i++)
+			for (int k = 0; k < p->n_mem; k++)
+				mx = fmax(mx, p->tput[i][k]);
+		peak[q] = !(mx > job->alloc.tput + 1e-9);
+		pot[q] = job->alloc.n_place == 1 && p ? job->gpus * (mx - job->alloc.tput) : 0;
+	}
+}
+
+/* Across nodes: best-fit can put several sensitive jobs on one node and
+ * none on another with cores to spare. Swap the receiver with the best gain
+ * for a job at its peak on such a node, re-run steps 4 and 5 on both nodes,
+ * until no swap gains (at most one swap per placed job). */
+static void swap_nodes(struct syn__ctx *cx, int *at, int *list, struct xjob *xs)
+{
+	int total = at[cx->n_nodes];
+	char *peak = malloc((size_t)(total > 0 ? total : 1));
+	double *pot = malloc(sizeof *pot * (size_t)(total > 0 ? total : 1));
+	struct xcand *cand = malloc(sizeof *cand * (size_t)(total > 0 ? total : 1));
+	struct xjob *rx = malloc(sizeof *rx);
+
+	if (!peak || !pot || !cand || !rx)
+		goto out;
+	for (int nd = 0; nd < cx->n_nodes; nd++)
+		swap_view(cx, nd, at, list, peak, pot);
+	for (int swaps = 0; swaps < cx->n_placed; swaps++) {
+		double best = 1e-6;
+		int bq = -1, bf = -1, bv = 0, nc = 0;
+
+		for (int q = 0; q < total; q++)
+			if (pot[q] > 1e-6)
+				cand[nc++] = (struct xcand){ pot[q], q };
+		qsort(cand, (size_t)nc, sizeof *cand, xcand_cmp);
+		/* Most potential first: once a swap gains G, no receiver that
+		 * could gain at most G can beat it. */
+		for (int i = 0; i < nc && cand[i].pot > best; i++) {
+			int f = -1, v = 0;
+			double gain;
+
+			xjob_fill(rx, &cx->jobs[list[cand[i].q]], -INFINITY);
+			gain = best_swap(cx, rx, at, list, peak, best, &f, &v);
+			if (gain > best) {
+				best = gain;
+				bq = cand[i].q;
+				bf = f;
+				bv = v;
+			}
+		}
+		if (bq < 0)
+			break;
+		syn_job_t *r = &cx->jobs[list[bq]], *f = &cx->jobs[list[bf]];
+		int A = r->alloc.place[0].node, B = f->alloc.place[0].node, tmp;
+
+		xjob_fill(rx, r, -INFINITY);
+		move_job(cx, f, A, f->alloc.cpus_per_gpu, f->alloc.mem_per_gpu);
+		move_job(cx, r, B, rx->c[bv], rx->m[bv]);
+		tmp = list[bq];
+		list[bq] = list[bf];
+		list[bf] = tmp;
+		cx->st->swapped++;
+		leftover_node(cx, A, list + at[A], at[A + 1] - at[A]);
+		exchange_node(cx, A, list + at[A], at[A + 1] - at[A], xs);
+		leftover_node(cx, B, list + at[B], at[B + 1] - at[B]);
+		exchange_node(cx, B, list + at[B], at[B + 1] - at[B], xs);
+		swap_view(cx, A, at, list, peak, pot);
+		swap_view(cx, B, at, list, peak, pot);
+	}
 out:
-	free(cnt);
+	free(peak);
+	free(pot);
+	free(cand);
+	free(rx);
+}
+
+void syn__improve(struct syn__ctx *cx, int leftover, int exchange)
+{
+	struct xjob *xs = NULL;
+	int *at, *list, cap = 0;
+
+	if (node_lists(cx, &at, &list) < 0)
+		return; /* steps 4 and 5 only improve: without memory they are skipped */
+	for (int nd = 0; nd < cx->n_nodes; nd++)
+		if (at[nd + 1] - at[nd] > cap)
+			cap = at[nd + 1] - at[nd];
+	if (exchange) {
+		xs = malloc(sizeof *xs * (size_t)(cap > 0 ? cap : 1));
+		if (!xs)
+			exchange = 0;
+	}
+	for (int nd = 0; nd < cx->n_nodes; nd++) {
+		if (leftover)
+			leftover_node(cx, nd, list + at[nd], at[nd + 1] - at[nd]);
+		if (exchange)
+			exchange_node(cx, nd, list + at[nd], at[nd + 1] - at[nd], xs);
+	}
+	if (exchange)
+		swap_nodes(cx, at, list, xs);
+	free(xs);
 	free(at);
 	free(list);
 }

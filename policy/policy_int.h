@@ -88,8 +88,10 @@ void syn__ctx_destroy(struct syn__ctx *cx);
 int syn__place(struct syn__ctx *cx, int j, enum syn__mode mode, int have_demand, double c,
 	       double m);
 int syn__ctx_free_gpus(const struct syn__ctx *cx);
-/* TUNE step 4: hand leftover cores and memory to the placed jobs. */
-void syn__leftover(struct syn__ctx *cx);
+/* After TUNE's placement: step 4 (leftover cores and memory to the placed
+ * jobs) and/or step 5 (exchanges between jobs of a node, swaps across
+ * nodes). */
+void syn__improve(struct syn__ctx *cx, int leftover, int exchange);
 /* Record job j at placement pl (np parts) with (c, m) per GPU. */
 void syn__commit(struct syn__ctx *cx, int j, const syn_place_t *pl, int np, double c, double m);
 

@@ -163,8 +163,8 @@ int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 			have = j->profile && syn_best_case(j->profile, o->eps, 0, 0, &c, &m) == 0;
 			syn__place(cx, order[k], mode, have, c, m);
 		}
-		if (mode == SYN__TUNE && !o->no_leftover)
-			syn__leftover(cx);
+		if (mode == SYN__TUNE)
+			syn__improve(cx, !o->no_leftover, !o->no_exchange);
 	}
 	for (int i = 0; i < n_jobs; i++) {
 		if (jobs[i].pinned)

@@ -45,6 +45,8 @@ static const char usage_text[] =
 	"  -a, --alloc LIST        allocators: prop,greedy,tune,opt (default prop,tune)\n"
 	"  -o, --order LIST        orderings: fifo,srtf,las,ftf (default fifo)\n"
 	"      --eps F             best-case tolerance (default 0.01)\n"
+	"      --tune-steps N      TUNE's steps: 3 (the paper's), 4 (+ leftover), 5 (+ exchange\n"
+	"                          and swap; default)\n"
 	"      --opt-time-limit S  GLPK time limit per OPT solve (default 10)\n"
 	"Output:\n"
 	"  -w, --window A-B        measure jobs with ids A..B (default all)\n"
@@ -209,6 +211,7 @@ int main(int argc, char **argv)
 		{ "alloc", required_argument, NULL, 'a' },
 		{ "order", required_argument, NULL, 'o' },
 		{ "eps", required_argument, NULL, 5 },
+		{ "tune-steps", required_argument, NULL, 9 },
 		{ "opt-time-limit", required_argument, NULL, 6 },
 		{ "window", required_argument, NULL, 'w' },
 		{ "jobs-out", required_argument, NULL, 'j' },
@@ -311,6 +314,12 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 0, 0.99, &v) < 0)
 				return die_usage("--eps '%s': expected 0..0.99", optarg);
 			cfg.opts.eps = v;
+			break;
+		case 9:
+			if (strcmp(optarg, "3") && strcmp(optarg, "4") && strcmp(optarg, "5"))
+				return die_usage("--tune-steps '%s': expected 3, 4 or 5", optarg);
+			cfg.opts.no_leftover = optarg[0] < '4';
+			cfg.opts.no_exchange = optarg[0] < '5';
 			break;
 		case 6:
 			if (parse_num(optarg, 0.001, 3600, &v) < 0)

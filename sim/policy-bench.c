@@ -128,8 +128,9 @@ static void bench_opt(int instances)
 	syn_policy_error_t err;
 	double *ratio = calloc((size_t)instances, sizeof *ratio);
 	double *real = calloc((size_t)instances, sizeof *real);
+	double *real4 = calloc((size_t)instances, sizeof *real4);
 
-	if (!ratio || !real) {
+	if (!ratio || !real || !real4) {
 		fprintf(stderr, "out of memory\n");
 		exit(1);
 	}
@@ -138,10 +139,12 @@ static void bench_opt(int instances)
 	       "%d pending 1-GPU jobs, FIFO\n", SRV, JOBS);
 	printf("# ratio = TUNE total / OPT phase-1 objective (cluster-wide ILP, packing ignored: an upper\n"
 	       "# bound on any allocation when solved to its 0.1%% gap); opt_mean = OPT after packing;\n"
-	       "# vs_opt = median of TUNE total / OPT total after packing (a realisable allocation)\n");
-	printf("%-9s %9s %10s %10s %10s %10s %10s %9s %9s %7s %8s %7s\n", "split", "instances",
-	       "prop_mean", "tune_mean", "opt_mean", "opt_bound", "min_ratio", "med_ratio", "max_ratio",
-	       "vs_opt", "fallback", "unsolved");
+	       "# vs_opt = median of TUNE total / OPT total after packing (a realisable allocation);\n"
+	       "# within10 = instances with TUNE >= 0.9 x OPT; steps1-4 = vs_opt and within10 of TUNE\n"
+	       "# without its step 5 (the paper's steps 1-3 and leftover)\n");
+	printf("%-9s %9s %10s %10s %10s %10s %10s %9s %9s %7s %8s %8s %8s %8s %7s\n", "split",
+	       "instances", "prop_mean", "tune_mean", "opt_mean", "opt_bound", "min_ratio", "med_ratio",
+	       "max_ratio", "vs_opt", "within10", "steps1-4", "within10", "fallback", "unsolved");
 	char (*rows)[160] = calloc((size_t)(3 * instances), sizeof *rows);
 	int n_rows = 0;
 	if (!rows) {
@@ -150,17 +153,19 @@ static void bench_opt(int instances)
 	}
 	for (int s = 0; s < 3; s++) {
 		double sp = 0, stn = 0, so = 0, sb = 0;
-		int solved = 0, unsolved = 0, fallback = 0;
+		int solved = 0, unsolved = 0, fallback = 0, in10 = 0, in10_4 = 0;
 		for (int k = 0; k < instances; k++) {
-			double tot[3], opt_real = 0, t0 = 0, opt_cpu = 0;
+			double tot[4], opt_real = 0, t0 = 0, opt_cpu = 0;
+			int opt_fb = 0;
 			for (int i = 0; i < SRV; i++)
 				nodes[i] = (syn_node_t){ .gpus = 8, .cpus = 24, .mem_gb = 500 };
 			for (int i = 0; i < JOBS; i++)
 				make_job(&jobs[i], (uint64_t)i, splits[s], 0);
 			int bad = 0;
-			for (int a = 0; a < 3; a++) {
+			for (int a = 0; a < 4; a++) {
 				syn_round_opts_init(&o);
-				o.allocator = a == 0 ? SYN_ALLOC_PROP : a == 1 ? SYN_ALLOC_TUNE : SYN_ALLOC_OPT;
+				o.allocator = a == 0 ? SYN_ALLOC_PROP : a == 2 ? SYN_ALLOC_OPT : SYN_ALLOC_TUNE;
+				o.no_exchange = a == 3;
 				o.opt_time_limit_s = 5;
 				t0 = cpu_now();
 				if (syn_round(nodes, SRV, jobs, JOBS, &o, &st, &err) < 0) {
@@ -176,6 +181,7 @@ static void bench_opt(int instances)
 					opt_cpu = cpu_now() - t0;
 					sb += st.opt_bound;
 					fallback += st.opt_fallback;
+					opt_fb = st.opt_fallback;
 					tot[2] = st.opt_bound;
 					opt_real = st.total_tput;
 					so += st.total_tput;
@@ -186,35 +192,43 @@ static void bench_opt(int instances)
 				continue;
 			}
 			snprintf(rows[n_rows++], sizeof rows[0],
-				 "%g/%g/%g %4d %8.2f %8.2f %8.2f %8.2f %11.3f %13.3f %8.2f %8d", splits[s][0],
-				 splits[s][1], splits[s][2], k, tot[0], tot[1], opt_real, tot[2],
-				 opt_real > 0 ? tot[1] / opt_real : 0, tot[1] / tot[2], opt_cpu,
-				 st.opt_fallback);
+				 "%g/%g/%g %4d %8.2f %8.2f %8.2f %8.2f %8.2f %11.3f %13.3f %11.3f %8.2f %8d",
+				 splits[s][0], splits[s][1], splits[s][2], k, tot[0], tot[3], tot[1], opt_real,
+				 tot[2], opt_real > 0 ? tot[1] / opt_real : 0, tot[1] / tot[2],
+				 opt_real > 0 ? tot[3] / opt_real : 0, opt_cpu, opt_fb);
 			sp += tot[0];
 			stn += tot[1];
 			real[solved] = opt_real > 0 ? tot[1] / opt_real : 0;
+			real4[solved] = opt_real > 0 ? tot[3] / opt_real : 0;
+			in10 += real[solved] >= 0.9;
+			in10_4 += real4[solved] >= 0.9;
 			ratio[solved++] = tot[1] / tot[2];
 		}
 		qsort(ratio, (size_t)solved, sizeof *ratio, dcmp);
 		qsort(real, (size_t)solved, sizeof *real, dcmp);
+		qsort(real4, (size_t)solved, sizeof *real4, dcmp);
 		char name[48];
 		snprintf(name, sizeof name, "%g/%g/%g", splits[s][0], splits[s][1], splits[s][2]);
 		if (solved)
-			printf("%-9s %9d %10.2f %10.2f %10.2f %10.2f %10.3f %9.3f %9.3f %7.3f %8d %7d\n",
+			printf("%-9s %9d %10.2f %10.2f %10.2f %10.2f %10.3f %9.3f %9.3f %7.3f %5d/%-2d "
+			       "%8.3f %5d/%-2d %8d %7d\n",
 			       name, solved, sp / solved, stn / solved, so / solved, sb / solved, ratio[0],
-			       ratio[solved / 2], ratio[solved - 1], real[solved / 2], fallback, unsolved);
+			       ratio[solved / 2], ratio[solved - 1], real[solved / 2], in10, solved,
+			       real4[solved / 2], in10_4, solved, fallback, unsolved);
 		else
-			printf("%-9s %9d %10s %10s %10s %10s %10s %9s %9s %7s %8d %7d\n", name, 0, "-", "-",
-			       "-", "-", "-", "-", "-", "-", fallback, unsolved);
+			printf("%-9s %9d %10s %10s %10s %10s %10s %9s %9s %7s %8s %8s %8s %8d %7d\n", name,
+			       0, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", fallback, unsolved);
 	}
 	printf("\n# per instance: opt = OPT after packing, bound = phase 1 (pooled), cpu_s = the OPT round\n");
-	printf("%-8s %4s %8s %8s %8s %8s %11s %13s %8s %8s\n", "split", "inst", "prop", "tune", "opt",
-	       "bound", "tune/opt", "tune/bound", "cpu_s", "fallback");
+	printf("%-8s %4s %8s %8s %8s %8s %8s %11s %13s %11s %8s %8s\n", "split", "inst", "prop",
+	       "tune1-4", "tune", "opt", "bound", "tune/opt", "tune/bound", "tune1-4/opt", "cpu_s",
+	       "fallback");
 	for (int i = 0; i < n_rows; i++)
 		printf("%s\n", rows[i]);
 	free(rows);
 	free(ratio);
 	free(real);
+	free(real4);
 }
 
 int main(int argc, char **argv)

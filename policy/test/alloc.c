@@ -53,6 +53,7 @@ static void test_tune_steps(void)
 	four_jobs(j);
 	syn_round_opts_init(&o);
 	o.no_leftover = 1;
+	o.no_exchange = 1;
 	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "TUNE round (steps 1-3) succeeds");
 	/* J1 at best case (9, 62.5) on node 0 (tie: lowest index); J2 at
 	 * (1, 20.8) best-fit on the fuller node 0; J3 at (12, 125) only fits
@@ -78,6 +79,7 @@ static void test_tune_steps(void)
 	four_jobs(j);
 	o.no_leftover = 0;
 	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "TUNE round with step 4 succeeds");
+	is_int(st.exchanged + st.swapped, 0, "step 5 finds nothing to gain here");
 	ok(st.upgraded >= 1, "leftover upgrades applied (%d)", st.upgraded);
 	ok(st.total_tput > before + 0.5, "total throughput rises: %.3f -> %.3f", before, st.total_tput);
 	ok(j[0].alloc.cpus_per_gpu > 3 && j[3].alloc.cpus_per_gpu > 3 &&
@@ -86,6 +88,82 @@ static void test_tune_steps(void)
 	   j[3].alloc.cpus_per_gpu);
 	ok(at(&j[1], 0, 1, 20.8) && at(&j[2], 1, 12, 125), "J2, J3 unchanged");
 	is_int(syn_check_round(n, N_NODES, j, 4, &err), 0, "capacity and guarantee hold after step 4");
+}
+
+/* Jobs of 1 GPU with the given built-in models, FIFO in that order. */
+static void jobs_of(syn_job_t *j, int nj, const char *const *models)
+{
+	memset(j, 0, (size_t)nj * sizeof *j);
+	for (int i = 0; i < nj; i++) {
+		j[i].id = (uint64_t)i + 1;
+		j[i].gpus = 1;
+		j[i].profile = syn_builtin_find(models[i]);
+		j[i].arrival = i;
+		j[i].remaining = j[i].duration = 100;
+	}
+}
+
+static void test_exchange(void)
+{
+	static const char *const m2[] = { "resnet18", "m5" };
+	static const char *const m4[] = { "gnmt", "m5", "resnet18", "resnet50" };
+	syn_node_t n[N_NODES];
+	syn_job_t j[4];
+	syn_round_opts_t o;
+	syn_round_stats_t st;
+	syn_policy_error_t err = { "" };
+
+	/* One node of 4 GPUs, 12 cores, 250 GB. J1 (resnet18) takes its best
+	 * case, 9 cores and 62.5 GB (2.4x); J2 (m5) wants 6 cores and 187.5 GB,
+	 * finds 3 cores: the share (1.0x). Step 4 has 125 GB and no core to
+	 * give: neither job gains from memory alone. Step 5: J1 giving 3
+	 * cores back (6, 62.5: 1.85x, -0.55) lets J2 reach its best case
+	 * (6, 187.5: 2.5x, +1.5) with the spare memory. Nothing else gains. */
+	small_cluster(n);
+	jobs_of(j, 2, m2);
+	syn_round_opts_init(&o);
+	o.no_exchange = 1;
+	is_int(syn_round(n, 1, j, 2, &o, &st, &err), 0, "steps 1-4 on one node");
+	ok(at(&j[0], 0, 9, 62.5) && at(&j[1], 0, 3, 62.5), "J1 at (9, 62.5), J2 at the share");
+	is_near(st.total_tput, 3.4, 1e-9, "total 2.4 + 1.0");
+	jobs_of(j, 2, m2);
+	o.no_exchange = 0;
+	is_int(syn_round(n, 1, j, 2, &o, &st, &err), 0, "steps 1-5 on one node");
+	ok(at(&j[0], 0, 6, 62.5), "J1 gives back to (6, 62.5): got (%g, %g)", j[0].alloc.cpus_per_gpu,
+	   j[0].alloc.mem_per_gpu);
+	ok(at(&j[1], 0, 6, 187.5), "J2 at its best case (6, 187.5): got (%g, %g)",
+	   j[1].alloc.cpus_per_gpu, j[1].alloc.mem_per_gpu);
+	is_int(st.exchanged, 1, "one exchange");
+	is_near(st.total_tput, 4.35, 1e-9, "total 1.85 + 2.5");
+	is_int(syn_check_round(n, 1, j, 2, &err), 0, "capacity and guarantee hold after step 5");
+
+	/* Two nodes. J1 (gnmt) at (1, 20.8) on node 0 (tie: lowest index); J2
+	 * (m5) at its best case (6, 187.5) on the fuller node 0; J3 (resnet18)
+	 * at (9, 62.5) only fits node 1; J4 (resnet50) wants (4, 62.5): node 0
+	 * has 5 cores but 41.7 GB, node 1 3 cores: the share on node 1. No
+	 * exchange on a node gains (J3 losing 3 cores costs 0.55, J4 gains at
+	 * most 0.15). Swap: J1 is at its peak on node 0, which has cores to
+	 * spare; J1 moves to node 1 into J4's (3, 62.5), and J4 moves to node 0,
+	 * where J1's going leaves 6 cores and 62.5 GB: (4, 62.5), 1.15x. */
+	small_cluster(n);
+	jobs_of(j, 4, m4);
+	o.no_exchange = 1;
+	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "steps 1-4 on two nodes");
+	ok(at(&j[0], 0, 1, 20.8) && at(&j[1], 0, 6, 187.5) && at(&j[2], 1, 9, 62.5) &&
+		   at(&j[3], 1, 3, 62.5),
+	   "J1, J2 on node 0; J3, J4 (share) on node 1");
+	is_near(st.total_tput, 6.9, 1e-9, "total 1 + 2.5 + 2.4 + 1");
+	jobs_of(j, 4, m4);
+	o.no_exchange = 0;
+	is_int(syn_round(n, N_NODES, j, 4, &o, &st, &err), 0, "steps 1-5 on two nodes");
+	ok(at(&j[0], 1, 1, 20.8), "J1 swapped to node 1");
+	ok(at(&j[3], 0, 4, 62.5), "J4 swapped to node 0 at (4, 62.5): node %d (%g, %g)",
+	   j[3].alloc.place[0].node, j[3].alloc.cpus_per_gpu, j[3].alloc.mem_per_gpu);
+	ok(at(&j[1], 0, 6, 187.5) && at(&j[2], 1, 9, 62.5), "J2, J3 stay");
+	is_int(st.swapped, 1, "one swap");
+	is_near(st.total_tput, 7.05, 1e-9, "total 1 + 2.5 + 2.4 + 1.15");
+	is_int(n[0].free_gpus, 2, "node 0 still holds two jobs");
+	is_int(syn_check_round(n, N_NODES, j, 4, &err), 0, "capacity and guarantee hold after the swap");
 }
 
 static void test_prop_greedy(void)
@@ -314,6 +392,7 @@ static void test_srtf_round_rate(void)
 int main(void)
 {
 	test_tune_steps();
+	test_exchange();
 	test_prop_greedy();
 	test_multi_server();
 	test_pinned();

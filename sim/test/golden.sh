@@ -7,12 +7,16 @@
 #   prop/fifo: J1-J3 take all 4 GPUs at t=0; J2, J3 finish at 600; J4
 #     (arrived 200) starts at 600, ends 1500; J1 runs at 1.0, ends 2400.
 #   tune/fifo: J1 (resnet18) gets 9 cores (2.4x), J2, J3 (gnmt) 1 core per
-#     GPU; J1 has 2400-720-720 = 960 s of work left at 600; J4 (m5) wants
-#     6 cores and 187.5 GB but only 3 cores are free: downgraded to the
-#     share (1.0x) at 600; J1 ends at 900+240/2.4 = 1000; at 1200 J4 gets
-#     its best case (2.5x) for its last 300 s: ends 1320 (1 change).
-#   greedy/fifo: as TUNE, but J4 waits for its best case until 1200:
-#     ends 1200+900/2.5 = 1560.
+#     GPU; J1 has 2400-1440 = 960 s of work left at 600, when J4 (m5) wants
+#     6 cores and 187.5 GB but only 3 cores are free: placed at the share
+#     (1.0x); step 5 then moves 3 of J1's cores to J4: J1 at 6 cores runs
+#     1.85x (-0.55), J4 at 6 cores and 187.5 GB 2.5x (+1.5). J4 ends at
+#     600+900/2.5 = 960; J1 has 960-360*1.85 = 294 s of work left then and
+#     keeps its allocation until the next round: ends 960+294/1.85 = 1118.9
+#     (1 change, at 600).
+#   greedy/fifo: J1 keeps 9 cores (GREEDY has no step 5), so J4 waits for
+#     its best case until J1 ends at 900+240/2.4 = 1000, i.e. the round at
+#     1200: ends 1200+900/2.5 = 1560.
 #   prop/srtf: at 300 J4 (900 s left) outranks J1 (2100 s left), which is
 #     preempted for one round: J4 ends 1200, J1 ends 2700.
 . "$top_srcdir/tests/lib/tap.sh"
