@@ -159,7 +159,10 @@ typedef struct syn_round_stats {
 	int exchanged;         /* exchanges between jobs of a node (step 5) */
 	int swapped;           /* swaps of jobs across nodes (step 5) */
 	int opt_fallback;      /* OPT: packing fell back to TUNE's steps */
-	double opt_bound;      /* OPT: phase 1 objective, an upper bound on total_tput */
+	double opt_bound;      /* OPT: optimum of phase 1's linear relaxation (cores and
+				* memory pooled, cells fractional): a proven upper
+				* bound on any allocation's total_tput; NaN if the
+				* relaxation could not be solved */
 	double total_tput;     /* sum over placed jobs of tput x gpus */
 } syn_round_stats_t;
 

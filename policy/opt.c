@@ -92,18 +92,46 @@ static int solve(glp_prob *lp, double time_limit_s)
 	return -1;
 }
 
+/* The optimum of phase 1's linear relaxation with the pure throughput
+ * objective (no tie-break term): copy lp, make every cell continuous in
+ * [0, 1], solve with the simplex method. NaN if that fails. */
+static double relaxed_bound(glp_prob *lp, int ncol, const int *colk, const double *ct,
+			    const syn_job_t *jobs, const int *idx)
+{
+	glp_prob *rel = glp_create_prob();
+	glp_smcp parm;
+	double v = NAN;
+
+	glp_copy_prob(rel, lp, GLP_OFF);
+	for (int c = 0; c < ncol; c++) {
+		glp_set_col_kind(rel, c + 1, GLP_CV);
+		glp_set_col_bnds(rel, c + 1, GLP_DB, 0, 1);
+		glp_set_obj_coef(rel, c + 1, jobs[idx[colk[c]]].gpus * ct[c]);
+	}
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.presolve = GLP_ON;
+	if (glp_simplex(rel, &parm) == 0 && glp_get_status(rel) == GLP_OPT)
+		v = glp_get_obj_val(rel);
+	glp_delete_prob(rel);
+	return v;
+}
+
 int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double free_cpus,
 		    double free_mem, double share_c, double share_m, double time_limit_s,
-		    double *cpus, double *mem, double *obj, syn_policy_error_t *err)
+		    double *cpus, double *mem, double *obj, double *bound,
+		    syn_policy_error_t *err)
 {
 	enum { MAXC = SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1 };
 	glp_prob *lp = NULL;
-	int *ia = NULL, *ja = NULL, *first = NULL, *count = NULL;
+	int *ia = NULL, *ja = NULL, *first = NULL, *count = NULL, *colk = NULL;
 	double *ar = NULL, *cc = NULL, *cm = NULL, *ct = NULL;
 	int rv = -1, ncol = 0, nz = 0;
 	double cbuf[MAXC], mbuf[MAXC], tbuf[MAXC];
 
 	*obj = 0;
+	if (bound)
+		*bound = 0;
 	if (n_sel == 0)
 		return 0;
 	first = malloc(sizeof *first * (size_t)n_sel);
@@ -122,8 +150,12 @@ int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double fre
 	ia = malloc(sizeof *ia * (size_t)(3 * ncol + 1));
 	ja = malloc(sizeof *ja * (size_t)(3 * ncol + 1));
 	ar = malloc(sizeof *ar * (size_t)(3 * ncol + 1));
-	if (!cc || !cm || !ct || !ia || !ja || !ar)
+	colk = malloc(sizeof *colk * (size_t)ncol);
+	if (!cc || !cm || !ct || !ia || !ja || !ar || !colk)
 		goto nomem;
+	for (int k = 0; k < n_sel; k++)
+		for (int c = first[k]; c < first[k] + count[k]; c++)
+			colk[c] = k;
 	for (int k = 0; k < n_sel; k++)
 		syn__opt_cells(jobs[idx[k]].profile, share_c, share_m, cc + first[k],
 			       cm + first[k], ct + first[k], count[k]);
@@ -172,6 +204,8 @@ int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double fre
 		mem[k] = cm[pick];
 		*obj += jobs[idx[k]].gpus * ct[pick];
 	}
+	if (bound)
+		*bound = relaxed_bound(lp, ncol, colk, ct, jobs, idx);
 	rv = 0;
 	goto out;
 nomem:
@@ -179,6 +213,7 @@ nomem:
 out:
 	if (lp)
 		glp_delete_prob(lp);
+	free(colk);
 	free(first);
 	free(count);
 	free(cc);
@@ -531,7 +566,7 @@ int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 {
 	struct syn__ctx *cx = NULL;
 	int *sel = NULL, n_sel = 0, rv = -1, free_g = 0;
-	double *cpus = NULL, *mem = NULL, free_c = 0, free_m = 0, obj;
+	double *cpus = NULL, *mem = NULL, free_c = 0, free_m = 0, obj, bound;
 	double share_c = INFINITY, share_m = INFINITY;
 
 	for (int s = 0; s < n_nodes; s++) {
@@ -558,7 +593,7 @@ int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 		free_g -= j->gpus;
 	}
 	if (syn__opt_select(jobs, sel, n_sel, free_c, free_m, share_c, share_m,
-			    o->opt_time_limit_s, cpus, mem, &obj, err) < 0) {
+			    o->opt_time_limit_s, cpus, mem, &obj, &bound, err) < 0) {
 		if (errno != EDOM)
 			goto out;
 		/* Pinned jobs above their share can leave too little for the
@@ -569,7 +604,7 @@ int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 		rv = 0;
 		goto out;
 	}
-	st->opt_bound = obj;
+	st->opt_bound = bound;
 	if (opt_pack_bfd(nodes, n_nodes, jobs, sel, n_sel, cpus, mem, cx) < 0 &&
 	    opt_joint(nodes, n_nodes, jobs, sel, n_sel, share_c, share_m, o->opt_time_limit_s,
 		      cx) < 0 &&

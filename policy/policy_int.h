@@ -54,12 +54,17 @@ static inline double syn__free_score(const syn_node_t *n)
  * (jobs[idx[0..n_sel-1]]) maximising sum gpus x tput under the cluster-wide
  * free cores and memory, each job at or above its floor (the throughput at
  * the share share_c/share_m). Writes the chosen per-GPU demand to cpus[k],
- * mem[k] (k indexes idx) and the objective to *obj. Returns 0, or -1 with
- * ETIME (time limit) or EDOM (infeasible) or ENOMEM.
+ * mem[k] (k indexes idx) and the objective to *obj. When bound is not
+ * NULL, *bound is the optimum of the linear relaxation (cells may be taken
+ * fractionally): a proven upper bound on any allocation's total, whether
+ * or not GLPK proved the integer optimum within its time limit (NaN if the
+ * relaxation could not be solved). Returns 0, or -1 with ETIME (time
+ * limit) or EDOM (infeasible) or ENOMEM.
  */
 int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double free_cpus,
 		    double free_mem, double share_c, double share_m, double time_limit_s,
-		    double *cpus, double *mem, double *obj, syn_policy_error_t *err);
+		    double *cpus, double *mem, double *obj, double *bound,
+		    syn_policy_error_t *err);
 
 /* The candidate cells of a job for OPT: the profile's grid cells at or
  * above the floor plus the share itself. Writes up to max cells; returns
