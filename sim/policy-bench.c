@@ -137,8 +137,9 @@ static void bench_opt(int instances)
 
 	printf("# TUNE vs OPT total normalised throughput: %d servers x (8 GPUs, 24 cores, 500 GB), "
 	       "%d pending 1-GPU jobs, FIFO\n", SRV, JOBS);
-	printf("# ratio = TUNE total / OPT phase-1 objective (cluster-wide ILP, packing ignored: an upper\n"
-	       "# bound on any allocation when solved to its 0.1%% gap); opt_mean = OPT after packing;\n"
+	printf("# ratio = TUNE total / bound (phase 1's linear relaxation: cores and memory pooled over\n"
+	       "# the cluster, cells fractional; a proven upper bound on any allocation); opt_mean = OPT\n"
+	       "# after packing;\n"
 	       "# vs_opt = median of TUNE total / OPT total after packing (a realisable allocation);\n"
 	       "# within10 = instances with TUNE >= 0.9 x OPT; steps1-4 = vs_opt and within10 of TUNE\n"
 	       "# without its step 5 (the paper's steps 1-3 and leftover)\n");
@@ -219,7 +220,7 @@ static void bench_opt(int instances)
 			printf("%-9s %9d %10s %10s %10s %10s %10s %9s %9s %7s %8s %8s %8s %8d %7d\n", name,
 			       0, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", fallback, unsolved);
 	}
-	printf("\n# per instance: opt = OPT after packing, bound = phase 1 (pooled), cpu_s = the OPT round\n");
+	printf("\n# per instance: opt = OPT after packing, bound = phase 1's relaxation, cpu_s = the OPT round\n");
 	printf("%-8s %4s %8s %8s %8s %8s %8s %11s %13s %11s %8s %8s\n", "split", "inst", "prop",
 	       "tune1-4", "tune", "opt", "bound", "tune/opt", "tune/bound", "tune1-4/opt", "cpu_s",
 	       "fallback");
@@ -255,6 +256,11 @@ int main(int argc, char **argv)
 	if (n_jobs < 1 || n_srv < 1 || reps < 1 || inst < 1) {
 		fprintf(stderr, "%s: counts must be >= 1 (got -n %d -S %d -R %d -I %d)\n", argv[0],
 			n_jobs, n_srv, reps, inst);
+		return 2;
+	}
+	if (strcmp(what, "round") && strcmp(what, "opt") && strcmp(what, "all")) {
+		fprintf(stderr, "%s: unknown benchmark '%s' (expected round, opt or all)\n", argv[0],
+			what);
 		return 2;
 	}
 	if (strcmp(what, "round") == 0 || strcmp(what, "all") == 0)
