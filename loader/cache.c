@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,21 @@ static void free_cache(coordl__cache_t *c)
 	free(c);
 }
 
+/* A formatted string, or NULL when out of memory (asprintf leaves its
+ * pointer undefined then). */
+static char *path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *path_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
 static int attach_named(coordl__cache_t *c, const char *name, const char *dir, size_t nitems,
 			uint64_t signature, coordl_error_t *err)
 {
@@ -156,19 +172,20 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, s
 	struct stat st;
 
 	if (dir) {
-		if (asprintf(&c->path, "%s/coordl-%s.cache", dir, name) < 0 ||
-		    asprintf(&c->lock_path, "%s/coordl-%s.lock", dir, name) < 0) {
-			c->path = c->lock_path = NULL;
-			return coordl__errprintf(err, ENOMEM, "out of memory");
-		}
+		c->path = path_printf("%s/coordl-%s.cache", dir, name);
+		c->lock_path = path_printf("%s/coordl-%s.lock", dir, name);
 	} else {
 		c->shm = 1;
-		if (asprintf(&c->shm_name, "/coordl-%s", name) < 0 ||
-		    asprintf(&c->shm_lock_name, "/coordl-%s.lock", name) < 0 ||
-		    asprintf(&c->path, "/dev/shm/coordl-%s", name) < 0 ||
-		    asprintf(&c->lock_path, "/dev/shm/coordl-%s.lock", name) < 0)
+		c->shm_name = path_printf("/coordl-%s", name);
+		c->shm_lock_name = path_printf("/coordl-%s.lock", name);
+		c->path = path_printf("/dev/shm/coordl-%s", name);
+		c->lock_path = path_printf("/dev/shm/coordl-%s.lock", name);
+		if (!c->shm_name || !c->shm_lock_name)
 			return coordl__errprintf(err, ENOMEM, "out of memory");
 	}
+	/* What was allocated is freed with c by the caller. */
+	if (!c->path || !c->lock_path)
+		return coordl__errprintf(err, ENOMEM, "out of memory");
 	if ((lfd = global_lock(c)) < 0) {
 		coordl__errprintf(err, errno, "cache '%s': lock %s: %s", name, c->lock_path,
 				  strerror(errno));

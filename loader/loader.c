@@ -314,13 +314,16 @@ static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, i
 
 	coordl__rng_seed(&rng, coordl__hash4(seed, epoch, orig, COORDL__RNG_REPLACE));
 	for (int attempt = 0; attempt <= MAX_REPLACE; attempt++) {
-		uint64_t sseed = coordl__hash4(seed, epoch, idx, COORDL__RNG_AUGMENT);
+		uint64_t sseed;
 		const uint8_t *bytes;
 		size_t len = 0;
 		int ok = 1;
 
 		if (attempt > 0)
 			idx = coordl__rng_below(&rng, ld->nitems);
+		/* The augmentation of the item actually used (a replacement's
+		 * own index), as coordl(3) documents. */
+		sseed = coordl__hash4(seed, epoch, idx, COORDL__RNG_AUGMENT);
 		if (ld->cfg.mode == COORDL_MODE_SYNTHETIC) {
 			coordl__prep_synthetic(&ld->pp, sseed, dst);
 			goto good;
