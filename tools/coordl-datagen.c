@@ -601,7 +601,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!o.out || o.classes < 0 || o.images < 0 || !have_seed) {
-		fprintf(stderr, PROG ": --out, --classes, --images and --seed are required (see --help)\n");
+		fprintf(stderr, PROG ": missing%s%s%s%s (--out, --classes, --images and --seed are "
+			"required; see --help)\n", o.out ? "" : " --out", o.classes < 0 ? " --classes" : "",
+			o.images < 0 ? " --images" : "", have_seed ? "" : " --seed");
 		return 2;
 	}
 	o.verbose_tty = isatty(STDERR_FILENO);

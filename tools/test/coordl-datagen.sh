@@ -33,8 +33,10 @@ test_ok "image 7 is grayscale" test "$(ncomp "$tmp/a/class003/img0000007.jpg")" 
 test_ok "image 13 is CMYK" test "$(ncomp "$tmp/a/class001/img0000013.jpg")" = 4
 test_ok "image 0 is colour" test "$(ncomp "$tmp/a/class000/img0000000.jpg")" = 3
 test_ok "--help exits 0" "$gen" --help
-usage_err() { ! "$gen" "$@" >/dev/null 2>"$tmp/err" && grep -q -- "$1" "$tmp/err"; }
-test_ok "--classes 0 is refused, naming the option" usage_err --classes 0 --out "$tmp/x" --images 1 --seed 1
-test_ok "--width-range 9-5 is refused" usage_err --width-range 9-5 --out "$tmp/x" --classes 1 --images 1 --seed 1
-test_ok "--seed is required" usage_err --out "$tmp/x" --classes 1 --images 1
+# usage_err PATTERN ARGS...: refused, and the message matches PATTERN.
+usage_err() { p=$1; shift; ! "$gen" "$@" >/dev/null 2>"$tmp/err" && grep -q -- "$p" "$tmp/err"; }
+test_ok "--classes 0 is refused, naming the option" usage_err "^coordl-datagen: --classes" --classes 0 --out "$tmp/x" --images 1 --seed 1
+test_ok "--width-range 9-5 is refused" usage_err "^coordl-datagen: --width-range" --width-range 9-5 --out "$tmp/x" --classes 1 --images 1 --seed 1
+test_ok "--seed is required, and named as missing" usage_err "missing --seed (" --out "$tmp/x" --classes 1 --images 1
+test_ok "nothing but the missing ones is named" usage_err "missing --out --images (" --classes 1 --seed 1
 done_testing
