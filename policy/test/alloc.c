@@ -21,18 +21,24 @@ static void small_cluster(syn_node_t *n)
 		n[i] = (syn_node_t){ .gpus = 4, .cpus = 12, .mem_gb = 250 };
 }
 
-/* J1 resnet18, J2 gnmt, J3 alexnet, J4 resnet18; 1 GPU each, FIFO. */
-static void four_jobs(syn_job_t *j)
+/* Jobs of 1 GPU with the given built-in models, FIFO in that order. */
+static void jobs_of(syn_job_t *j, int nj, const char *const *models)
 {
-	const char *m[] = { "resnet18", "gnmt", "alexnet", "resnet18" };
-	memset(j, 0, 4 * sizeof *j);
-	for (int i = 0; i < 4; i++) {
+	memset(j, 0, (size_t)nj * sizeof *j);
+	for (int i = 0; i < nj; i++) {
 		j[i].id = (uint64_t)i + 1;
 		j[i].gpus = 1;
-		j[i].profile = syn_builtin_find(m[i]);
+		j[i].profile = syn_builtin_find(models[i]);
 		j[i].arrival = i;
 		j[i].remaining = j[i].duration = 100;
 	}
+}
+
+/* J1 resnet18, J2 gnmt, J3 alexnet, J4 resnet18; 1 GPU each, FIFO. */
+static void four_jobs(syn_job_t *j)
+{
+	static const char *const m[] = { "resnet18", "gnmt", "alexnet", "resnet18" };
+	jobs_of(j, 4, m);
 }
 
 static int at(const syn_job_t *j, int node, double c, double m)
@@ -88,19 +94,6 @@ static void test_tune_steps(void)
 	   j[3].alloc.cpus_per_gpu);
 	ok(at(&j[1], 0, 1, 20.8) && at(&j[2], 1, 12, 125), "J2, J3 unchanged");
 	is_int(syn_check_round(n, N_NODES, j, 4, &err), 0, "capacity and guarantee hold after step 4");
-}
-
-/* Jobs of 1 GPU with the given built-in models, FIFO in that order. */
-static void jobs_of(syn_job_t *j, int nj, const char *const *models)
-{
-	memset(j, 0, (size_t)nj * sizeof *j);
-	for (int i = 0; i < nj; i++) {
-		j[i].id = (uint64_t)i + 1;
-		j[i].gpus = 1;
-		j[i].profile = syn_builtin_find(models[i]);
-		j[i].arrival = i;
-		j[i].remaining = j[i].duration = 100;
-	}
 }
 
 static void test_exchange(void)
