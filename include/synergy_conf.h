@@ -38,7 +38,15 @@ typedef struct syn_conf_error {
 typedef struct syn_conf syn_conf_t;
 
 /*
- * Parse the file at path (NULL: $SYNERGY_CONF, else SYN_CONF_DEFAULT_PATH).
+ * The synergy.conf every Synergy program reads when given none: the file
+ * $SYNERGY_CONF names; else synergy.conf in the directory of $SLURM_CONF
+ * (when that is set and has a '/'); else SYN_CONF_DEFAULT_PATH. buf (len
+ * bytes) holds the second case; the result is env, buf or the constant.
+ */
+const char *syn_conf_default_path(char *buf, size_t len);
+
+/*
+ * Parse the file at path (NULL: syn_conf_default_path()).
  * Returns a handle to free with syn_conf_destroy(), or NULL with errno:
  * that of open(2) (ENOENT: no such file), EINVAL for a malformed line or a
  * duplicate key (err names file:line), EFBIG for a file over 1 MiB.

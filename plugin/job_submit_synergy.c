@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,24 +50,16 @@ int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t su
 
 /*
  * synergy.conf: $SYNERGY_CONF, else beside slurm.conf ($SLURM_CONF's
- * directory), else the default. Read at every submission (one small file)
- * so that changes need no restart. Returns 0 or -1 (logged).
+ * directory), else the default (syn_conf_default_path). Read at every
+ * submission (one small file) so that changes need no restart. Returns 0
+ * or -1 (logged).
  */
 static int load_conf(syn__conf_t *conf)
 {
-	char path[SYN__PATH_MAX], dir[SYN__PATH_MAX], err[256];
-	const char *env = getenv(SYN_CONF_ENV), *sc = getenv("SLURM_CONF");
+	char err[256];
 
 	syn__conf_defaults(conf);
-	if (env && *env) {
-		snprintf(path, sizeof(path), "%s", env);
-	} else if (sc && *sc) {
-		snprintf(dir, sizeof(dir), "%s", sc);
-		snprintf(path, sizeof(path), "%s/synergy.conf", dirname(dir));
-	} else {
-		snprintf(path, sizeof(path), "%s", SYN_CONF_DEFAULT_PATH);
-	}
-	if (syn__conf_load(conf, path, err, sizeof(err)) < 0) {
+	if (syn__conf_load(conf, NULL, err, sizeof(err)) < 0) {
 		slurm_error("synergy: %s; jobs stay GPU-proportional", err);
 		return -1;
 	}

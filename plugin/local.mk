@@ -6,6 +6,7 @@
 # export only the symbols Slurm looks up (version scripts).
 
 # Parsers, configuration and the cgroup/hwloc helpers shared by the plugins.
+# Users also link profiler/libsynstore.la (the synergy.conf parser).
 noinst_LTLIBRARIES += plugin/libsynplugin.la
 plugin_libsynplugin_la_SOURCES = \
 	plugin/util.c plugin/util.h \
@@ -28,10 +29,10 @@ check_PROGRAMS += plugin/test/util.t plugin/test/cores.t
 UNIT_TESTS += plugin/test/util.t plugin/test/cores.t
 plugin_test_util_t_SOURCES = plugin/test/util.c
 plugin_test_util_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
-plugin_test_util_t_LDADD = plugin/libsynplugin.la
+plugin_test_util_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 plugin_test_cores_t_SOURCES = plugin/test/cores.c
 plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
-plugin_test_cores_t_LDADD = plugin/libsynplugin.la
+plugin_test_cores_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 
 # Idle-core lending: the decision (a pure function) and its node state.
 check_PROGRAMS += plugin/test/lend.t
@@ -76,7 +77,7 @@ check_PROGRAMS += plugin/test/tuner.t
 UNIT_TESTS += plugin/test/tuner.t
 plugin_test_tuner_t_SOURCES = plugin/test/tuner.c plugin/tuner.c
 plugin_test_tuner_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
-plugin_test_tuner_t_LDADD = plugin/libsynplugin.la
+plugin_test_tuner_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 
 # Benchmark (root, real daemons; prints a table): what the plugins add to a job.
 dist_noinst_SCRIPTS += plugin/bench/job-latency.sh

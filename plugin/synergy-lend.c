@@ -29,7 +29,8 @@ static void usage(FILE *f)
 		"allotted and the CPUs it holds now, lent ones included (see synergy.conf(5),\n"
 		"LendIdleCores). Read-only; needs to read LendStateDir (root).\n"
 		"  -s, --status     print the table (the only action)\n"
-		"  -c, --conf FILE  synergy.conf to read (default $SYNERGY_CONF or %s)\n"
+		"  -c, --conf FILE  synergy.conf to read (default $SYNERGY_CONF, else beside\n"
+		"                   $SLURM_CONF, else %s)\n"
 		"  -h, --help       this text\n", SYN_CONF_DEFAULT_PATH);
 }
 
@@ -51,7 +52,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *conf_path = getenv(SYN_CONF_ENV);
+	const char *conf_path = NULL;
+	char conf_buf[4096];
 	syn__conf_t conf;
 	char err[300], cpus[256];
 	struct dirent *d;
@@ -80,8 +82,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!conf_path || !*conf_path)
-		conf_path = SYN_CONF_DEFAULT_PATH;
+	if (!conf_path)
+		conf_path = syn_conf_default_path(conf_buf, sizeof(conf_buf));
 	syn__conf_defaults(&conf);
 	if (syn__conf_load(&conf, conf_path, err, sizeof(err)) < 0) {
 		fprintf(stderr, "synergy-lend: %s\n", err);

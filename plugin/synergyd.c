@@ -77,7 +77,8 @@ static void usage(FILE *f)
 	fputs("Usage: synergyd [OPTION]...\n"
 	      "Synergy tuner: every round, move pending Synergy jobs that wait for cores or\n"
 	      "memory while their GPUs are free back to the GPU-proportional share.\n\n"
-	      "  -c, --conf=FILE      synergy.conf (default $SYNERGY_CONF or " SYN_CONF_DEFAULT_PATH ")\n"
+	      "  -c, --conf=FILE      synergy.conf (default $SYNERGY_CONF, else beside $SLURM_CONF,\n"
+	      "                       else " SYN_CONF_DEFAULT_PATH ")\n"
 	      "  -i, --interval=SEC   seconds between rounds (default 30)\n"
 	      "  -w, --min-wait=SEC   only jobs pending at least this long (default 0)\n"
 	      "  -s, --status=FILE    write a status file after every round\n"
@@ -555,7 +556,7 @@ int main(int argc, char **argv)
 	opts_t o = { .interval = 30 };
 	syn__conf_t conf;
 	stats_t st;
-	char err[256];
+	char err[256], conf_buf[4096];
 	uint64_t v;
 	int c, rv;
 
@@ -591,8 +592,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!o.conf)
-		o.conf = getenv(SYN_CONF_ENV) && *getenv(SYN_CONF_ENV) ? getenv(SYN_CONF_ENV)
-								      : SYN_CONF_DEFAULT_PATH;
+		o.conf = syn_conf_default_path(conf_buf, sizeof(conf_buf));
 	syn__conf_defaults(&conf);
 	if (syn__conf_load(&conf, o.conf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "synergyd: %s\n", err);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "synergy_conf.h"
 #include "util.h"
 
 static int errprintf(char *err, size_t errlen, const char *fmt, ...)
@@ -269,65 +270,46 @@ int syn__conf_arg(syn__conf_t *c, const char *arg, char *err, size_t errlen)
 	return syn__conf_set(c, key, eq + 1, err, errlen);
 }
 
-/* Trim leading and trailing whitespace in place; returns the start. */
-static char *trim(char *s)
-{
-	char *e;
+struct conf_apply {
+	syn__conf_t *c;
+	const char *path;
+	char *err;
+	size_t errlen;
+};
 
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
+static int conf_apply_one(const char *key, const char *value, int line, void *arg)
+{
+	struct conf_apply *a = arg;
+	char msg[200];
+
+	if (syn__conf_set(a->c, key, value, msg, sizeof(msg)) < 0) {
+		errprintf(a->err, a->errlen, "%s:%d: %s", a->path, line, msg);
+		return -1;
+	}
+	return 0;
 }
 
 int syn__conf_load(syn__conf_t *c, const char *path, char *err, size_t errlen)
 {
-	char line[512], msg[200];
-	int lineno = 0, rv = -1;
-	FILE *f;
+	syn_conf_error_t cerr = { "" };
+	syn_conf_t *conf = syn_conf_load(path, &cerr);
+	struct conf_apply a = { c, NULL, err, errlen };
+	int rv;
 
-	f = fopen(path, "re");
-	if (!f)
-		return errprintf(err, errlen, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *s, *eq, *key, *val;
-
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			errno = EINVAL;
-			errprintf(err, errlen, "%s:%d: line too long", path, lineno);
-			goto out;
-		}
-		s = strchr(line, '#');
-		if (s)
-			*s = '\0';
-		s = trim(line);
-		if (!*s)
-			continue;
-		eq = strchr(s, '=');
-		if (!eq) {
-			errno = EINVAL;
-			errprintf(err, errlen, "%s:%d: expected key = value", path, lineno);
-			goto out;
-		}
-		*eq = '\0';
-		key = trim(s);
-		val = trim(eq + 1);
-		if (syn__conf_set(c, key, val, msg, sizeof(msg)) < 0) {
-			errprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
-			goto out;
-		}
+	if (!conf) {
+		int e = errno;
+		errprintf(err, errlen, "%s", cerr.text);
+		errno = e;
+		return -1;
 	}
-	if (ferror(f)) {
-		errprintf(err, errlen, "%s: read error", path);
-		goto out;
+	a.path = syn_conf_path(conf);
+	rv = syn_conf_foreach(conf, conf_apply_one, &a);
+	syn_conf_destroy(conf);
+	if (rv) {
+		errno = EINVAL;
+		return -1;
 	}
-	rv = 0;
-out:
-	fclose(f);
-	return rv;
+	return 0;
 }
 
 int syn__job_cgroup(const char *proc_cgroup, const char *controller, uint32_t jobid,

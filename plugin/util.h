@@ -59,9 +59,12 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 int syn__conf_arg(syn__conf_t *c, const char *arg, char *err, size_t errlen);
 
 /*
- * Read a synergy.conf file: "key = value" lines, '#' comments, blank lines.
- * Returns 0, or -1 with errno (that of fopen, or EINVAL) and a message
- * naming the file, line and key in err. On failure c may be partly updated.
+ * Read a synergy.conf file (path NULL: syn_conf_default_path()) with the
+ * one parser every Synergy program uses (syn_conf_load: "Key = Value"
+ * lines, '#' comments, blank lines, no duplicate keys) and apply each key
+ * with syn__conf_set(). Returns 0, or -1 with errno (that of fopen, EINVAL,
+ * EFBIG) and a message naming the file, line and key in err. On failure c
+ * may be partly updated.
  */
 int syn__conf_load(syn__conf_t *c, const char *path, char *err, size_t errlen);
 

@@ -127,6 +127,23 @@ fail:
 	return NULL;
 }
 
+const char *syn_conf_default_path(char *buf, size_t len)
+{
+	const char *env = getenv(SYN_CONF_ENV), *sc = getenv("SLURM_CONF"), *slash;
+
+	if (env && *env)
+		return env;
+	/* Beside slurm.conf: a cluster whose slurm.conf is elsewhere keeps
+	 * synergy.conf with it, and slurmctld, slurmd and every user command
+	 * see the same SLURM_CONF. */
+	if (sc && *sc && (slash = strrchr(sc, '/')) && buf && len > 0) {
+		int n = snprintf(buf, len, "%.*s/synergy.conf", (int)(slash - sc), sc);
+		if (n > 0 && (size_t)n < len)
+			return buf;
+	}
+	return SYN_CONF_DEFAULT_PATH;
+}
+
 syn_conf_t *syn_conf_load(const char *path, syn_conf_error_t *err)
 {
 	syn_conf_t *c = NULL;
@@ -134,10 +151,10 @@ syn_conf_t *syn_conf_load(const char *path, syn_conf_error_t *err)
 	char *buf = NULL;
 	struct stat st;
 
+	char def[4096];
+
 	if (!path)
-		path = getenv(SYN_CONF_ENV);
-	if (!path || !*path)
-		path = SYN_CONF_DEFAULT_PATH;
+		path = syn_conf_default_path(def, sizeof(def));
 	if (!(f = fopen(path, "re"))) {
 		SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
 		goto out;

@@ -11,7 +11,7 @@
  *                                              one direct measurement
  *
  * The store directory comes from --store, else ProfileStore= in
- * synergy.conf (--conf, $SYNERGY_CONF, /etc/slurm/synergy.conf). Errors go
+ * synergy.conf (--conf, $SYNERGY_CONF, beside $SLURM_CONF, /etc/slurm/synergy.conf). Errors go
  * to stderr prefixed "synergy-profile:", with exit status 1 (2 for usage).
  * Progress lines go to stderr when it is a terminal (or with --verbose).
  */
@@ -64,8 +64,8 @@ static const char usage_text[] =
 	"Common options:\n"
 	"  --store DIR       profile store (default: ProfileStore= in synergy.conf,\n"
 	"                    else " SYN_CONF_PROFILE_STORE_DEFAULT ")\n"
-	"  --conf FILE       synergy.conf to read (default: $SYNERGY_CONF, else\n"
-	"                    " SYN_CONF_DEFAULT_PATH ")\n"
+	"  --conf FILE       synergy.conf to read (default: $SYNERGY_CONF, else beside\n"
+	"                    $SLURM_CONF, else " SYN_CONF_DEFAULT_PATH ")\n"
 	"  -v, --verbose     progress lines even when stderr is not a terminal\n"
 	"  -q, --quiet       no progress lines\n"
 	"  -h, --help        this text\n"

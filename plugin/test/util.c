@@ -140,6 +140,22 @@ static void test_conf(void)
 	fclose(f);
 	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && strstr(err, ":2:"),
 	   "malformed line reported with its line number");
+	f = fopen(path, "w");
+	fputs("ProfileStore=/srv\nNodeGPUs=4\nnodegpus=8\n", f);
+	fclose(f);
+	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && strstr(err, ":3:") &&
+		   strstr(err, "line 2"),
+	   "a key set twice is refused, naming both lines (the profiler's parser): %s", err);
+	f = fopen(path, "w");
+	fputs("# ", f);
+	for (int i = 0; i < 100; i++)
+		fputs("a long comment ", f);
+	fputs("\nNodeGPUs = 2\nProcessMemMB = 1x\n", f);
+	fclose(f);
+	syn__conf_defaults(&c);
+	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && c.node_gpus == 2 && strstr(err, ":3:") &&
+		   strstr(err, "ProcessMemMB"),
+	   "a line over 512 bytes is read; a bad value names its line and key: %s", err);
 	unlink(path);
 	ok(syn__conf_load(&c, path, err, sizeof(err)) == -1 && errno == ENOENT,
 	   "missing file: ENOENT");

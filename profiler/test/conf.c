@@ -68,5 +68,25 @@ int main(void)
 	errno = 0;
 	c = syn_conf_load(path, &err);
 	ok(!c && errno == ENOENT && strstr(err.text, path), "a missing file: ENOENT naming it");
+	/* The one search order of every Synergy program. */
+	{
+		char buf[256];
+		setenv("SYNERGY_CONF", "/etc/x/mine.conf", 1);
+		setenv("SLURM_CONF", "/opt/slurm/etc/slurm.conf", 1);
+		is_str(syn_conf_default_path(buf, sizeof(buf)), "/etc/x/mine.conf",
+		       "default path: $SYNERGY_CONF first");
+		unsetenv("SYNERGY_CONF");
+		is_str(syn_conf_default_path(buf, sizeof(buf)), "/opt/slurm/etc/synergy.conf",
+		       "then beside $SLURM_CONF");
+		setenv("SLURM_CONF", "slurm.conf", 1);
+		is_str(syn_conf_default_path(buf, sizeof(buf)), SYN_CONF_DEFAULT_PATH,
+		       "a SLURM_CONF without a directory is not used");
+		setenv("SLURM_CONF", "/opt/slurm/etc/slurm.conf", 1);
+		is_str(syn_conf_default_path(buf, 8), SYN_CONF_DEFAULT_PATH,
+		       "a buffer too small falls back to the default, not a truncated path");
+		unsetenv("SLURM_CONF");
+		is_str(syn_conf_default_path(buf, sizeof(buf)), SYN_CONF_DEFAULT_PATH,
+		       "else " SYN_CONF_DEFAULT_PATH);
+	}
 	return done_testing();
 }
