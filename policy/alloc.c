@@ -715,22 +715,18 @@ static double best_swap(struct syn__ctx *cx, const struct xjob *rx, const int *a
 	return best > min_gain ? best : 0;
 }
 
-/* Move a job wholly on one node to node `to` at (c, m) per GPU. */
+/* Move a job wholly on one node to node `to` at (c, m) per GPU: release
+ * its cores and memory where it is, then take them on `to`. */
 static void move_job(struct syn__ctx *cx, syn_job_t *job, int to, double c, double m)
 {
 	syn_alloc_t *a = &job->alloc;
-	syn_node_t *from = &cx->nodes[a->place[0].node], *dst = &cx->nodes[to];
+	const syn_node_t *dst = &cx->nodes[to];
 
-	from->free_gpus += job->gpus;
-	from->free_cpus += job->gpus * a->cpus_per_gpu;
-	from->free_mem_gb += job->gpus * a->mem_per_gpu;
-	dst->free_gpus -= job->gpus;
-	dst->free_cpus -= job->gpus * c;
-	dst->free_mem_gb -= job->gpus * m;
+	set_demand(cx, job, 0, 0);
+	cx->nodes[a->place[0].node].free_gpus += job->gpus;
+	cx->nodes[to].free_gpus -= job->gpus;
 	a->place[0].node = to;
-	a->cpus_per_gpu = c;
-	a->mem_per_gpu = m;
-	a->tput = syn_job_tput(job->profile, c, m);
+	set_demand(cx, job, c, m);
 	a->prop_tput = syn_job_tput(job->profile, syn__share_cpus(dst), syn__share_mem(dst));
 }
 

@@ -15,7 +15,8 @@
  * the cells and nodes are chosen together (opt_joint: the same objective
  * with per-node capacities, identical jobs aggregated, dominated cells
  * dropped, identical nodes ordered); its optimum is the best per-node
- * allocation, and phase 1 stays the upper bound reported in the stats.
+ * allocation. The bound reported in the stats is phase 1's linear
+ * relaxation (relaxed_bound), proven whether or not GLPK finished.
  * Jobs that must span nodes use the older packing program instead
  * (integer GPUs per (job, node), GLPK's branch and bound). If none finds a
  * solution in time, the jobs are placed in order by TUNE's steps with the
@@ -354,7 +355,7 @@ static int opt_joint(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, const int 
 {
 	enum { MAXC = SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1 };
 	struct jclass *cl = NULL;
-	int *cls = NULL, *ia = NULL, *ja = NULL, *left = NULL;
+	int *cls = NULL, *pick = NULL, *ia = NULL, *ja = NULL, *left = NULL;
 	double *ar = NULL;
 	glp_prob *lp = NULL;
 	int rv = -1, ncl = 0, ncol = 0, nz = 0, max_g = 0, row;
@@ -363,7 +364,8 @@ static int opt_joint(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, const int 
 		max_g = nodes[s].free_gpus > max_g ? nodes[s].free_gpus : max_g;
 	cl = calloc((size_t)(n_sel > 0 ? n_sel : 1), sizeof *cl);
 	cls = malloc(sizeof *cls * (size_t)(n_sel > 0 ? n_sel : 1));
-	if (!cl || !cls)
+	pick = malloc(sizeof *pick * (size_t)(n_sel > 0 ? n_sel : 1));
+	if (!cl || !cls || !pick)
 		goto out;
 	for (int k = 0; k < n_sel; k++) {
 		const syn_job_t *j = &jobs[idx[k]];
@@ -453,7 +455,8 @@ static int opt_joint(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, const int 
 	if (solve(lp, time_limit_s) < 0)
 		goto out;
 	/* Hand each class's jobs out over its (cell, node) counts, in the
-	 * round's order. The class rows make the counts add up exactly. */
+	 * round's order; pick[k] is job k's column. The class rows make the
+	 * counts add up exactly; nothing is committed unless they do. */
 	for (int c = 0; c < ncol; c++)
 		left[c] = (int)lround(glp_mip_col_val(lp, c + 1));
 	for (int k = 0; k < n_sel; k++) {
@@ -464,19 +467,16 @@ static int opt_joint(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, const int 
 		if (c == end)
 			goto out;
 		left[c]--;
-		cls[k] = c;
+		pick[k] = c;
 	}
-	for (int q = 0; q < ncl; q++)
-		for (int c = cl[q].first; c < cl[q].first + cl[q].nc * n_nodes; c++)
-			if (left[c] != 0)
-				goto out;
+	for (int c = 0; c < ncol; c++)
+		if (left[c] != 0)
+			goto out;
 	for (int k = 0; k < n_sel; k++) {
-		int q = 0;
-		while (!(cls[k] >= cl[q].first && cls[k] < cl[q].first + cl[q].nc * n_nodes))
-			q++;
-		int a = (cls[k] - cl[q].first) / n_nodes, s = (cls[k] - cl[q].first) % n_nodes;
-		syn_place_t pl = { s, cl[q].gpus };
-		syn__commit(cx, idx[k], &pl, 1, cl[q].c[a], cl[q].m[a]);
+		const struct jclass *q = &cl[cls[k]];
+		int a = (pick[k] - q->first) / n_nodes, s = (pick[k] - q->first) % n_nodes;
+		syn_place_t pl = { s, q->gpus };
+		syn__commit(cx, idx[k], &pl, 1, q->c[a], q->m[a]);
 	}
 	rv = 0;
 out:
@@ -484,6 +484,7 @@ out:
 		glp_delete_prob(lp);
 	free(cl);
 	free(cls);
+	free(pick);
 	free(ia);
 	free(ja);
 	free(ar);
