@@ -180,11 +180,9 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, s
 		c->shm_lock_name = path_printf("/coordl-%s.lock", name);
 		c->path = path_printf("/dev/shm/coordl-%s", name);
 		c->lock_path = path_printf("/dev/shm/coordl-%s.lock", name);
-		if (!c->shm_name || !c->shm_lock_name)
-			return coordl__errprintf(err, ENOMEM, "out of memory");
 	}
 	/* What was allocated is freed with c by the caller. */
-	if (!c->path || !c->lock_path)
+	if (!c->path || !c->lock_path || (c->shm && (!c->shm_name || !c->shm_lock_name)))
 		return coordl__errprintf(err, ENOMEM, "out of memory");
 	if ((lfd = global_lock(c)) < 0) {
 		coordl__errprintf(err, errno, "cache '%s': lock %s: %s", name, c->lock_path,

@@ -97,43 +97,41 @@ static int clean_path(char *p)
 	return n > 0 && p[0] == '/' ? 0 : -1;
 }
 
+/* The CPU list in file under root/rel (rel "/" is root itself). 0 or -1. */
+static int read_set_at(const char *root, const char *rel, const char *file, cpu_set_t *set)
+{
+	char path[1200], text[4096];
+
+	snprintf(path, sizeof(path), "%s%s/%s", root, strcmp(rel, "/") ? rel : "", file);
+	return read_small(path, text, sizeof(text)) > 0 && coordl__follow_parse(text, set) > 0 ? 0 : -1;
+}
+
 /* The CPU set of the process's cpuset cgroup, v1 then v2. Returns 0 or -1
  * when none can be read. The path is looked up every time: the job may be
  * moved into another cgroup after the loader started. */
 static int read_cgroup_set(cpu_set_t *set)
 {
-	char rel[1024], path[1200], text[4096];
+	char rel[1024], text[4096], *line, *nl;
 
-	/* cgroup v1 (and v2, where /proc/self/cpuset names the v2 path). */
-	if (read_small("/proc/self/cpuset", rel, sizeof(rel)) > 0 && clean_path(rel) == 0) {
-		const char *sep = strcmp(rel, "/") ? rel : "";
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset%s/cpuset.cpus", sep);
-		if (read_small(path, text, sizeof(text)) > 0 && coordl__follow_parse(text, set) > 0)
-			return 0;
-	}
-	/* cgroup v2: the "0::PATH" line. */
-	if (read_small("/proc/self/cgroup", text, sizeof(text)) > 0) {
-		char *line = strstr(text, "0::");
-		if (line && (line == text || line[-1] == '\n')) {
-			char *nl = strchr(line + 3, '\n');
-			if (nl)
-				*nl = '\0';
-			size_t len = strlen(line + 3);
-			if (len >= sizeof(rel))
-				return -1; /* a path longer than any cgroup file name allows */
-			memcpy(rel, line + 3, len + 1);
-			if (clean_path(rel) == 0) {
-				static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
-				const char *sep = strcmp(rel, "/") ? rel : "";
-				for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-					snprintf(path, sizeof(path), "%s%s/cpuset.cpus.effective", roots[i], sep);
-					if (read_small(path, text, sizeof(text)) > 0 &&
-					    coordl__follow_parse(text, set) > 0)
-						return 0;
-				}
-			}
-		}
-	}
+	/* cgroup v1: /proc/self/cpuset names the path in the cpuset hierarchy. */
+	if (read_small("/proc/self/cpuset", rel, sizeof(rel)) > 0 && clean_path(rel) == 0 &&
+	    read_set_at("/sys/fs/cgroup/cpuset", rel, "cpuset.cpus", set) == 0)
+		return 0;
+	/* cgroup v2: the "0::PATH" line of /proc/self/cgroup. */
+	if (read_small("/proc/self/cgroup", text, sizeof(text)) <= 0)
+		return -1;
+	line = strstr(text, "0::");
+	if (!line || (line != text && line[-1] != '\n'))
+		return -1;
+	line += 3;
+	if ((nl = strchr(line, '\n')))
+		*nl = '\0';
+	/* (a path longer than any cgroup file name allows is refused) */
+	if (strlen(line) >= sizeof(rel) || clean_path(line) < 0)
+		return -1;
+	if (read_set_at("/sys/fs/cgroup", line, "cpuset.cpus.effective", set) == 0 ||
+	    read_set_at("/sys/fs/cgroup/unified", line, "cpuset.cpus.effective", set) == 0)
+		return 0;
 	return -1;
 }
 
