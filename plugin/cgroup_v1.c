@@ -25,6 +25,7 @@
 #include <libcgroup.h>
 
 #include "cgroup.h"
+#include "util.h"
 
 static int cg_ready;
 
@@ -348,14 +349,9 @@ int syn__cg_pin_tasks(const char *rel, const void *cpu_set, size_t setsize)
 static int numbered(const char *name, const char *prefix, uint32_t *out)
 {
 	size_t plen = strlen(prefix);
-	char *end;
-	unsigned long v;
+	uint64_t v;
 
-	if (strncmp(name, prefix, plen) != 0 || name[plen] < '0' || name[plen] > '9')
-		return 0;
-	errno = 0;
-	v = strtoul(name + plen, &end, 10);
-	if (errno || *end || v > UINT32_MAX)
+	if (strncmp(name, prefix, plen) != 0 || syn__parse_u64(name + plen, 0, UINT32_MAX, &v) < 0)
 		return 0;
 	*out = (uint32_t)v;
 	return 1;

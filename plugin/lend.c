@@ -432,20 +432,39 @@ static void fmt(const cpu_set_t *s, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
+/* The cpuset.cpus of cgroup rel as a set. Returns 0, or -1 (unreadable or
+ * malformed). */
+static int read_cpus(const char *rel, cpu_set_t *set)
+{
+	char text[256];
+
+	if (syn__cg_get_cpus(rel, text, sizeof(text)) < 0)
+		return -1;
+	return syn__cpus_parse(text, set);
+}
+
+/* The node's name, the last component of its cgroup path ("slurm_n1"): it
+ * names the node's lock and records in the state directory. */
+static const char *node_base(const char *node_rel)
+{
+	const char *slash = strrchr(node_rel, '/');
+
+	return slash ? slash + 1 : node_rel;
+}
+
 /* Give back what e holds beyond its target: synergy child first. */
 static void apply_narrow(lend_ctx_t *c, lend_entry_t *e)
 {
 	syn__lend_job_t *j = &e->job;
 	cpu_set_t gone, child, keep;
-	char child_rel[400], cur[256], list[256], err[300], gone_s[256];
+	char child_rel[400], list[256], err[300], gone_s[256];
 
 	CPU_AND(&keep, &j->held, &j->target);
 	CPU_XOR(&gone, &j->held, &keep);
 	if (CPU_COUNT(&gone) == 0)
 		return;
 	snprintf(child_rel, sizeof(child_rel), "%s/%s", e->job_rel, SYN__CG_CHILD);
-	if (e->has_child && syn__cg_get_cpus(child_rel, cur, sizeof(cur)) == 0 &&
-	    syn__cpus_parse(cur, &child) == 0) {
+	if (e->has_child && read_cpus(child_rel, &child) == 0) {
 		CPU_AND(&child, &child, &keep);
 		if (CPU_COUNT(&child) == 0)
 			CPU_AND(&child, &j->allotted, &keep);
@@ -470,9 +489,9 @@ static void apply_narrow(lend_ctx_t *c, lend_entry_t *e)
 static int widen(lend_ctx_t *c, const char *rel, const cpu_set_t *want, uint32_t jobid)
 {
 	cpu_set_t cur, both;
-	char text[256], list[256], err[300];
+	char list[256], err[300];
 
-	if (syn__cg_get_cpus(rel, text, sizeof(text)) < 0 || syn__cpus_parse(text, &cur) < 0) {
+	if (read_cpus(rel, &cur) < 0) {
 		say(c, 1, "synergy: lend job=%u: cannot read the cpuset of %s", (unsigned)jobid, rel);
 		return -1;
 	}
@@ -492,7 +511,7 @@ static void apply_widen(lend_ctx_t *c, lend_entry_t *e)
 {
 	syn__lend_job_t *j = &e->job;
 	cpu_set_t add, child;
-	char parent[320], child_rel[400], text[256], list[256], add_s[256];
+	char parent[320], child_rel[400], list[256], add_s[256];
 	char *slash;
 
 	CPU_OR(&add, &j->held, &j->target);
@@ -513,8 +532,7 @@ static void apply_widen(lend_ctx_t *c, lend_entry_t *e)
 	snprintf(child_rel, sizeof(child_rel), "%s/%s", e->job_rel, SYN__CG_CHILD);
 	if (widen(c, child_rel, &add, j->jobid) < 0)
 		return;
-	if (syn__cg_get_cpus(child_rel, text, sizeof(text)) == 0 &&
-	    syn__cpus_parse(text, &child) == 0)
+	if (read_cpus(child_rel, &child) == 0)
 		syn__cg_pin_tasks(child_rel, &child, sizeof(child));
 	fmt(&add, add_s, sizeof(add_s));
 	fmt(&j->target, list, sizeof(list));
@@ -546,8 +564,7 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 		errno = EINVAL;
 		return -1;
 	}
-	base = strrchr(node_rel, '/');
-	base = base ? base + 1 : node_rel;
+	base = node_base(node_rel);
 	if (!syn__key_valid(base)) {
 		say(&c, 1, "synergy: lend: node cgroup '%s' has an unexpected name", node_rel);
 		errno = EINVAL;
@@ -566,8 +583,7 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 	lockfd = node_lock(&c, dfd);
 	if (lockfd < 0)
 		goto out;
-	if (syn__cg_get_cpus(node_rel, text, sizeof(text)) < 0 ||
-	    syn__cpus_parse(text, &node) < 0) {
+	if (read_cpus(node_rel, &node) < 0) {
 		say(&c, 1, "synergy: lend: cannot read the cpuset of %s", node_rel);
 		goto out;
 	}
@@ -604,8 +620,7 @@ int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char
 	for (i = 0; i < c.n; i++) {
 		lend_entry_t *e = &c.e[i];
 
-		if (syn__cg_get_cpus(e->job_rel, text, sizeof(text)) < 0 ||
-		    syn__cpus_parse(text, &e->job.held) < 0) {
+		if (read_cpus(e->job_rel, &e->job.held) < 0) {
 			/* Gone meanwhile (its cgroup is being removed): it holds
 			 * nothing and is not touched. */
 			CPU_ZERO(&e->job.held);
@@ -671,8 +686,7 @@ int syn__lend_step_start(const char *state_dir, const char *node_rel, const char
 		errno = EINVAL;
 		return -1;
 	}
-	base = strrchr(node_rel, '/');
-	base = base ? base + 1 : node_rel;
+	base = node_base(node_rel);
 	if (!syn__key_valid(base)) {
 		errno = EINVAL;
 		return -1;
@@ -691,9 +705,7 @@ int syn__lend_step_start(const char *state_dir, const char *node_rel, const char
 	lockfd = node_lock(&c, dfd);
 	if (lockfd < 0)
 		goto out;
-	if (record_read(&c, dfd, e) < 0 ||
-	    syn__cg_get_cpus(job_rel, text, sizeof(text)) < 0 ||
-	    syn__cpus_parse(text, &e->job.held) < 0) {
+	if (record_read(&c, dfd, e) < 0 || read_cpus(job_rel, &e->job.held) < 0) {
 		rv = 0; /* not recorded, or no job cgroup yet: nothing was lent */
 		goto out;
 	}
@@ -733,8 +745,7 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 	memset(&e, 0, sizeof(e));
 	info.jobid = jobid;
 	snprintf(info.job_rel, sizeof(info.job_rel), "%s", job_rel);
-	if (syn__cg_get_cpus(job_rel, text, sizeof(text)) == 0 &&
-	    syn__cpus_parse(text, &e.job.held) == 0)
+	if (read_cpus(job_rel, &e.job.held) == 0)
 		fmt(&e.job.held, info.held, sizeof(info.held));
 	snprintf(path, sizeof(path), "%s/%s", job_rel, SYN__CG_CHILD);
 	if (syn__cg_get_cpus(path, text, sizeof(text)) == 0)
@@ -757,7 +768,6 @@ int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpu
 		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg)
 {
 	status_ctx_t st;
-	const char *base;
 	int n;
 
 	if (!state_dir || !node_rel || !node_cpus || !len || !fn) {
@@ -765,8 +775,7 @@ int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpu
 		return -1;
 	}
 	memset(&st, 0, sizeof(st));
-	base = strrchr(node_rel, '/');
-	st.c.node_name = base ? base + 1 : node_rel;
+	st.c.node_name = node_base(node_rel);
 	st.c.node_rel = node_rel;
 	st.fn = fn;
 	st.arg = arg;
@@ -783,7 +792,6 @@ int syn__lend_forget(const char *state_dir, const char *node_rel, uint32_t jobid
 {
 	lend_ctx_t c;
 	char name[128];
-	const char *base;
 	int dfd, rv = 0;
 
 	if (!state_dir || !node_rel) {
@@ -791,8 +799,7 @@ int syn__lend_forget(const char *state_dir, const char *node_rel, uint32_t jobid
 		return -1;
 	}
 	memset(&c, 0, sizeof(c));
-	base = strrchr(node_rel, '/');
-	c.node_name = base ? base + 1 : node_rel;
+	c.node_name = node_base(node_rel);
 	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -1;

@@ -519,7 +519,8 @@ static int job_gpus(spank_t sp)
 	return 1;
 }
 
-/* The cache grant the loader gets (as slurm_spank_task_init computes it). */
+/* The cache grant per node: the job's memory beyond ProcessMemMB, at most
+ * MaxCacheMB (what the loader is told, and what lending weighs). */
 static uint64_t job_cache_mb(spank_t sp)
 {
 	uint64_t mem_mb = 0, cache_mb = 0;
@@ -618,7 +619,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	char job_rel[300], buf[600], cpus[256], val[64], self[4096];
 	uint32_t jobid;
-	uint64_t mem_mb = 0, cache_mb = 0;
+	uint64_t cache_mb;
 	cpu_set_t set;
 	int in_child = 0;
 
@@ -644,11 +645,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return 0;
 	}
 	sched_setaffinity(0, sizeof(set), &set);
-	if (spank_get_item(sp, S_JOB_ALLOC_MEM, &mem_mb) == ESPANK_SUCCESS &&
-	    mem_mb > conf.process_mem_mb)
-		cache_mb = mem_mb - conf.process_mem_mb;
-	if (cache_mb > conf.max_cache_mb)
-		cache_mb = conf.max_cache_mb;
+	cache_mb = job_cache_mb(sp);
 	spank_setenv(sp, SYNERGY_ENV_CPUS, cpus, 1);
 	snprintf(val, sizeof(val), "%d", CPU_COUNT(&set));
 	spank_setenv(sp, SYNERGY_ENV_THREADS, val, 1);
