@@ -296,6 +296,7 @@ static int expand_command(const char *tmpl, const char *key, const char *store,
 	return 0;
 }
 
+/* Submit key's profiling job; its id into id. Returns 0, or -1 (logged). */
 static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *id)
 {
 	char cmd[1024], script[1200], name[96], out[SYN__PATH_MAX + 96];
@@ -305,8 +306,12 @@ static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *
 	job_desc_msg_t d;
 	submit_response_msg_t *resp = NULL;
 
-	if (expand_command(conf->profile_command, key, conf->store_dir, cmd, sizeof(cmd)) < 0)
+	if (expand_command(conf->profile_command, key, conf->store_dir, cmd, sizeof(cmd)) < 0) {
+		logmsg("cannot submit a profiling job for %s: ProfileCommand '%.60s' is over "
+		       "%zu bytes once %%k and %%s are expanded", key, conf->profile_command,
+		       sizeof(cmd) - 1);
 		return -1;
+	}
 	snprintf(script, sizeof(script),
 		 "#!/bin/sh\n# synergyd: offline profiling run for key %s\nexec %s\n", key, cmd);
 	snprintf(name, sizeof(name), "synergy-profile:%s", key);
@@ -332,8 +337,11 @@ static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *
 		d.pn_min_memory = conf->node_mem_mb / conf->node_gpus;
 	if (conf->node_gpus && conf->node_cpus && conf->node_cpus >= conf->node_gpus)
 		d.min_cpus = (uint32_t)(conf->node_cpus / conf->node_gpus);
-	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || !resp)
+	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || !resp) {
+		logmsg("cannot submit a profiling job for %s: %s", key,
+		       slurm_strerror(slurm_get_errno()));
 		return -1;
+	}
 	*id = resp->job_id;
 	slurm_free_submit_response_response_msg(resp);
 	return 0;
@@ -395,9 +403,7 @@ static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 		}
 		if (!conf->profile_command[0] || o->dry_run)
 			continue;
-		if (submit_profiling(conf, key, &id) < 0) {
-			logmsg("cannot submit a profiling job for %s: %s", key,
-			       slurm_strerror(slurm_get_errno()));
+		if (submit_profiling(conf, key, &id) < 0) { /* logged */
 			st->errors_total++;
 			continue;
 		}
