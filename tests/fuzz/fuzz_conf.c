@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "synergy_conf.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,12 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	syn_conf_t *c;
 	char *s;
 
-	/* The parser takes a NUL-terminated string; an embedded NUL simply
-	 * ends the text early, as it would for a file read with fgets. */
-	if (!(s = malloc(size + 1)))
+	/* The parser takes a NUL-terminated string. */
+	if (!(s = fuzz_string(data, size)))
 		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 	errno = 0;
 	c = syn_conf_parse(s, "fuzz", &err);
 	if (c) {

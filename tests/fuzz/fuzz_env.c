@@ -22,6 +22,7 @@
 
 #include "synergy_env.h"
 #include "loader/env.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -80,10 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s, *line, *next;
 	size_t i;
 
-	if (!(s = malloc(size + 1)))
+	if (!(s = fuzz_string(data, size)))
 		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 
 	for (i = 0; i < NVARS; i++)
 		unsetenv(vars[i]);

@@ -28,22 +28,9 @@
 #include <unistd.h>
 
 #include "plugin/util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char path[64];
-
-static void setup(void)
-{
-	char dir[48];
-
-	if (path[0])
-		return;
-	snprintf(dir, sizeof(dir), "/tmp/fuzz-spank-XXXXXX");
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof(path), "%s/synergy.conf", dir);
-}
 
 /* What every accepted configuration must satisfy, whatever set it. */
 static void check_conf(const syn__conf_t *c)
@@ -113,15 +100,12 @@ static void cgroup(const char *text, const char *controller, uint32_t jobid)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const char *path = fuzz_scratch_path("spank", "synergy.conf");
 	syn__conf_t c;
 	char err[256], *s, *first, *nl;
-	FILE *f;
 
-	setup();
-	if (!(s = malloc(size + 1)))
+	if (!(s = fuzz_string(data, size)))
 		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 
 	if (!(first = strdup(s)))
 		goto out;
@@ -139,12 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(first);
 
-	if (!(f = fopen(path, "w")))
-		abort();
-	if (size && fwrite(data, 1, size, f) != size)
-		abort();
-	if (fclose(f) != 0)
-		abort();
+	fuzz_write_file(path, data, size);
 	syn__conf_defaults(&c);
 	err[0] = '\0';
 	if (syn__conf_load(&c, path, err, sizeof(err)) == 0)

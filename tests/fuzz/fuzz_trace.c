@@ -23,24 +23,9 @@
 #include <unistd.h>
 
 #include "sim/sim.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char path[64];
-
-/* Make the scratch file's directory once; libFuzzer runs inputs in one
- * process, and a fresh directory per input would only cost time. */
-static void setup(void)
-{
-	char dir[48];
-
-	if (path[0])
-		return;
-	snprintf(dir, sizeof(dir), "/tmp/fuzz-trace-XXXXXX");
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof(path), "%s/t.csv", dir);
-}
 
 /* The reader promised these ranges; a trace outside them is a bug even
  * when nothing crashed, because the engine relies on them. */
@@ -59,22 +44,16 @@ static void check_trace(const sim_trace_t *t)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const char *path = fuzz_scratch_path("trace", "t.csv");
 	sim_profiles_t *pr;
 	sim_trace_t t = { NULL, 0 };
 	sim_cluster_t c = { NULL, 0, 0, 0, 0 };
 	sim_error_t err;
-	FILE *f;
 	char *spec;
 	const uint8_t *nl;
 	size_t speclen;
 
-	setup();
-	if (!(f = fopen(path, "w")))
-		abort();
-	if (size && fwrite(data, 1, size, f) != size)
-		abort();
-	if (fclose(f) != 0)
-		abort();
+	fuzz_write_file(path, data, size);
 
 	if (!(pr = sim_profiles_create(NULL, &err)))
 		abort();
@@ -89,10 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	nl = memchr(data, '\n', size);
 	speclen = nl ? (size_t)(nl - data) : size;
-	if (!(spec = malloc(speclen + 1)))
+	if (!(spec = fuzz_string(data, speclen)))
 		return 0;
-	memcpy(spec, data, speclen);
-	spec[speclen] = '\0';
 	err.text[0] = '\0';
 	if (sim_cluster_parse(spec, &c, &err) == 0) {
 		if (c.n_nodes < 1 || c.total_gpus < c.n_nodes)

@@ -85,7 +85,7 @@ sources() {
 	trace) echo "tests/fuzz/fuzz_trace.c sim/trace.c profiler/profile_json.c profiler/store.c" \
 		"profiler/errprintf.c policy/profile.c policy/builtin.c" ;;
 	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c" ;;
-	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c" ;;
+	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/env.c loader/util.c" ;;
 	esac
 }
