@@ -1,9 +1,9 @@
 /*
  * synergy_conf.h: a reader of synergy.conf, Synergy's own key=value file
- * (default /etc/slurm/synergy.conf), used by synergy-profile. The Slurm
- * plugins read the same file with syn__conf_load() (plugin/util.h), which
- * checks every key and value as it reads but lets a later line override an
- * earlier one and refuses lines over 511 bytes; the two differ there.
+ * (default: syn_conf_default_path()), the one parser of it that every
+ * Synergy program uses: synergy-profile directly, the Slurm plugins and
+ * their daemons through syn__conf_load() (plugin/util.h), which then checks
+ * each key's value.
  *
  * Format, as Slurm's own files: one `Key=Value` per line; blank lines and
  * lines starting with '#' are ignored, as is a '#' comment after a value;
@@ -21,7 +21,8 @@
 extern "C" {
 #endif
 
-/* Where synergy.conf lives unless SYNERGY_CONF names another file. */
+/* Where synergy.conf lives unless $SYNERGY_CONF names another file or
+ * $SLURM_CONF a directory (syn_conf_default_path()). */
 #define SYN_CONF_DEFAULT_PATH "/etc/slurm/synergy.conf"
 /* Environment variable that overrides the path. */
 #define SYN_CONF_ENV "SYNERGY_CONF"

@@ -150,7 +150,6 @@ syn_conf_t *syn_conf_load(const char *path, syn_conf_error_t *err)
 	FILE *f = NULL;
 	char *buf = NULL;
 	struct stat st;
-
 	char def[4096];
 
 	if (!path)

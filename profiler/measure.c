@@ -324,10 +324,11 @@ static int probe_threads(int threads, void *arg, double *job)
 {
 	struct probe_ctx *pc = arg;
 	syn__measure_result_t *res = pc->res;
-	syn__stat_t *st = &res->point[res->n_points];
+	syn__stat_t *st;
 
 	if (res->n_points >= SYN__MAX_POINTS)
 		return -1;
+	st = &res->point[res->n_points];
 	if (coordl_set_threads(pc->r->ld, threads, &pc->r->err) < 0 || timed(pc->r, pc->o, st) < 0)
 		return -1;
 	res->point_threads[res->n_points++] = threads;

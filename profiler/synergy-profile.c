@@ -808,7 +808,7 @@ out:
  */
 static int cmd_run_job(struct args *a, int argc, char **argv)
 {
-	char dir[] = "/tmp/synergy-profile.XXXXXX", report[64], origin[64];
+	char dir[] = "/tmp/synergy-profile.XXXXXX", report[64];
 	syn__job_point_t pts[SYN__MAX_POINTS];
 	syn__rates_t rates;
 	syn_profile_t p;
@@ -877,10 +877,10 @@ static int cmd_run_job(struct args *a, int argc, char **argv)
 	int max_measured = 0;
 	for (int i = 0; i < n; i++)
 		max_measured = pts[i].threads > max_measured ? pts[i].threads : max_measured;
-	snprintf(origin, sizeof(origin), "profiled in its own loader");
 	printf("gpu ingestion      %10.1f samples/s  (time between batch requests)\n", rates.gpu);
 	printf("fetch from storage %10.1f MiB/s\n", rates.fetch_storage_bps / 1048576);
-	if (build_profile(a, &rates, argv[0], origin, max_measured, &p) < 0 || save_profile(a, &p, s) < 0)
+	if (build_profile(a, &rates, argv[0], "profiled in its own loader", max_measured, &p) < 0 ||
+	    save_profile(a, &p, s) < 0)
 		goto out;
 	rv = 0;
 out:
