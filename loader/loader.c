@@ -703,8 +703,9 @@ int coordl_set_epoch(coordl_loader_t *ld, uint64_t epoch, coordl_error_t *err)
 static int set_threads_locked(coordl_loader_t *ld, int threads, coordl_error_t *err);
 
 /* The CPU set changed (follow.h): pin every thread to it and run one
- * worker per CPU. A failed pin or spawn leaves the old state; the next
- * change tries again. */
+ * worker per CPU. A thread that cannot be pinned keeps its old affinity
+ * (the count still follows); a failed spawn keeps the old count. Neither
+ * is retried before the set changes again. */
 static void follow_cpuset(coordl_loader_t *ld, const cpu_set_t *set)
 {
 	int n = CPU_COUNT(set);
