@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "lend.h"
+#include "util.h"
 
 static double now_us(void)
 {
@@ -64,13 +65,23 @@ static void row(const char *name, double *v, int n)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 4 ? atoi(argv[4]) : 200, i, errors = 0, flip = argc > 6;
+	int i, n, errors = 0, flip = argc > 6;
+	uint64_t calls = 200, jobid = 0;
 	double *wall, *cpu, *back;
 
-	if (argc < 4 || n <= 0) {
+	if (argc < 4) {
 		fprintf(stderr, "usage: lend-bench STATE_DIR STORE_DIR NODE_REL [N [JOB_REL JOBID]]\n");
 		return 2;
 	}
+	if (argc > 4 && syn__parse_u64(argv[4], 1, 1000000, &calls) < 0) {
+		fprintf(stderr, "lend-bench: N: '%s' is not a number from 1 to 1000000\n", argv[4]);
+		return 2;
+	}
+	if (flip && syn__parse_u64(argv[6], 1, UINT32_MAX, &jobid) < 0) {
+		fprintf(stderr, "lend-bench: JOBID: '%s' is not a job id\n", argv[6]);
+		return 2;
+	}
+	n = (int)calls;
 	wall = calloc((size_t)n, sizeof(*wall));
 	cpu = calloc((size_t)n, sizeof(*cpu));
 	back = calloc((size_t)n, sizeof(*back));
@@ -81,8 +92,8 @@ int main(int argc, char **argv)
 
 		if (flip) {
 			w0 = now_us();
-			syn__lend_step_start(argv[1], argv[3], argv[5],
-					     (uint32_t)strtoul(argv[6], NULL, 10), logf_, &errors);
+			syn__lend_step_start(argv[1], argv[3], argv[5], (uint32_t)jobid, logf_,
+					     &errors);
 			back[i] = now_us() - w0;
 		}
 		w0 = now_us();
