@@ -68,6 +68,27 @@ int main(void)
 	errno = 0;
 	c = syn_conf_load(path, &err);
 	ok(!c && errno == ENOENT && strstr(err.text, path), "a missing file: ENOENT naming it");
+	/* A file whose size fstat does not know (procfs says 0) is still read
+	 * whole: the error quotes the line past the first bytes. */
+	c = syn_conf_load("/proc/version", &err);
+	ok(!c && errno == EINVAL && strstr(err.text, "/proc/version:1") &&
+		   strstr(err.text, "Linux version"),
+	   "a file longer than fstat says is read whole: %s", err.text);
+	{
+		char big[] = "/tmp/synconf-big.XXXXXX";
+		int bfd = mkstemp(big);
+		FILE *f = bfd >= 0 ? fdopen(bfd, "w") : NULL;
+		ok(f != NULL, "temporary file for the size limit");
+		for (int i = 0; f && i <= 1024 * 1024; i += 8)
+			fputs("# 45678\n", f);
+		if (f)
+			fclose(f);
+		errno = 0;
+		c = syn_conf_load(big, &err);
+		ok(!c && errno == EFBIG && strstr(err.text, "larger than"),
+		   "a file over 1 MiB is refused, named: %s", err.text);
+		unlink(big);
+	}
 	/* The one search order of every Synergy program. */
 	{
 		char buf[256];
