@@ -11,3 +11,42 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 EXTRA_DIST += tests/lib/cluster.sh
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report
+
+# The fuzz targets' seed corpora (tests/fuzz/corpus/TARGET), replayed as
+# unit tests by tests/fuzz/replay.c linked with each target and the code it
+# parses: a regression seed that finds its bug again fails make check (and
+# the sanitizer build). tests/fuzz/run-fuzz.sh (clang, libFuzzer) fuzzes.
+FUZZ_REPLAY = tests/fuzz/replay-prep.t tests/fuzz/replay-profile.t \
+	tests/fuzz/replay-conf.t tests/fuzz/replay-trace.t tests/fuzz/replay-env.t \
+	tests/fuzz/replay-spank.t tests/fuzz/replay-source.t
+check_PROGRAMS += $(FUZZ_REPLAY)
+UNIT_TESTS += $(FUZZ_REPLAY)
+FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests -I$(top_srcdir)/loader \
+	-I$(top_srcdir)/profiler -I$(top_srcdir)/plugin $(LIBJPEG_CFLAGS) $(JANSSON_CFLAGS)
+FUZZ_STORE_LIBS = profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) \
+	$(GLPK_LIBS) $(LIBM)
+tests_fuzz_replay_prep_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_prep.c
+tests_fuzz_replay_prep_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/prep"'
+tests_fuzz_replay_prep_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+tests_fuzz_replay_profile_t_SOURCES = tests/fuzz/replay.c profiler/test/fuzz_profile.c
+tests_fuzz_replay_profile_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/profile"'
+tests_fuzz_replay_profile_t_LDADD = $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_conf_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_conf.c
+tests_fuzz_replay_conf_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/conf"'
+tests_fuzz_replay_conf_t_LDADD = $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_trace_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_trace.c sim/trace.c
+tests_fuzz_replay_trace_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/trace"'
+tests_fuzz_replay_trace_t_LDADD = $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_env_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_env.c
+tests_fuzz_replay_env_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/env"'
+tests_fuzz_replay_env_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+tests_fuzz_replay_spank_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_spank.c
+tests_fuzz_replay_spank_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/spank"'
+tests_fuzz_replay_spank_t_LDADD = plugin/libsynplugin.la $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_source_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_source.c
+tests_fuzz_replay_source_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/source"'
+tests_fuzz_replay_source_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+EXTRA_DIST += tests/fuzz/README tests/fuzz/run-fuzz.sh tests/fuzz/fuzz_util.h \
+	tests/fuzz/fuzz_conf.c tests/fuzz/fuzz_env.c tests/fuzz/fuzz_spank.c \
+	tests/fuzz/fuzz_trace.c tests/fuzz/corpus tests/fuzz/crashes \
+	tests/static/cppcheck.sh tests/static/cppcheck.supp

@@ -6,15 +6,8 @@
  * shard and every label below its class count, and fetching every item must
  * succeed or fail cleanly.
  *
- * Not part of `make check`. Build and run from the source tree with clang:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -Ibuild -Iinclude -Iloader loader/test/fuzz_source.c loader/source.c \
- *     loader/env.c loader/util.c -o fuzz_source
- *   mkdir -p corpus && printf 'coordl-index 1\nclasses 1\na\nshards 1\ns.cds\nitems 1\n0 0 4 0 x\n' \
- *     >corpus/seed && ./fuzz_source -max_len=4096 corpus
- *
- * (-Ibuild names any configured build directory, for its config.h.)
+ * Fuzzed by tests/fuzz/run-fuzz.sh (target "source"); `make check` replays
+ * its seeds, tests/fuzz/corpus/source/, through tests/fuzz/replay.c.
  */
 #include "config.h"
 
@@ -24,26 +17,24 @@
 #include <unistd.h>
 
 #include "source.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[64];
-
-static void setup(void)
+/* The scratch directory with a 16-byte shard s.cds that indexes may name. */
+static const char *setup(void)
 {
-	char p[128];
+	static char shard[320];
 	FILE *f;
 
-	if (dir[0])
-		return;
-	snprintf(dir, sizeof(dir), "/tmp/fuzz-source-XXXXXX");
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(p, sizeof(p), "%s/s.cds", dir);
-	if (!(f = fopen(p, "wb")))
-		abort();
-	fwrite("0123456789abcdef", 1, 16, f);
-	fclose(f);
+	if (!shard[0]) {
+		snprintf(shard, sizeof(shard), "%s/s.cds", fuzz_scratch_dir("source"));
+		if (!(f = fopen(shard, "wb")))
+			abort();
+		fwrite("0123456789abcdef", 1, 16, f);
+		fclose(f);
+	}
+	return fuzz_scratch_dir("source");
 }
 
 static void try_open(const char *path, int kind)
@@ -69,15 +60,10 @@ static void try_open(const char *path, int kind)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char p[128];
-	FILE *f;
+	char p[352];
 
-	setup();
-	snprintf(p, sizeof(p), "%s/in.cdx", dir);
-	if (!(f = fopen(p, "wb")))
-		abort();
-	fwrite(data, 1, size, f);
-	fclose(f);
+	snprintf(p, sizeof(p), "%s/in.cdx", setup());
+	fuzz_write_file(p, data, size);
 	try_open(p, COORDL_SOURCE_SHARDS);
 	try_open(p, COORDL_SOURCE_FILELIST);
 	return 0;

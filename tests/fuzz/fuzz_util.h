@@ -25,20 +25,30 @@ static inline char *fuzz_string(const uint8_t *data, size_t size)
 	return s;
 }
 
-/* One scratch file, /tmp/fuzz-TAG-XXXXXX/NAME, for the parsers that take a
- * path. The directory is made once: libFuzzer runs every input in one
- * process, and a fresh directory per input would only cost time. */
-static inline const char *fuzz_scratch_path(const char *tag, const char *name)
+/* One scratch directory, ${TMPDIR:-/tmp}/fuzz-TAG-XXXXXX, for the parsers
+ * that read files. It is made once: libFuzzer runs every input in one
+ * process, and a fresh directory per input would only cost time. The
+ * corpus replay (replay.c) points TMPDIR at a directory it removes. */
+static inline const char *fuzz_scratch_dir(const char *tag)
 {
-	static char path[128];
-	char dir[64];
+	static char dir[256];
+	const char *tmp = getenv("TMPDIR");
 
-	if (path[0])
-		return path;
-	snprintf(dir, sizeof(dir), "/tmp/fuzz-%s-XXXXXX", tag);
+	if (dir[0])
+		return dir;
+	snprintf(dir, sizeof(dir), "%s/fuzz-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
 	if (!mkdtemp(dir))
 		abort();
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return dir;
+}
+
+/* The scratch file NAME in that directory. */
+static inline const char *fuzz_scratch_path(const char *tag, const char *name)
+{
+	static char path[320];
+
+	if (!path[0])
+		snprintf(path, sizeof(path), "%s/%s", fuzz_scratch_dir(tag), name);
 	return path;
 }
 
