@@ -1,88 +1,254 @@
 /*
- * cgroup.h: the one small interface through which the SPANK plugin touches
- * cgroups, so that a cgroup v2 backend can sit beside the v1 one.
+ * cgroup.h: the one layer through which Synergy touches cgroups.
  *
- * A job's synergy cgroup is a child named "synergy" directly under the
- * job's own cgroup (job_rel, relative to each controller's root, e.g.
- * "slurm_n1/uid_0/job_42"): Slurm created the parent, so the child inherits
- * a valid cpuset and memory hierarchy and is inside the job's subtree on v1
- * and v2 alike. The child must be removed before Slurm removes the job's
- * cgroup, or Slurm's cleanup fails.
+ * Nothing else in the tree builds a cgroup path, reads /proc/<pid>/cgroup
+ * or walks a node's jobs: the SPANK plugin, idle-core lending, the epilog
+ * backstop and synergy-lend all go through here. Two backends sit behind
+ * it, chosen at run time as Slurm chooses its own cgroup plugin:
+ *
+ *   cgroup v1 (Slurm's cgroup/v1): a job is <mnt>/<ctl>/<root>/uid_U/job_J
+ *     in each controller, <root> being CgroupPrepend ("/slurm_%n" when
+ *     slurmd was built with multiple-slurmd, as Debian's is, else
+ *     "/slurm"). Synergy adds a child "synergy" under job_J in the cpuset
+ *     and memory hierarchies and moves the tasks into it; proctrack keeps
+ *     tracking them through the freezer hierarchy, which it leaves alone.
+ *
+ *   cgroup v2 (Slurm's cgroup/v2): one hierarchy; slurmstepds live in the
+ *     scope <mnt>/system.slice/<node>_slurmstepd.scope (multiple-slurmd)
+ *     or .../slurmstepd.scope, a job is <scope>/job_J and each step
+ *     job_J/step_S/{slurm,user/task_T}. Slurm constrains job_J and
+ *     step_S/user and tracks a step's processes by reading the task_T
+ *     leaves, so a task moved into a cgroup of ours would escape scancel
+ *     and step cleanup. Synergy therefore creates nothing on v2: the
+ *     step's "user" cgroup is where its limits apply (the no-internal-
+ *     processes rule holds: only the task_T leaves hold processes).
+ *
+ * Both are described to callers in the same terms: a node cgroup (node_rel)
+ * holding job cgroups (job_rel, relative to the hierarchy's root), and per
+ * job its "limit cgroups", the cgroups whose cpuset and memory limit bound
+ * the job's tasks (v1: job_J/synergy; v2: every job_J/step_S/user). Sets
+ * of CPUs are cpu_set_t; lists of any length are read whole.
+ *
+ * Nothing here logs or calls Slurm. Failures return -1 with errno and, where
+ * an err buffer is taken, a message naming the cgroup.
  */
 #ifndef SYN_PLUGIN_CGROUP_H
 #define SYN_PLUGIN_CGROUP_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The v1 child that holds a Synergy job's tasks. */
 #define SYN__CG_CHILD "synergy"
 
+/* Where to look and what to expect. Strings are copied by syn__cg_open. */
+typedef struct syn__cg_opts {
+	const char *node;       /* this slurmd's NodeName (required; %n) */
+	const char *plugin;     /* Slurm's CgroupPlugin: "cgroup/v1", "cgroup/v2",
+	                           "autodetect" or NULL (autodetect) */
+	const char *mountpoint; /* CgroupMountpoint; NULL: /sys/fs/cgroup */
+	const char *root;       /* the node's cgroup relative to the hierarchy
+	                           root, with %n (node) and %h (short hostname);
+	                           NULL: the layouts Slurm 22.05 makes, first that
+	                           exists (v1 slurm_%n, slurm; v2
+	                           system.slice/%n_slurmstepd.scope,
+	                           system.slice/slurmstepd.scope) */
+} syn__cg_opts_t;
+
+typedef struct syn__cg syn__cg_t;
+
 /*
- * Create (or update) the synergy child of job_rel with cpuset cpus (list
- * syntax, must lie inside the job's cpuset; the memory nodes are copied
- * from the job) and memory limit mem_bytes (0: no limit of its own).
- * Returns 0, or -1 with errno and a message in err.
+ * Detect the version and remember the layout. The version is the one Slurm
+ * uses: opts->plugin when it names one, else what is mounted at the
+ * mountpoint (cgroup2 there: v2; per-controller v1 hierarchies with a
+ * cpuset: v1). Returns a handle (free with syn__cg_close), or NULL with
+ * errno (EINVAL: bad options; ENOTSUP: no usable hierarchy, e.g. v2 without
+ * the cpuset or memory controller, v1 without cpuset and memory) and a
+ * message saying why in err.
  */
-int syn__cg_create(const char *job_rel, const char *cpus, uint64_t mem_bytes,
-		   char *err, size_t errlen);
+syn__cg_t *syn__cg_open(const syn__cg_opts_t *opts, char *err, size_t errlen);
 
-/* Move pid into the synergy child of job_rel (cpuset and memory). */
-int syn__cg_attach(const char *job_rel, pid_t pid, char *err, size_t errlen);
+/* Accepts NULL; preserves errno. */
+void syn__cg_close(syn__cg_t *cg);
 
+struct syn__conf;
 /*
- * Remove the synergy child of job_rel if it holds no process. Returns 0
- * when it is gone (or was never there), -1 with errno EBUSY while processes
- * remain, or another errno on failure.
+ * Open the layer for node as Synergy's configuration and Slurm's say:
+ * Slurm's cgroup.conf from CgroupConf, else beside $SLURM_CONF, else
+ * /etc/slurm/cgroup.conf (a missing file means Slurm's defaults), and
+ * CgroupRoot over the file's CgroupPrepend. The cgroup.conf path used is
+ * copied to used_conf when not NULL. Errors as syn__cg_open().
  */
-int syn__cg_remove(const char *job_rel, char *err, size_t errlen);
+syn__cg_t *syn__cg_open_conf(const struct syn__conf *conf, const char *node, char *used_conf,
+			     size_t used_len, char *err, size_t errlen);
+
+/* 1 or 2. */
+int syn__cg_version(const syn__cg_t *cg);
+
+/* The mountpoint and the node name the handle was opened with. */
+const char *syn__cg_mountpoint(const syn__cg_t *cg);
+const char *syn__cg_node(const syn__cg_t *cg);
 
 /*
- * Move the processes of one step (those whose freezer cgroup, where
- * proctrack/cgroup tracks them, is job_<jobid>/<step_dir>) from the synergy
- * child back into the job's cgroup. Called when the step ends: Slurm kills
- * what is left of the step and then removes the job's cgroups, which fails
- * while our child still holds processes. Other steps' processes stay.
- * Returns the number of processes moved, or -1 with errno.
+ * Read Slurm's cgroup.conf at path into opts-compatible strings: the values
+ * of CgroupPlugin, CgroupMountpoint and (older Slurm) CgroupPrepend, each
+ * copied into its buffer ("" when absent). Unknown keys are ignored, as
+ * Slurm's own parser knows many. Returns 0, or -1 with errno from open(2)
+ * (ENOENT: no such file, which callers may treat as "all defaults").
  */
-int syn__cg_evict_step(const char *job_rel, uint32_t jobid, const char *step_dir,
-		       char *err, size_t errlen);
-
-/* 1 if the synergy child of job_rel exists in the cpuset hierarchy. */
-int syn__cg_exists(const char *job_rel);
+int syn__cg_read_slurm_conf(const char *path, char *plugin, size_t plen, char *mnt,
+			    size_t mlen, char *prepend, size_t prelen);
 
 /*
- * Idle-core lending (lend.h) works on any cpuset cgroup: rel is a path
- * relative to the cpuset controller's root ("slurm_n1", ".../job_7",
- * ".../job_7/synergy"), built by the caller from the kernel's own paths.
+ * From a /proc/<pid>/cgroup text, the path (relative to the hierarchy's
+ * root, without the leading '/') of job_<jobid> in the hierarchy of
+ * controller (v1, e.g. "cpuset"), or in the unified hierarchy when
+ * controller is NULL or "" (the "0::" line): "slurm_n1/uid_0/job_42" for a
+ * task in ".../job_42/step_0". Pure (tests, fuzzing). Returns 0, or -1 with
+ * errno ENOENT (no such line, or not inside job_<jobid>) or ENAMETOOLONG.
  */
+int syn__cg_parse_proc(const char *proc_cgroup, const char *controller, uint32_t jobid,
+		       char *out, size_t outlen);
 
-/* Read rel's cpuset.cpus (list syntax) into buf. Returns 0 or -1 with errno. */
-int syn__cg_get_cpus(const char *rel, char *buf, size_t len);
+/* The job cgroup of job jobid that process pid is in (from the kernel's
+ * /proc/<pid>/cgroup). Returns 0, or -1 with errno (ENOENT: pid is not
+ * inside that job's cgroup). */
+int syn__cg_job_of_pid(const syn__cg_t *cg, pid_t pid, uint32_t jobid, char *out, size_t len);
+
+/* The node cgroup (node_rel) that holds job_rel. Returns 0 or -1 (EINVAL:
+ * not a job cgroup path of this layout). */
+int syn__cg_node_of_job(const syn__cg_t *cg, const char *job_rel, char *out, size_t len);
 
 /*
- * Write cpus (list syntax) to rel's cpuset.cpus. The kernel refuses (EBUSY
- * or EINVAL) a set narrower than a child's or wider than the parent's: the
- * caller widens parents first and narrows children first. Returns 0, or -1
- * with errno and a message naming the cgroup in err.
+ * The node's cgroup: opts->root expanded, or the first layout of Slurm's
+ * that exists. Returns 0, or -1 with errno ENOENT when none exists (no job
+ * ran on this node since boot) and the first candidate in out all the same.
  */
-int syn__cg_set_cpus(const char *rel, const char *cpus, char *err, size_t errlen);
+int syn__cg_node_path(const syn__cg_t *cg, char *out, size_t len);
+
+/* The job cgroup of job jobid (owned by uid, used on v1) on this node,
+ * built from the layout (no task needed: prolog, epilog, a new step).
+ * Returns 0 or -1 (ENOENT: the node's cgroup is not there). */
+int syn__cg_job_path(const syn__cg_t *cg, uint32_t jobid, uid_t uid, char *out, size_t len);
 
 /*
- * Set the CPU affinity of every thread listed in rel's tasks file to set
- * (the kernel does not widen a pinned thread's affinity when its cpuset
- * widens). Threads that exit meanwhile are skipped. Returns the number of
- * threads pinned, or -1 with errno if the tasks file cannot be read.
- */
-int syn__cg_pin_tasks(const char *rel, const void *cpu_set, size_t setsize);
-
-/*
- * Call fn(jobid, job_rel, arg) for every job cgroup of the node whose
- * cpuset cgroup is node_rel (directories node_rel/uid_<n>/job_<id>). Stops
+ * Call fn(jobid, job_rel, arg) for every job cgroup under node_rel. Stops
  * when fn returns non-zero. Returns the number of jobs visited, or -1 with
  * errno if node_rel cannot be read.
  */
-int syn__cg_foreach_job(const char *node_rel,
+int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg);
+
+/*
+ * Call fn(node_rel, node_name, arg) for every Slurm node cgroup on this
+ * machine (synergy-lend: a machine may run several slurmd). node_name is
+ * the NodeName as the layout shows it, or the handle's own node for layouts
+ * that do not carry it. Returns the number of nodes, -1 with errno.
+ */
+int syn__cg_foreach_node(const syn__cg_t *cg,
+			 int (*fn)(const char *node_rel, const char *node_name, void *arg),
+			 void *arg);
+
+/* ---- CPUs ---- */
+
+/* The CPUs of cgroup rel (its cpuset.cpus; on v2 cpuset.cpus.effective when
+ * the cgroup sets none of its own). Returns 0, or -1 with errno. */
+int syn__cg_get_cpus(const syn__cg_t *cg, const char *rel, cpu_set_t *set);
+
+/* The same in list syntax, whatever its length (malloc'ed; NULL with errno). */
+char *syn__cg_get_cpus_text(const syn__cg_t *cg, const char *rel);
+
+/*
+ * Resize the CPUs of job job_rel to target: the job cgroup and its limit
+ * cgroups, in the order the kernel accepts (narrow: limit cgroups, then the
+ * job; widen: the job's parents, the job, then its limit cgroups). Each
+ * limit cgroup keeps what it holds of target and gains what the job gains;
+ * one left with nothing of target falls back to allotted & target. The
+ * threads of the limit cgroups are then pinned to their cgroup's CPUs (a
+ * widened cpuset does not widen a pinned thread). Returns 0, or -1 with
+ * errno and err; a failure leaves the cgroups already changed as they are.
+ */
+int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set_t *target,
+			 const cpu_set_t *allotted, char *err, size_t errlen);
+
+/*
+ * Write cpus (list syntax) to one cgroup's cpuset.cpus with one write(2),
+ * so that the kernel's rules decide. Returns 0, or -1 with errno and err.
+ */
+int syn__cg_set_cpus(const syn__cg_t *cg, const char *rel, const char *cpus, char *err,
+		     size_t errlen);
+
+/* ---- memory ---- */
+
+/* The memory limit of cgroup rel in bytes (UINT64_MAX: none). 0 or -1. */
+int syn__cg_get_mem(const syn__cg_t *cg, const char *rel, uint64_t *bytes);
+
+/*
+ * Set the memory limit of job job_rel and of its limit cgroups to bytes
+ * (raise: the job first; lower: the limit cgroups first). Returns 0, or -1
+ * with errno and err (EBUSY: the kernel could not reclaim down to it).
+ */
+int syn__cg_job_set_mem(const syn__cg_t *cg, const char *job_rel, uint64_t bytes, char *err,
+			size_t errlen);
+
+/* ---- a Synergy job's tasks ---- */
+
+/*
+ * A task of job_rel is starting (slurmstepd, root, right after fork): make
+ * the job's limit cgroups exist and hold pid. v1: create the synergy child
+ * if missing, with the job's CPUs and memory nodes and memory limit
+ * mem_bytes (0: none of its own), and move pid into it; v2: nothing to
+ * create, pid stays in its task leaf. The CPUs the task should be pinned
+ * to are returned in set. Returns 0, or -1 with errno and err.
+ */
+int syn__cg_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
+		       uint64_t mem_bytes, cpu_set_t *set, char *err, size_t errlen);
+
+/*
+ * From the calling task's own view (task_init, the user's identity): 1 if
+ * /proc/self/cgroup shows the task inside one of job jobid's limit
+ * cgroups, with that cgroup's CPUs in set; 0 if not; -1 with errno.
+ */
+int syn__cg_self_in_limits(const syn__cg_t *cg, uint32_t jobid, cpu_set_t *set);
+
+/* The union of the CPUs of job_rel's limit cgroups into set: 1 when it has
+ * some, 0 when none (set empty), -1 with errno. */
+int syn__cg_job_limit_cpus(const syn__cg_t *cg, const char *job_rel, cpu_set_t *set);
+
+/* 1 if job_rel has a limit cgroup (v1: the synergy child exists; v2: a step
+ * with a user cgroup runs). */
+int syn__cg_job_has_limits(const syn__cg_t *cg, const char *job_rel);
+
+/*
+ * A step of job jobid ends (its directory name, "step_0", "step_batch"...):
+ * v1 moves the step's processes that are still in the synergy child back
+ * into the job's cgroup, so that Slurm kills them and removes its cgroups.
+ * v2: nothing. Returns the number of processes moved, or -1 with errno.
+ */
+int syn__cg_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
+		       const char *step_dir, char *err, size_t errlen);
+
+/*
+ * Remove what Synergy created for job_rel once no process is in it (v1:
+ * the synergy child, every controller; v2: nothing). Returns 0 when nothing
+ * of ours is left, -1 with errno EBUSY while processes remain, or another
+ * errno on failure.
+ */
+int syn__cg_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen);
+
+/* ---- CPU lists ---- */
+
+/* Parse a cpuset list ("0-3,8", a trailing newline allowed) into set.
+ * Returns 0 or -1 with EINVAL (the empty string is the empty set). */
+int syn__cpus_parse(const char *list, cpu_set_t *set);
+
+/* Write set in list syntax into buf ("" for the empty set). Returns 0, or
+ * -1 with ENAMETOOLONG when buf is too small. */
+int syn__cpus_format(const cpu_set_t *set, char *buf, size_t len);
+
+/* The same, malloc'ed (NULL with errno ENOMEM). */
+char *syn__cpus_format_alloc(const cpu_set_t *set);
 
 #endif

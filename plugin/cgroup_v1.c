@@ -1,22 +1,17 @@
 /*
- * cgroup_v1.c: the cgroup v1 backend of cgroup.h, through libcgroup.
+ * cgroup_v1.c: what the cgroup v1 backend does that v2 does not (see
+ * cgroup.h): the job's "synergy" child in the cpuset and memory
+ * hierarchies, created with libcgroup, its tasks, and its removal.
  *
  * The child gets the cpuset and memory controllers only: proctrack/cgroup
  * keeps tracking (and killing) the job through the freezer hierarchy, which
  * we leave alone. cpuset.mems is copied from the job's cgroup because a v1
  * cpuset with empty mems refuses tasks. libcgroup is initialised once per
- * process (slurmstepd loads us once per step). The cpuset helpers for
- * idle-core lending write the control files directly, one write(2) per
- * change, so that the kernel's own rule (a parent covers its children)
- * decides whether a change is allowed.
+ * process (slurmstepd loads us once per step).
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,93 +19,110 @@
 
 #include <libcgroup.h>
 
-#include "cgroup.h"
-#include "util.h"
+#include "cgroup_int.h"
+
+static const char *const child_ctls[] = { "cpuset", "memory" };
+#define NCTLS (sizeof(child_ctls) / sizeof(child_ctls[0]))
 
 static int cg_ready;
 
-static int cg_init(char *err, size_t errlen)
+static int lib_init(char *err, size_t errlen)
 {
 	int rc;
 
 	if (cg_ready)
 		return 0;
 	rc = cgroup_init();
-	if (rc) {
-		snprintf(err, errlen, "cgroup_init: %s", cgroup_strerror(rc));
-		errno = EIO;
-		return -1;
-	}
+	if (rc)
+		return syn__cg_err(err, errlen, EIO, "cgroup_init: %s", cgroup_strerror(rc));
 	cg_ready = 1;
 	return 0;
 }
 
-static int child_path(const char *job_rel, char *buf, size_t len, char *err, size_t errlen)
+static int child_rel(const char *job_rel, char *buf, size_t len)
 {
 	if ((size_t)snprintf(buf, len, "%s/%s", job_rel, SYN__CG_CHILD) >= len) {
-		snprintf(err, errlen, "cgroup path too long: %.80s", job_rel);
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	return 0;
 }
 
-/* libcgroup's handle of job_rel's synergy child (its path into path) with
+static int child_exists(const syn__cg_t *cg, const char *job_rel)
+{
+	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+
+	return child_rel(job_rel, rel, sizeof(rel)) == 0 &&
+	       syn__cg_path(cg, "cpuset", rel, NULL, path, sizeof(path)) == 0 &&
+	       access(path, F_OK) == 0;
+}
+
+int syn__cg1_limits(const syn__cg_t *cg, const char *job_rel, char ***out)
+{
+	char **list = calloc(2, sizeof(*list));
+	char rel[SYN__PATH_MAX * 2];
+
+	if (!list) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (child_exists(cg, job_rel) && child_rel(job_rel, rel, sizeof(rel)) == 0) {
+		list[0] = strdup(rel);
+		if (!list[0]) {
+			free(list);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	*out = list;
+	return 0;
+}
+
+/* libcgroup's handle of job_rel's synergy child (its path into rel) with
  * the cpuset and memory controllers added, or NULL with err and errno. */
-static struct cgroup *child_cgroup(const char *job_rel, char *path, size_t len,
+static struct cgroup *child_cgroup(const char *job_rel, char *rel, size_t len,
 				   struct cgroup_controller **cs, struct cgroup_controller **mem,
 				   char *err, size_t errlen)
 {
-	struct cgroup *cg;
+	struct cgroup *c;
 
-	if (cg_init(err, errlen) < 0 || child_path(job_rel, path, len, err, errlen) < 0)
+	if (lib_init(err, errlen) < 0)
 		return NULL;
-	cg = cgroup_new_cgroup(path);
-	if (!cg || !(*cs = cgroup_add_controller(cg, "cpuset")) ||
-	    !(*mem = cgroup_add_controller(cg, "memory"))) {
-		snprintf(err, errlen, "cgroup_new_cgroup(%s) failed", path);
-		if (cg)
-			cgroup_free(&cg);
-		errno = ENOMEM;
+	if (child_rel(job_rel, rel, len) < 0) {
+		syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
 		return NULL;
 	}
-	return cg;
-}
-
-/* Read a one-line control file of job_rel in controller ctl into buf. */
-static int read_value(const char *ctl, const char *job_rel, const char *file,
-		      char *buf, size_t len)
-{
-	char path[512];
-	FILE *f;
-	int rv = -1;
-
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s/%s", ctl, job_rel, file);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fgets(buf, (int)len, f)) {
-		buf[strcspn(buf, "\n")] = '\0';
-		rv = 0;
+	c = cgroup_new_cgroup(rel);
+	if (!c || !(*cs = cgroup_add_controller(c, "cpuset")) ||
+	    !(*mem = cgroup_add_controller(c, "memory"))) {
+		syn__cg_err(err, errlen, ENOMEM, "cgroup_new_cgroup(%s) failed", rel);
+		if (c)
+			cgroup_free(&c);
+		return NULL;
 	}
-	fclose(f);
-	return rv;
+	return c;
 }
 
-int syn__cg_create(const char *job_rel, const char *cpus, uint64_t mem_bytes,
-		   char *err, size_t errlen)
+static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_bytes, char *err,
+			size_t errlen)
 {
-	struct cgroup *cg = NULL;
+	struct cgroup *c = NULL;
 	struct cgroup_controller *cs, *mem;
-	char path[400], mems[64];
+	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char *mems = NULL, *cpus = NULL;
 	int rc, rv = -1;
 
-	cg = child_cgroup(job_rel, path, sizeof(path), &cs, &mem, err, errlen);
-	if (!cg)
+	c = child_cgroup(job_rel, rel, sizeof(rel), &cs, &mem, err, errlen);
+	if (!c)
 		goto out;
-	if (read_value("cpuset", job_rel, "cpuset.mems", mems, sizeof(mems)) < 0 || !mems[0]) {
-		snprintf(err, errlen, "cannot read cpuset.mems of %s", job_rel);
-		errno = ENOENT;
+	if (syn__cg_path(cg, "cpuset", job_rel, "cpuset.mems", path, sizeof(path)) < 0 ||
+	    !(mems = syn__cg_read_file(path)) || !mems[0]) {
+		syn__cg_err(err, errlen, ENOENT, "cannot read cpuset.mems of %s", job_rel);
+		goto out;
+	}
+	cpus = syn__cg_get_cpus_text(cg, job_rel);
+	if (!cpus || !cpus[0]) {
+		syn__cg_err(err, errlen, ENOENT, "cannot read cpuset.cpus of %s", job_rel);
 		goto out;
 	}
 	/* mems before cpus: the kernel wants both set before tasks join. */
@@ -120,274 +132,163 @@ int syn__cg_create(const char *job_rel, const char *cpus, uint64_t mem_bytes,
 	if (!rc && mem_bytes)
 		rc = cgroup_set_value_uint64(mem, "memory.limit_in_bytes", mem_bytes);
 	if (rc) {
-		snprintf(err, errlen, "setting values of %s: %s", path, cgroup_strerror(rc));
-		errno = EINVAL;
+		syn__cg_err(err, errlen, EINVAL, "setting values of %s: %s", rel,
+			    cgroup_strerror(rc));
 		goto out;
 	}
 	/* ignore_ownership=0: root owns it; the job can read but not change it. */
-	rc = cgroup_create_cgroup(cg, 0);
+	rc = cgroup_create_cgroup(c, 0);
 	if (rc) {
-		snprintf(err, errlen, "creating %s: %s", path, cgroup_strerror(rc));
-		errno = EIO;
+		syn__cg_err(err, errlen, EIO, "creating %s: %s", rel, cgroup_strerror(rc));
 		goto out;
 	}
 	rv = 0;
 out:
-	if (cg)
-		cgroup_free(&cg);
+	free(mems);
+	free(cpus);
+	if (c)
+		cgroup_free(&c);
 	return rv;
 }
 
-int syn__cg_attach(const char *job_rel, pid_t pid, char *err, size_t errlen)
+int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
+			uint64_t mem_bytes, cpu_set_t *set, char *err, size_t errlen)
 {
-	struct cgroup *cg = NULL;
+	struct cgroup *c = NULL;
 	struct cgroup_controller *cs, *mem;
-	char path[400];
+	char rel[SYN__PATH_MAX * 2];
 	int rc, rv = -1;
 
-	cg = child_cgroup(job_rel, path, sizeof(path), &cs, &mem, err, errlen);
-	if (!cg)
+	if (!child_exists(cg, job_rel) && create_child(cg, job_rel, mem_bytes, err, errlen) < 0) {
+		int e = errno;
+		syn__cg1_job_cleanup(cg, job_rel, NULL, 0);
+		errno = e;
+		return -1;
+	}
+	c = child_cgroup(job_rel, rel, sizeof(rel), &cs, &mem, err, errlen);
+	if (!c)
 		goto out;
-	rc = cgroup_attach_task_pid(cg, pid);
+	rc = cgroup_attach_task_pid(c, pid);
 	if (rc) {
-		snprintf(err, errlen, "attaching pid %d to %s: %s", (int)pid, path,
-			 cgroup_strerror(rc));
-		errno = EIO;
+		syn__cg_err(err, errlen, EIO, "attaching pid %d to %s: %s", (int)pid, rel,
+			    cgroup_strerror(rc));
+		goto out;
+	}
+	if (syn__cg_get_cpus(cg, rel, set) < 0) {
+		syn__cg_err(err, errlen, errno, "cannot read the CPUs of %s", rel);
 		goto out;
 	}
 	rv = 0;
 out:
-	if (cg)
-		cgroup_free(&cg);
+	if (c)
+		cgroup_free(&c);
 	return rv;
 }
 
-/* 1 if the child's tasks file in controller ctl lists a process. */
-static int has_tasks(const char *ctl, const char *path)
+/* 1 if cgroup rel of controller ctl lists a process. */
+static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 {
-	char buf[32];
+	char path[SYN__PATH_MAX * 3];
+	char *text;
+	int has;
 
-	if (read_value(ctl, path, "tasks", buf, sizeof(buf)) < 0)
+	if (syn__cg_path(cg, ctl, rel, "cgroup.procs", path, sizeof(path)) < 0 ||
+	    !(text = syn__cg_read_file(path)))
 		return 0;
-	return buf[0] != '\0';
+	has = text[0] != '\0';
+	free(text);
+	return has;
 }
 
-int syn__cg_exists(const char *job_rel)
+int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen)
 {
-	char path[512];
-
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s", job_rel, SYN__CG_CHILD);
-	return access(path, F_OK) == 0;
-}
-
-int syn__cg_remove(const char *job_rel, char *err, size_t errlen)
-{
-	static const char *const ctls[] = { "cpuset", "memory" };
-	char path[400], dir[512];
+	char rel[SYN__PATH_MAX * 2], dir[SYN__PATH_MAX * 3];
 	size_t i;
-	int rv = -1;
 
-	if (child_path(job_rel, path, sizeof(path), err, errlen) < 0)
-		goto out;
-	for (i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++) {
-		if (has_tasks(ctls[i], path)) {
-			snprintf(err, errlen, "%s/%s still has tasks", ctls[i], path);
-			errno = EBUSY;
-			goto out;
-		}
+	if (child_rel(job_rel, rel, sizeof(rel)) < 0)
+		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+	for (i = 0; i < NCTLS; i++) {
+		if (has_procs(cg, child_ctls[i], rel))
+			return syn__cg_err(err, errlen, EBUSY, "%s/%s still has tasks",
+					   child_ctls[i], rel);
 	}
 	/* rmdir directly: libcgroup's delete would migrate stray tasks to the
 	 * parent, and an empty v1 cgroup needs nothing but rmdir. */
-	for (i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++) {
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctls[i], path);
-		if (rmdir(dir) < 0 && errno != ENOENT) {
-			snprintf(err, errlen, "rmdir %s: %s", dir, strerror(errno));
-			goto out;
-		}
+	for (i = 0; i < NCTLS; i++) {
+		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
+			continue;
+		if (rmdir(dir) < 0 && errno != ENOENT)
+			return syn__cg_err(err, errlen, errno, "rmdir %s: %s", dir, strerror(errno));
 	}
-	rv = 0;
-out:
-	return rv;
+	return 0;
 }
 
 /* 1 if pid's freezer cgroup is <...>/job_<jobid>/<step_dir> or below it. */
 static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
 {
-	char path[64], line[512], want[128];
-	FILE *f;
+	char path[64], job[SYN__PATH_MAX * 2], own[SYN__PATH_MAX * 2];
+	char *text;
+	size_t jl, sl = strlen(step_dir);
 	int rv = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	snprintf(want, sizeof(want), "/job_%u/%s", (unsigned)jobid, step_dir);
-	f = fopen(path, "re");
-	if (!f)
+	text = syn__cg_read_file(path);
+	if (!text)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *c = strstr(line, ":freezer:"), *hit;
-
-		if (!c)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		hit = strstr(c, want);
-		if (hit && (hit[strlen(want)] == '\0' || hit[strlen(want)] == '/'))
-			rv = 1;
-		break;
+	if (syn__cg_parse_proc(text, "freezer", jobid, job, sizeof(job)) == 0 &&
+	    syn__cg_proc_path(text, "freezer", own, sizeof(own)) == 0) {
+		jl = strlen(job);
+		rv = strncmp(own, job, jl) == 0 && own[jl] == '/' &&
+		     strncmp(own + jl + 1, step_dir, sl) == 0 &&
+		     (own[jl + 1 + sl] == '\0' || own[jl + 1 + sl] == '/');
 	}
-	fclose(f);
+	free(text);
 	return rv;
 }
 
-static int write_pid(const char *ctl, const char *rel, pid_t pid)
+static int write_pid(const syn__cg_t *cg, const char *ctl, const char *rel, pid_t pid)
 {
-	char path[512];
-	FILE *f;
-	int rv;
+	char path[SYN__PATH_MAX * 3], val[24];
 
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s/cgroup.procs", ctl, rel);
-	f = fopen(path, "we");
-	if (!f)
+	if (syn__cg_path(cg, ctl, rel, "cgroup.procs", path, sizeof(path)) < 0)
 		return -1;
-	rv = fprintf(f, "%d\n", (int)pid) < 0 ? -1 : 0;
-	if (fclose(f) != 0)
-		rv = -1;
-	return rv;
+	snprintf(val, sizeof(val), "%d", (int)pid);
+	return syn__cg_write_file(path, val, NULL, 0);
 }
 
-int syn__cg_evict_step(const char *job_rel, uint32_t jobid, const char *step_dir,
-		       char *err, size_t errlen)
+int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
+			const char *step_dir, char *err, size_t errlen)
 {
-	char path[512];
-	FILE *f;
-	long pid;
+	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char *text, *p, *end;
 	int moved = 0;
 
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s/cgroup.procs", job_rel,
-		 SYN__CG_CHILD);
-	f = fopen(path, "re");
-	if (!f) {
+	if (child_rel(job_rel, rel, sizeof(rel)) < 0 ||
+	    syn__cg_path(cg, "cpuset", rel, "cgroup.procs", path, sizeof(path)) < 0)
+		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+	text = syn__cg_read_file(path);
+	if (!text) {
 		if (errno == ENOENT)
 			return 0;
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
-		return -1;
+		return syn__cg_err(err, errlen, errno, "open %s: %s", path, strerror(errno));
 	}
-	while (fscanf(f, "%ld", &pid) == 1) {
+	for (p = text; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
 		if (pid <= 0 || !pid_in_step((pid_t)pid, jobid, step_dir))
 			continue;
 		/* A process that exits meanwhile is fine: ESRCH is ignored. */
-		if ((write_pid("cpuset", job_rel, (pid_t)pid) < 0 && errno != ESRCH) ||
-		    (write_pid("memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
-			snprintf(err, errlen, "moving pid %ld back to %s: %s", pid, job_rel,
-				 strerror(errno));
-			fclose(f);
-			return -1;
+		if ((write_pid(cg, "cpuset", job_rel, (pid_t)pid) < 0 && errno != ESRCH) ||
+		    (write_pid(cg, "memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
+			int e = errno;
+			free(text);
+			return syn__cg_err(err, errlen, e, "moving pid %ld back to %s: %s", pid,
+					   job_rel, strerror(e));
 		}
 		moved++;
 	}
-	fclose(f);
+	free(text);
 	return moved;
-}
-
-int syn__cg_get_cpus(const char *rel, char *buf, size_t len)
-{
-	if (read_value("cpuset", rel, "cpuset.cpus", buf, len) < 0) {
-		if (!errno)
-			errno = EIO;
-		return -1;
-	}
-	return 0;
-}
-
-int syn__cg_set_cpus(const char *rel, const char *cpus, char *err, size_t errlen)
-{
-	char path[512];
-	int fd, rv = -1;
-	size_t n = strlen(cpus);
-
-	if ((size_t)snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/cpuset.cpus", rel) >=
-	    sizeof(path)) {
-		errno = ENAMETOOLONG;
-		snprintf(err, errlen, "cgroup path too long: %.80s", rel);
-		return -1;
-	}
-	/* One write(2): the kernel applies the whole list or refuses it. */
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (write(fd, cpus, n) != (ssize_t)n) {
-		snprintf(err, errlen, "writing '%s' to %s: %s", cpus, path, strerror(errno));
-		goto out;
-	}
-	rv = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	return rv;
-}
-
-int syn__cg_pin_tasks(const char *rel, const void *cpu_set, size_t setsize)
-{
-	char path[512];
-	FILE *f;
-	long tid;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/tasks", rel);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%ld", &tid) == 1) {
-		if (tid > 0 && sched_setaffinity((pid_t)tid, setsize, (const cpu_set_t *)cpu_set) == 0)
-			n++;
-	}
-	fclose(f);
-	return n;
-}
-
-/* "prefix<digits>" -> 1 and the number, else 0. */
-static int numbered(const char *name, const char *prefix, uint32_t *out)
-{
-	size_t plen = strlen(prefix);
-	uint64_t v;
-
-	if (strncmp(name, prefix, plen) != 0 || syn__parse_u64(name + plen, 0, UINT32_MAX, &v) < 0)
-		return 0;
-	*out = (uint32_t)v;
-	return 1;
-}
-
-int syn__cg_foreach_job(const char *node_rel,
-			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg)
-{
-	char path[512], rel[512];
-	DIR *top = NULL, *ud;
-	struct dirent *u, *j;
-	uint32_t num;
-	int count = 0, stop = 0;
-
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s", node_rel);
-	top = opendir(path);
-	if (!top)
-		return -1;
-	while (!stop && (u = readdir(top))) {
-		if (!numbered(u->d_name, "uid_", &num))
-			continue;
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s/%s", node_rel, u->d_name);
-		ud = opendir(path);
-		if (!ud)
-			continue;
-		while (!stop && (j = readdir(ud))) {
-			if (!numbered(j->d_name, "job_", &num))
-				continue;
-			if ((size_t)snprintf(rel, sizeof(rel), "%s/%s/%s", node_rel, u->d_name,
-					     j->d_name) >= sizeof(rel))
-				continue;
-			count++;
-			stop = fn(num, rel, arg);
-		}
-		closedir(ud);
-	}
-	closedir(top);
-	return count;
 }

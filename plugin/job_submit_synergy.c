@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "synergy_conf.h"
+#include "jobrec.h"
 #include "submit.h"
 #include "util.h"
 
@@ -33,6 +35,8 @@
  * strings handed to it must come from there (slurmctld exports these). */
 extern char *slurm_xstrdup(const char *str);
 extern void slurm_xfree(void **item);
+extern void *slurm_xrecalloc(void **item, size_t count, size_t size, bool clear, bool try_,
+			     const char *file, int line, const char *func);
 extern void slurm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern void slurm_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -89,6 +93,28 @@ static void set_admin_comment(job_desc_msg_t *job_desc, const char *text)
 	job_desc->admin_comment = slurm_xstrdup(text);
 }
 
+static void xfree_str(char *s)
+{
+	slurm_xfree((void **)&s);
+}
+
+/* Put "SYNERGY_GRANT=<grant>" into the job's spank environment (any copy
+ * the user sent was stripped before). Returns 0, or -1 if Slurm's
+ * allocator refused (the job then runs GPU-proportional). */
+static int add_grant(job_desc_msg_t *job_desc, const char *grant)
+{
+	char entry[sizeof(((syn__decision_t *)0)->grant) + 32];
+	uint32_t n = job_desc->spank_job_env_size;
+
+	snprintf(entry, sizeof(entry), "%s=%s", SYN__GRANT_VAR, grant);
+	if (!slurm_xrecalloc((void **)&job_desc->spank_job_env, n + 2, sizeof(char *), true, true,
+			     __FILE__, __LINE__, __func__))
+		return -1;
+	job_desc->spank_job_env[n] = slurm_xstrdup(entry);
+	job_desc->spank_job_env_size = n + 1;
+	return 0;
+}
+
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
 	syn__conf_t conf;
@@ -103,14 +129,19 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	req.tres_per_node = job_desc->tres_per_node;
 	req.tres_per_job = job_desc->tres_per_job;
 	req.nodes = job_desc->min_nodes != NO_VAL ? job_desc->min_nodes : 0;
+	req.partition = job_desc->partition;
 	req.tasks_per_node = job_desc->ntasks_per_node != NO_VAL16 ?
 			     job_desc->ntasks_per_node : 0;
 	if (!req.tasks_per_node && job_desc->num_tasks != NO_VAL && job_desc->num_tasks > 0)
 		req.tasks_per_node = job_desc->num_tasks / (req.nodes ? req.nodes : 1);
 	req.user_cpus = job_desc->cpus_per_task != NO_VAL16 || job_desc->cpus_per_tres != NULL;
 	req.user_mem = job_desc->pn_min_memory != NO_VAL64 || job_desc->mem_per_tres != NULL;
-	req.uid = submit_uid;
+	/* The job's owner (root may submit for another user with --uid). */
+	req.uid = job_desc->user_id != NO_VAL ? job_desc->user_id : submit_uid;
 
+	/* Only job_submit's own decision may reach the node. */
+	job_desc->spank_job_env_size = syn__strip_grant(job_desc->spank_job_env,
+							job_desc->spank_job_env_size, xfree_str);
 	/* A disabled plugin still refuses malformed options: they are wrong
 	 * whatever the configuration. */
 	syn__decide(&conf, &req, &d);
@@ -121,6 +152,11 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 			*err_msg = slurm_xstrdup(d.err);
 		return ESLURM_INVALID_JOB_DEFAULTS;
 	case SYN__SIZED:
+		if (add_grant(job_desc, d.grant) < 0) {
+			slurm_error("synergy: key=%s: cannot add the grant to job's environment; "
+				    "job stays GPU-proportional", d.key);
+			break;
+		}
 		job_desc->cpus_per_task = d.cpus_per_task;
 		job_desc->min_cpus = d.min_cpus;
 		job_desc->pn_min_memory = d.mem_mb;
@@ -141,6 +177,9 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		set_admin_comment(job_desc, d.comment);
 		break;
 	case SYN__PROPORTIONAL:
+		if (d.grant[0] && add_grant(job_desc, d.grant) < 0)
+			slurm_error("synergy: key=%s: cannot add the grant to job's environment",
+				    d.key);
 		if (d.err[0])
 			slurm_error("%s; job stays GPU-proportional", d.err);
 		slurm_info("%s (uid %u)", d.comment, (unsigned)submit_uid);

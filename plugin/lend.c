@@ -2,20 +2,21 @@
  * lend.c: idle-core lending on one node (see lend.h).
  *
  * The decision (syn__lend_plan) is a pure function. The rest gathers what
- * it needs and applies it, all under one flock per node so that the
+ * it needs and applies it, all under one lock per node so that the
  * slurmstepds of jobs starting and ending at the same time act one after
  * the other:
- *   - a record per job, written at the job's first step before anything is
- *     lent to it: the CPUs Slurm gave its job cgroup then (that cpuset is in
- *     the kernel's CPU numbering, unlike S_JOB_ALLOC_CORES, which counts
- *     Slurm's abstract cores), its GPUs, cache grant and profile key;
- *   - the cgroup tree, which says which jobs run now and what they hold. A
- *     job cgroup without a record (started before lending was turned on)
- *     counts as allotted everything it holds and never borrows.
- * Applying narrows first (every job that must give CPUs back: its synergy
- * child, then its job cgroup), then widens (parents, the job cgroup, its
- * synergy child, then the affinity of the child's threads). A failed step
- * is reported and skips what depends on it; nothing is retried.
+ *   - the per-job records in StateDir (jobrec.h): what job_submit granted
+ *     (written by the job prolog, with a copy of the job's profile), and
+ *     the CPUs Slurm gave its job cgroup at its first step, before anything
+ *     was lent to it (that cpuset is in the kernel's CPU numbering, unlike
+ *     S_JOB_ALLOC_CORES, which counts Slurm's abstract cores);
+ *   - the cgroup tree (cgroup.h), which says which jobs run now and what
+ *     they hold. A job cgroup without a record (started before lending was
+ *     turned on) counts as allotted everything it holds and never borrows.
+ * Applying narrows first (every job that must give CPUs back), then widens;
+ * the cgroup layer orders the writes within a job as the kernel needs. Under
+ * the lock only local files in StateDir are read, never the profile store,
+ * so a slow store cannot stall a job launch.
  */
 #include "config.h"
 
@@ -32,86 +33,12 @@
 
 #include "synergy_store.h"
 #include "cgroup.h"
+#include "jobrec.h"
 #include "lend.h"
 #include "util.h"
 
 /* Enough for any node this plugin will meet; more jobs are not lent to. */
 #define LEND_MAX_JOBS 256
-
-int syn__cpus_parse(const char *list, cpu_set_t *set)
-{
-	const char *p = list;
-
-	if (!list || !set) {
-		errno = EINVAL;
-		return -1;
-	}
-	CPU_ZERO(set);
-	while (*p && *p != '\n') {
-		char *end;
-		long a, b;
-
-		if (*p < '0' || *p > '9')
-			goto bad;
-		a = strtol(p, &end, 10);
-		if (a >= CPU_SETSIZE)
-			goto bad;
-		b = a;
-		p = end;
-		if (*p == '-') {
-			if (p[1] < '0' || p[1] > '9')
-				goto bad;
-			b = strtol(p + 1, &end, 10);
-			if (b < a || b >= CPU_SETSIZE)
-				goto bad;
-			p = end;
-		}
-		for (; a <= b; a++)
-			CPU_SET((int)a, set);
-		if (*p == ',')
-			p++;
-		else if (*p && *p != '\n')
-			goto bad;
-	}
-	return 0;
-bad:
-	errno = EINVAL;
-	return -1;
-}
-
-int syn__cpus_format(const cpu_set_t *set, char *buf, size_t len)
-{
-	size_t used = 0;
-	int i = 0, n;
-
-	if (!set || !buf || !len) {
-		errno = EINVAL;
-		return -1;
-	}
-	buf[0] = '\0';
-	while (i < CPU_SETSIZE) {
-		int j;
-
-		if (!CPU_ISSET(i, set)) {
-			i++;
-			continue;
-		}
-		for (j = i; j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, set); j++)
-			;
-		if (j == i)
-			n = snprintf(buf + used, len - used, "%s%d", used ? "," : "", i);
-		else
-			n = snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", i, j);
-		if (n < 0 || (size_t)n >= len - used) {
-			buf[0] = '\0';
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		used += (size_t)n;
-		i = j + 1;
-	}
-	return 0;
-}
 
 /* Predicted relative gain of one more CPU for job j holding ncpus. */
 static double gain_of(const syn__lend_job_t *j, int ncpus)
@@ -203,16 +130,18 @@ int syn__lend_plan(const cpu_set_t *node, syn__lend_job_t *jobs, int n, double m
 /* One job as gathered from its record and the cgroup tree. */
 typedef struct lend_entry {
 	syn__lend_job_t job;
-	char job_rel[320];
-	int has_child;              /* a synergy child exists */
+	char job_rel[512];
+	int has_limits;             /* its tasks are in limit cgroups we manage */
+	int has_record;             /* a record with its allotted CPUs */
 	int has_profile;
 	syn_profile_t profile;
-	char key[SYN__KEY_MAX + 1];
-	int borrow;
+	syn__jobrec_t rec;
 } lend_entry_t;
 
 typedef struct lend_ctx {
-	const char *state_dir, *store_dir, *node_rel, *node_name;
+	const syn__cg_t *cg;
+	const char *state_dir, *node_rel, *node;
+	int dfd;
 	uint32_t ended;
 	syn__lend_log_f log;
 	void *arg;
@@ -225,7 +154,7 @@ static void say(lend_ctx_t *c, int is_error, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void say(lend_ctx_t *c, int is_error, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[768];
 	va_list ap;
 
 	if (is_error)
@@ -236,141 +165,6 @@ static void say(lend_ctx_t *c, int is_error, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	c->log(is_error, msg, c->arg);
-}
-
-/* The state directory: created if missing, and trusted only if root owns
- * it and nobody else can write it (root acts on what the records say). */
-static int state_dir_open(lend_ctx_t *c)
-{
-	char parent[SYN__PATH_MAX];
-	char *slash;
-	struct stat st;
-	int fd;
-
-	snprintf(parent, sizeof(parent), "%s", c->state_dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		if (mkdir(parent, 0755) < 0 && errno != EEXIST) {
-			say(c, 1, "synergy: lend: mkdir %s: %s", parent, strerror(errno));
-			return -1;
-		}
-	}
-	if (mkdir(c->state_dir, 0700) < 0 && errno != EEXIST) {
-		say(c, 1, "synergy: lend: mkdir %s: %s", c->state_dir, strerror(errno));
-		return -1;
-	}
-	fd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		say(c, 1, "synergy: lend: open %s: %s", c->state_dir, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		say(c, 1, "synergy: lend: %s must be owned by root and writable by root only",
-		    c->state_dir);
-		close(fd);
-		errno = EPERM;
-		return -1;
-	}
-	return fd;
-}
-
-/* Take the node's lock (NODE.lock in the state directory): every lending
- * action on a node runs under it, so concurrent slurmstepds take turns.
- * Returns the descriptor holding the flock (closing it releases), or -1. */
-static int node_lock(lend_ctx_t *c, int dfd)
-{
-	char name[128];
-	int fd;
-
-	snprintf(name, sizeof(name), "%s.lock", c->node_name);
-	fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-		say(c, 1, "synergy: lend: lock %s/%s: %s", c->state_dir, name, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void record_name(const lend_ctx_t *c, uint32_t jobid, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s.job_%u", c->node_name, (unsigned)jobid);
-}
-
-/* Write a job's record atomically (temporary file, rename). */
-static int record_write(lend_ctx_t *c, int dfd, const syn__lend_start_t *s, const char *allotted)
-{
-	char name[128], tmp[160], text[512];
-	int fd, len, rv = -1;
-
-	record_name(c, s->jobid, name, sizeof(name));
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	len = snprintf(text, sizeof(text), "allotted=%s\nborrow=%d\nkey=%s\ngpus=%d\ncache_mb=%llu\n",
-		       allotted, s->borrow ? 1 : 0, s->borrow && s->key ? s->key : "",
-		       s->gpus, (unsigned long long)s->cache_mb);
-	if (len < 0 || (size_t)len >= sizeof(text)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	if (write(fd, text, (size_t)len) == len && close(fd) == 0) {
-		fd = -1;
-		if (renameat(dfd, tmp, dfd, name) == 0)
-			rv = 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (rv < 0)
-		unlinkat(dfd, tmp, 0);
-	return rv;
-}
-
-/* Read a job's record into e. Returns 0, or -1 (absent or malformed). */
-static int record_read(lend_ctx_t *c, int dfd, lend_entry_t *e)
-{
-	char name[128], line[300];
-	FILE *f;
-	int fd, have = 0;
-	uint64_t v;
-
-	record_name(c, e->job.jobid, name, sizeof(name));
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char *val = strchr(line, '=');
-
-		if (!val)
-			continue;
-		*val++ = '\0';
-		val[strcspn(val, "\n")] = '\0';
-		if (strcmp(line, "allotted") == 0 && syn__cpus_parse(val, &e->job.allotted) == 0)
-			have = 1;
-		else if (strcmp(line, "borrow") == 0)
-			e->borrow = strcmp(val, "1") == 0;
-		else if (strcmp(line, "key") == 0 && syn__key_valid(val))
-			snprintf(e->key, sizeof(e->key), "%s", val);
-		else if (strcmp(line, "gpus") == 0 && syn__parse_u64(val, 1, 1024, &v) == 0)
-			e->job.gpus = (int)v;
-		else if (strcmp(line, "cache_mb") == 0 &&
-			 syn__parse_u64(val, 0, 1ULL << 40, &v) == 0)
-			e->job.cache_gb = (double)v / 1024.0;
-	}
-	fclose(f);
-	if (!have || CPU_COUNT(&e->job.allotted) == 0)
-		return -1;
-	return 0;
 }
 
 static int collect_cb(uint32_t jobid, const char *job_rel, void *arg)
@@ -394,15 +188,13 @@ static int collect_cb(uint32_t jobid, const char *job_rel, void *arg)
 }
 
 /* Drop records of jobs that no longer have a cgroup on this node. */
-static void records_prune(lend_ctx_t *c, int dfd)
+static void records_prune(lend_ctx_t *c)
 {
-	char prefix[96];
 	struct dirent *d;
 	DIR *dir;
 	int copy, i;
-	size_t plen;
 
-	copy = dup(dfd);
+	copy = dup(c->dfd);
 	if (copy < 0)
 		return;
 	dir = fdopendir(copy);
@@ -410,18 +202,24 @@ static void records_prune(lend_ctx_t *c, int dfd)
 		close(copy);
 		return;
 	}
-	plen = (size_t)snprintf(prefix, sizeof(prefix), "%s.job_", c->node_name);
 	while ((d = readdir(dir))) {
-		uint64_t id;
+		uint32_t id;
 		int live = 0;
 
-		if (strncmp(d->d_name, prefix, plen) != 0 ||
-		    syn__parse_u64(d->d_name + plen, 1, UINT32_MAX, &id) < 0)
+		if (!syn__jobrec_match(d->d_name, c->node, &id))
 			continue;
+		/* Only bare records: a grant's job may not have a cgroup yet
+		 * (its prolog ran, its first step did not); the epilog removes
+		 * those. */
 		for (i = 0; i < c->n && !live; i++)
-			live = c->e[i].job.jobid == (uint32_t)id;
-		if (!live)
-			unlinkat(dfd, d->d_name, 0);
+			live = c->e[i].job.jobid == id;
+		if (!live) {
+			syn__jobrec_t r;
+
+			if (syn__jobrec_read(c->dfd, c->node, id, &r, NULL, 0) == 0 && r.synergy)
+				continue;
+			syn__jobrec_remove(c->dfd, c->node, id);
+		}
 	}
 	closedir(dir);
 }
@@ -432,380 +230,396 @@ static void fmt(const cpu_set_t *s, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-/* The cpuset.cpus of cgroup rel as a set. Returns 0, or -1 (unreadable or
- * malformed). */
-static int read_cpus(const char *rel, cpu_set_t *set)
-{
-	char text[256];
-
-	if (syn__cg_get_cpus(rel, text, sizeof(text)) < 0)
-		return -1;
-	return syn__cpus_parse(text, set);
-}
-
-/* The node's name, the last component of its cgroup path ("slurm_n1"): it
- * names the node's lock and records in the state directory. */
-static const char *node_base(const char *node_rel)
-{
-	const char *slash = strrchr(node_rel, '/');
-
-	return slash ? slash + 1 : node_rel;
-}
-
-/* Give back what e holds beyond its target: synergy child first. */
-static void apply_narrow(lend_ctx_t *c, lend_entry_t *e)
+/* Resize e to its target's part in what it holds (narrow only). */
+static int apply_narrow(lend_ctx_t *c, lend_entry_t *e)
 {
 	syn__lend_job_t *j = &e->job;
-	cpu_set_t gone, child, keep;
-	char child_rel[400], list[256], err[300], gone_s[256];
+	cpu_set_t keep, gone;
+	char err[400], *now, *gone_s;
 
 	CPU_AND(&keep, &j->held, &j->target);
 	CPU_XOR(&gone, &j->held, &keep);
 	if (CPU_COUNT(&gone) == 0)
-		return;
-	snprintf(child_rel, sizeof(child_rel), "%s/%s", e->job_rel, SYN__CG_CHILD);
-	if (e->has_child && read_cpus(child_rel, &child) == 0) {
-		CPU_AND(&child, &child, &keep);
-		if (CPU_COUNT(&child) == 0)
-			CPU_AND(&child, &j->allotted, &keep);
-		fmt(&child, list, sizeof(list));
-		if (syn__cg_set_cpus(child_rel, list, err, sizeof(err)) < 0) {
-			say(c, 1, "synergy: lend job=%u: cannot take CPUs back: %s",
-			    (unsigned)j->jobid, err);
-			return;
-		}
-	}
-	fmt(&keep, list, sizeof(list));
-	fmt(&gone, gone_s, sizeof(gone_s));
-	if (syn__cg_set_cpus(e->job_rel, list, err, sizeof(err)) < 0) {
+		return 0;
+	if (syn__cg_job_set_cpus(c->cg, e->job_rel, &keep, &j->allotted, err, sizeof(err)) < 0) {
 		say(c, 1, "synergy: lend job=%u: cannot take CPUs back: %s", (unsigned)j->jobid, err);
-		return;
+		return -1;
 	}
 	j->held = keep;
-	say(c, 0, "synergy: lend job=%u returns cpus=%s now=%s", (unsigned)j->jobid, gone_s, list);
-}
-
-/* Widen rel's cpuset to include want, if it does not yet. */
-static int widen(lend_ctx_t *c, const char *rel, const cpu_set_t *want, uint32_t jobid)
-{
-	cpu_set_t cur, both;
-	char list[256], err[300];
-
-	if (read_cpus(rel, &cur) < 0) {
-		say(c, 1, "synergy: lend job=%u: cannot read the cpuset of %s", (unsigned)jobid, rel);
-		return -1;
-	}
-	CPU_OR(&both, &cur, want);
-	if (CPU_EQUAL(&both, &cur))
-		return 0;
-	fmt(&both, list, sizeof(list));
-	if (syn__cg_set_cpus(rel, list, err, sizeof(err)) < 0) {
-		say(c, 1, "synergy: lend job=%u: cannot lend: %s", (unsigned)jobid, err);
-		return -1;
-	}
+	now = syn__cpus_format_alloc(&keep);
+	gone_s = syn__cpus_format_alloc(&gone);
+	say(c, 0, "synergy: lend job=%u returns cpus=%s now=%s", (unsigned)j->jobid,
+	    gone_s ? gone_s : "?", now ? now : "?");
+	free(now);
+	free(gone_s);
 	return 0;
 }
 
-/* Lend e the CPUs of its target it does not hold: parents, job, child. */
+/* Lend e the CPUs of its target it does not hold. */
 static void apply_widen(lend_ctx_t *c, lend_entry_t *e)
 {
 	syn__lend_job_t *j = &e->job;
-	cpu_set_t add, child;
-	char parent[320], child_rel[400], list[256], add_s[256];
-	char *slash;
+	cpu_set_t add;
+	char err[400], *add_s, *now;
 
 	CPU_OR(&add, &j->held, &j->target);
 	CPU_XOR(&add, &add, &j->held);
-	if (CPU_COUNT(&add) == 0 || !e->has_child)
+	if (CPU_COUNT(&add) == 0 || !e->has_limits)
 		return;
-	/* Parents first: the uid_<n> cgroup (Slurm normally gives it the whole
-	 * node, but nothing promises that). */
-	snprintf(parent, sizeof(parent), "%s", e->job_rel);
-	slash = strrchr(parent, '/');
-	if (slash) {
-		*slash = '\0';
-		if (widen(c, parent, &j->target, j->jobid) < 0)
-			return;
+	if (syn__cg_job_set_cpus(c->cg, e->job_rel, &j->target, &j->allotted, err,
+				 sizeof(err)) < 0) {
+		say(c, 1, "synergy: lend job=%u: cannot lend: %s", (unsigned)j->jobid, err);
+		return;
 	}
-	if (widen(c, e->job_rel, &j->target, j->jobid) < 0)
-		return;
-	snprintf(child_rel, sizeof(child_rel), "%s/%s", e->job_rel, SYN__CG_CHILD);
-	if (widen(c, child_rel, &add, j->jobid) < 0)
-		return;
-	if (read_cpus(child_rel, &child) == 0)
-		syn__cg_pin_tasks(child_rel, &child, sizeof(child));
-	fmt(&add, add_s, sizeof(add_s));
-	fmt(&j->target, list, sizeof(list));
+	add_s = syn__cpus_format_alloc(&add);
+	now = syn__cpus_format_alloc(&j->target);
 	say(c, 0, "synergy: lend job=%u borrows cpus=%s now=%s gain=%.0f%%", (unsigned)j->jobid,
-	    add_s, list, j->gain * 100.0);
+	    add_s ? add_s : "?", now ? now : "?", j->gain * 100.0);
+	free(add_s);
+	free(now);
 }
 
-int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char *node_rel,
+/* Load e's record, profile copy and what its cgroups hold. */
+static void load_entry(lend_ctx_t *c, lend_entry_t *e)
+{
+	char name[SYN__KEY_MAX + 40], path[SYN__PATH_MAX + SYN__KEY_MAX + 48];
+	syn_store_error_t serr;
+
+	if (syn__cg_get_cpus(c->cg, e->job_rel, &e->job.held) < 0) {
+		/* Gone meanwhile (its cgroup is being removed): it holds
+		 * nothing and is not touched. */
+		CPU_ZERO(&e->job.held);
+	}
+	if (syn__jobrec_read(c->dfd, c->node, e->job.jobid, &e->rec, NULL, 0) == 0 &&
+	    e->rec.has_allotted) {
+		e->has_record = 1;
+		e->job.allotted = e->rec.allotted;
+	} else {
+		/* Unknown to us: everything it holds is its own. */
+		e->job.allotted = e->job.held;
+	}
+	e->job.gpus = e->rec.gpus ? (int)e->rec.gpus : 1;
+	e->job.cache_gb = (double)e->rec.cache_mb / 1024.0;
+	e->has_limits = syn__cg_job_has_limits(c->cg, e->job_rel);
+	if (e->has_record && e->rec.synergy && e->has_limits &&
+	    syn__jobrec_name(c->node, e->job.jobid, ".json", name, sizeof(name)) == 0) {
+		snprintf(path, sizeof(path), "%s/%s", c->state_dir, name);
+		if (syn_profile_read_file(path, &e->profile, &serr) == 0)
+			e->has_profile = 1;
+		else
+			say(c, 1, "synergy: lend job=%u: profile copy %s: %s; it does not borrow",
+			    (unsigned)e->job.jobid, path, serr.text);
+	}
+	e->job.profile = e->has_profile ? &e->profile : NULL;
+}
+
+/*
+ * Something failed before the plan was applied: shrink every job back to
+ * what Slurm allotted it; a job without a record loses the newcomer's CPUs
+ * (those Slurm just gave to someone else). Jobs must have been collected.
+ */
+static void failsafe(lend_ctx_t *c, const cpu_set_t *newcomer, uint32_t newjob)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+
+		if (e->job.jobid == newjob)
+			continue;
+		if (!e->has_record && syn__cg_get_cpus(c->cg, e->job_rel, &e->job.held) < 0)
+			continue;
+		if (e->has_record) {
+			e->job.target = e->job.allotted;
+		} else {
+			e->job.target = e->job.held;
+			if (newcomer) {
+				cpu_set_t both;
+
+				CPU_AND(&both, &e->job.held, newcomer);
+				CPU_XOR(&e->job.target, &e->job.target, &both);
+			}
+		}
+		apply_narrow(c, e);
+	}
+	c->failed = 1;
+}
+
+static lend_ctx_t *ctx_new(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
+			   syn__lend_log_f log, void *arg)
+{
+	lend_ctx_t *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->e = calloc(LEND_MAX_JOBS, sizeof(*c->e));
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	c->cg = cg;
+	c->state_dir = state_dir;
+	c->node_rel = node_rel;
+	c->node = syn__cg_node(cg);
+	c->log = log;
+	c->arg = arg;
+	c->dfd = -1;
+	return c;
+}
+
+static void ctx_free(lend_ctx_t *c)
+{
+	if (!c)
+		return;
+	if (c->dfd >= 0)
+		close(c->dfd);
+	free(c->e);
+	free(c);
+}
+
+/* Collect the node's jobs (the ended one left out) and load each. */
+static int collect(lend_ctx_t *c)
+{
+	int i;
+
+	c->n = 0;
+	if (syn__cg_foreach_job(c->cg, c->node_rel, collect_cb, c) < 0) {
+		say(c, 1, "synergy: lend: cannot list the jobs of %s: %s", c->node_rel,
+		    strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < c->n; i++)
+		load_entry(c, &c->e[i]);
+	return 0;
+}
+
+int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
 			const syn__lend_start_t *start, uint32_t ended_jobid,
 			double min_gain, syn__lend_log_f log, void *arg)
 {
-	lend_ctx_t c;
+	lend_ctx_t *c;
 	syn__lend_job_t *jobs = NULL;
-	syn_store_t *store = NULL;
-	syn_store_error_t serr;
-	cpu_set_t node;
-	char text[256], name[128], path[400];
-	const char *base;
-	int dfd = -1, lockfd = -1, i, rv = -1;
+	cpu_set_t node, newcomer, *nc = NULL;
+	char err[300];
+	int lockfd = -1, i, rv = -1;
 
-	memset(&c, 0, sizeof(c));
-	c.state_dir = state_dir;
-	c.store_dir = store_dir;
-	c.node_rel = node_rel;
-	c.ended = ended_jobid;
-	c.log = log;
-	c.arg = arg;
-	if (!state_dir || !store_dir || !node_rel || (start && !start->job_rel)) {
+	if (!cg || !state_dir || !node_rel || (start && !start->job_rel)) {
 		errno = EINVAL;
 		return -1;
 	}
-	base = node_base(node_rel);
-	if (!syn__key_valid(base)) {
-		say(&c, 1, "synergy: lend: node cgroup '%s' has an unexpected name", node_rel);
-		errno = EINVAL;
-		return -1;
-	}
-	c.node_name = base;
-	c.e = calloc(LEND_MAX_JOBS, sizeof(*c.e));
+	c = ctx_new(cg, state_dir, node_rel, log, arg);
 	jobs = calloc(LEND_MAX_JOBS, sizeof(*jobs));
-	if (!c.e || !jobs) {
+	if (!c || !jobs) {
+		ctx_free(c);
+		free(jobs);
 		errno = ENOMEM;
-		goto out;
+		return -1;
 	}
-	dfd = state_dir_open(&c);
-	if (dfd < 0)
-		goto out;
-	lockfd = node_lock(&c, dfd);
-	if (lockfd < 0)
-		goto out;
-	if (read_cpus(node_rel, &node) < 0) {
-		say(&c, 1, "synergy: lend: cannot read the cpuset of %s", node_rel);
-		goto out;
+	c->ended = ended_jobid;
+	if (start && syn__cg_get_cpus(cg, start->job_rel, &newcomer) == 0)
+		nc = &newcomer;
+	c->dfd = syn__state_dir_open(state_dir, err, sizeof(err));
+	if (c->dfd < 0) {
+		say(c, 1, "synergy: lend: %s", err);
+		goto failsafe;
 	}
-	if (ended_jobid) {
-		record_name(&c, ended_jobid, name, sizeof(name));
-		unlinkat(dfd, name, 0);
+	lockfd = syn__node_lock(c->dfd, c->node, SYN__LEND_LOCK_MS);
+	if (lockfd < 0) {
+		say(c, 1, "synergy: lend: lock %s/%s.lock: %s", state_dir, c->node, strerror(errno));
+		goto failsafe;
 	}
+	if (syn__cg_get_cpus(cg, node_rel, &node) < 0) {
+		say(c, 1, "synergy: lend: cannot read the cpuset of %s", node_rel);
+		goto failsafe;
+	}
+	if (ended_jobid)
+		syn__jobrec_remove(c->dfd, c->node, ended_jobid);
 	if (start) {
-		lend_entry_t probe;
+		syn__jobrec_t r;
 
-		memset(&probe, 0, sizeof(probe));
-		probe.job.jobid = start->jobid;
-		/* Only the job's first step records it: later steps would see a
-		 * job cgroup that lending may have widened already. */
-		if (record_read(&c, dfd, &probe) < 0) {
-			if (syn__cg_get_cpus(start->job_rel, text, sizeof(text)) < 0) {
-				say(&c, 1, "synergy: lend job=%u: cannot read the cpuset of %s",
+		/* Only the job's first step records its CPUs: later steps see a
+		 * job cgroup that lending may have widened already. A job
+		 * without a grant gets a bare record. */
+		if (syn__jobrec_read(c->dfd, c->node, start->jobid, &r, NULL, 0) < 0)
+			memset(&r, 0, sizeof(r));
+		if (!r.has_allotted) {
+			if (!nc) {
+				say(c, 1, "synergy: lend job=%u: cannot read the cpuset of %s",
 				    (unsigned)start->jobid, start->job_rel);
-				goto out;
+				goto failsafe;
 			}
-			if (record_write(&c, dfd, start, text) < 0) {
-				say(&c, 1, "synergy: lend job=%u: cannot write its record in %s: %s",
+			r.has_allotted = 1;
+			r.allotted = newcomer;
+			if (syn__jobrec_write(c->dfd, c->node, start->jobid, &r) < 0) {
+				say(c, 1, "synergy: lend job=%u: cannot write its record in %s: %s",
 				    (unsigned)start->jobid, state_dir, strerror(errno));
-				goto out;
+				goto failsafe;
 			}
 		}
 	}
-	if (syn__cg_foreach_job(node_rel, collect_cb, &c) < 0) {
-		say(&c, 1, "synergy: lend: cannot list the jobs of %s", node_rel);
-		goto out;
-	}
-	records_prune(&c, dfd);
-	store = syn_store_create(store_dir, 0, &serr);
-	for (i = 0; i < c.n; i++) {
-		lend_entry_t *e = &c.e[i];
-
-		if (read_cpus(e->job_rel, &e->job.held) < 0) {
-			/* Gone meanwhile (its cgroup is being removed): it holds
-			 * nothing and is not touched. */
-			CPU_ZERO(&e->job.held);
-		}
-		if (record_read(&c, dfd, e) < 0) {
-			/* Unknown to us: everything it holds is its own. */
-			e->job.allotted = e->job.held;
-			e->borrow = 0;
-		}
-		snprintf(path, sizeof(path), "%s/%s", e->job_rel, SYN__CG_CHILD);
-		e->has_child = syn__cg_get_cpus(path, text, sizeof(text)) == 0;
-		if (e->borrow && e->has_child && store && e->key[0]) {
-			if (syn_store_get(store, e->key, &e->profile, &serr) == 0)
-				e->has_profile = 1;
-			else
-				say(&c, 1, "synergy: lend job=%u: profile %s: %s; it does not borrow",
-				    (unsigned)e->job.jobid, e->key, serr.text);
-		}
-		e->job.profile = e->has_profile ? &e->profile : NULL;
-		jobs[i] = e->job;
-	}
-	if (syn__lend_plan(&node, jobs, c.n, min_gain) < 0)
-		goto out;
-	for (i = 0; i < c.n; i++) {
-		c.e[i].job.target = jobs[i].target;
-		c.e[i].job.gain = jobs[i].gain;
+	if (collect(c) < 0)
+		goto failsafe;
+	records_prune(c);
+	for (i = 0; i < c->n; i++)
+		jobs[i] = c->e[i].job;
+	if (syn__lend_plan(&node, jobs, c->n, min_gain) < 0)
+		goto failsafe;
+	for (i = 0; i < c->n; i++) {
+		c->e[i].job.target = jobs[i].target;
+		c->e[i].job.gain = jobs[i].gain;
 	}
 	/* Take back first, everywhere, so that nobody runs below its share
 	 * while CPUs move; then lend. */
-	for (i = 0; i < c.n; i++)
-		apply_narrow(&c, &c.e[i]);
-	for (i = 0; i < c.n; i++)
-		apply_widen(&c, &c.e[i]);
-	rv = c.failed ? -1 : 0;
+	for (i = 0; i < c->n; i++)
+		apply_narrow(c, &c->e[i]);
+	for (i = 0; i < c->n; i++)
+		apply_widen(c, &c->e[i]);
+	rv = c->failed ? -1 : 0;
 	if (rv < 0)
 		errno = EIO;
+	goto out;
+failsafe:
+	/* Without a list of jobs there is nothing to shrink; try to get one
+	 * even without the lock or the state directory. */
+	if (c->n == 0 && syn__cg_foreach_job(cg, node_rel, collect_cb, c) >= 0) {
+		for (i = 0; i < c->n; i++) {
+			lend_entry_t *e = &c->e[i];
+
+			if (syn__cg_get_cpus(cg, e->job_rel, &e->job.held) < 0)
+				CPU_ZERO(&e->job.held);
+			e->job.allotted = e->job.held;
+			if (c->dfd >= 0 &&
+			    syn__jobrec_read(c->dfd, c->node, e->job.jobid, &e->rec, NULL, 0) == 0 &&
+			    e->rec.has_allotted) {
+				e->has_record = 1;
+				e->job.allotted = e->rec.allotted;
+			}
+		}
+	}
+	failsafe(c, nc, start ? start->jobid : 0);
+	errno = EIO;
+	rv = -1;
 out:
-	syn_store_destroy(store);
 	if (lockfd >= 0)
 		close(lockfd); /* releases the flock */
-	if (dfd >= 0)
-		close(dfd);
-	free(c.e);
+	ctx_free(c);
 	free(jobs);
 	return rv;
 }
 
-int syn__lend_step_start(const char *state_dir, const char *node_rel, const char *job_rel,
-			 uint32_t jobid, syn__lend_log_f log, void *arg)
+int syn__lend_step_start(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
+			 const char *job_rel, uint32_t jobid, syn__lend_log_f log, void *arg)
 {
-	lend_ctx_t c;
-	lend_entry_t *e = NULL;
-	char text[256], path[400];
-	const char *base;
-	int dfd = -1, lockfd = -1, rv = -1;
+	lend_ctx_t *c;
+	lend_entry_t *e;
+	char err[300];
+	int lockfd = -1, rv = -1;
 
-	memset(&c, 0, sizeof(c));
-	c.state_dir = state_dir;
-	c.node_rel = node_rel;
-	c.log = log;
-	c.arg = arg;
-	if (!state_dir || !node_rel || !job_rel) {
+	if (!cg || !state_dir || !node_rel || !job_rel) {
 		errno = EINVAL;
 		return -1;
 	}
-	base = node_base(node_rel);
-	if (!syn__key_valid(base)) {
-		errno = EINVAL;
-		return -1;
-	}
-	c.node_name = base;
-	e = calloc(1, sizeof(*e));
-	if (!e) {
+	c = ctx_new(cg, state_dir, node_rel, log, arg);
+	if (!c) {
 		errno = ENOMEM;
 		return -1;
 	}
+	e = &c->e[0];
 	e->job.jobid = jobid;
 	snprintf(e->job_rel, sizeof(e->job_rel), "%s", job_rel);
-	dfd = state_dir_open(&c);
-	if (dfd < 0)
-		goto out;
-	lockfd = node_lock(&c, dfd);
-	if (lockfd < 0)
-		goto out;
-	if (record_read(&c, dfd, e) < 0 || read_cpus(job_rel, &e->job.held) < 0) {
-		rv = 0; /* not recorded, or no job cgroup yet: nothing was lent */
+	c->dfd = syn__state_dir_open(state_dir, err, sizeof(err));
+	if (c->dfd < 0) {
+		say(c, 1, "synergy: lend: %s", err);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/%s", job_rel, SYN__CG_CHILD);
-	e->has_child = syn__cg_get_cpus(path, text, sizeof(text)) == 0;
-	e->job.target = e->job.allotted;
-	apply_narrow(&c, e);
-	rv = c.failed ? -1 : 0;
+	lockfd = syn__node_lock(c->dfd, c->node, SYN__LEND_LOCK_MS);
+	if (lockfd < 0)
+		say(c, 1, "synergy: lend: lock %s/%s.lock: %s; giving CPUs back unlocked", state_dir,
+		    c->node, strerror(errno));
+	if (syn__jobrec_read(c->dfd, c->node, jobid, &e->rec, NULL, 0) < 0 ||
+	    !e->rec.has_allotted || syn__cg_get_cpus(cg, job_rel, &e->job.held) < 0) {
+		rv = c->failed ? -1 : 0; /* not recorded, or no job cgroup yet */
+		goto out;
+	}
+	e->job.allotted = e->rec.allotted;
+	e->job.target = e->rec.allotted;
+	apply_narrow(c, e);
+	rv = c->failed ? -1 : 0;
+out:
 	if (rv < 0)
 		errno = EIO;
-out:
 	if (lockfd >= 0)
 		close(lockfd);
-	if (dfd >= 0)
-		close(dfd);
-	free(e);
+	ctx_free(c);
 	return rv;
 }
 
 typedef struct status_ctx {
-	lend_ctx_t c;
-	int dfd;
+	lend_ctx_t *c;
 	int (*fn)(const syn__lend_info_t *info, void *arg);
 	void *arg;
-	int stop;
+	syn__lend_info_t *info;
 } status_ctx_t;
 
 static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 {
 	status_ctx_t *st = arg;
-	syn__lend_info_t info;
-	lend_entry_t e;
-	cpu_set_t lent;
-	char path[400], text[256];
+	syn__lend_info_t *info = st->info;
+	syn__jobrec_t r;
+	cpu_set_t held, lent, lim;
 
-	memset(&info, 0, sizeof(info));
-	memset(&e, 0, sizeof(e));
-	info.jobid = jobid;
-	snprintf(info.job_rel, sizeof(info.job_rel), "%s", job_rel);
-	if (read_cpus(job_rel, &e.job.held) == 0)
-		fmt(&e.job.held, info.held, sizeof(info.held));
-	snprintf(path, sizeof(path), "%s/%s", job_rel, SYN__CG_CHILD);
-	if (syn__cg_get_cpus(path, text, sizeof(text)) == 0)
-		snprintf(info.child, sizeof(info.child), "%s", text);
-	e.job.jobid = jobid;
-	if (st->dfd >= 0 && record_read(&st->c, st->dfd, &e) == 0) {
-		info.recorded = 1;
-		info.borrow = e.borrow;
-		snprintf(info.key, sizeof(info.key), "%s", e.key);
-		fmt(&e.job.allotted, info.allotted, sizeof(info.allotted));
-		CPU_OR(&lent, &e.job.held, &e.job.allotted);
-		CPU_XOR(&lent, &lent, &e.job.allotted);
-		fmt(&lent, info.lent, sizeof(info.lent));
+	memset(info, 0, sizeof(*info));
+	info->jobid = jobid;
+	snprintf(info->job_rel, sizeof(info->job_rel), "%s", job_rel);
+	CPU_ZERO(&held);
+	if (syn__cg_get_cpus(st->c->cg, job_rel, &held) == 0)
+		fmt(&held, info->held, sizeof(info->held));
+	if (syn__cg_job_limit_cpus(st->c->cg, job_rel, &lim) > 0)
+		fmt(&lim, info->limits, sizeof(info->limits));
+	if (st->c->dfd >= 0 &&
+	    syn__jobrec_read(st->c->dfd, st->c->node, jobid, &r, NULL, 0) == 0) {
+		info->borrow = r.synergy;
+		snprintf(info->key, sizeof(info->key), "%s", r.key);
+		if (r.has_allotted) {
+			info->recorded = 1;
+			fmt(&r.allotted, info->allotted, sizeof(info->allotted));
+			CPU_OR(&lent, &held, &r.allotted);
+			CPU_XOR(&lent, &lent, &r.allotted);
+			fmt(&lent, info->lent, sizeof(info->lent));
+		}
 	}
-	st->stop = st->fn(&info, st->arg);
-	return st->stop;
+	return st->fn(info, st->arg);
 }
 
-int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpus, size_t len,
+int syn__lend_status(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
+		     char *node_cpus, size_t len,
 		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg)
 {
 	status_ctx_t st;
+	cpu_set_t set;
 	int n;
 
-	if (!state_dir || !node_rel || !node_cpus || !len || !fn) {
+	if (!cg || !state_dir || !node_rel || !node_cpus || !len || !fn) {
 		errno = EINVAL;
 		return -1;
 	}
 	memset(&st, 0, sizeof(st));
-	st.c.node_name = node_base(node_rel);
-	st.c.node_rel = node_rel;
-	st.fn = fn;
-	st.arg = arg;
-	if (syn__cg_get_cpus(node_rel, node_cpus, len) < 0)
+	if (syn__cg_get_cpus(cg, node_rel, &set) < 0)
 		return -1;
-	st.dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	n = syn__cg_foreach_job(node_rel, status_cb, &st);
-	if (st.dfd >= 0)
-		close(st.dfd);
-	return n;
-}
-
-int syn__lend_forget(const char *state_dir, const char *node_rel, uint32_t jobid)
-{
-	lend_ctx_t c;
-	char name[128];
-	int dfd, rv = 0;
-
-	if (!state_dir || !node_rel) {
-		errno = EINVAL;
+	fmt(&set, node_cpus, len);
+	st.c = ctx_new(cg, state_dir, node_rel, NULL, NULL);
+	st.info = malloc(sizeof(*st.info));
+	if (!st.c || !st.info) {
+		ctx_free(st.c);
+		free(st.info);
+		errno = ENOMEM;
 		return -1;
 	}
-	memset(&c, 0, sizeof(c));
-	c.node_name = node_base(node_rel);
-	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : -1;
-	record_name(&c, jobid, name, sizeof(name));
-	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-		rv = -1;
-	close(dfd);
-	return rv;
+	st.fn = fn;
+	st.arg = arg;
+	st.c->dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	n = syn__cg_foreach_job(cg, node_rel, status_cb, &st);
+	ctx_free(st.c);
+	free(st.info);
+	return n;
 }

@@ -29,6 +29,8 @@
 #include <sys/types.h>
 
 #include "synergy_profile.h"
+#include "cgroup.h"
+#include "util.h"
 
 /* Default minimum predicted gain of one more core (2%). */
 #define SYN__LEND_MIN_GAIN 0.02
@@ -57,82 +59,75 @@ typedef struct syn__lend_job {
  */
 int syn__lend_plan(const cpu_set_t *node, syn__lend_job_t *jobs, int n, double min_gain);
 
-/* Parse a cpuset list ("0-3,8") into set. Returns 0 or -1 with EINVAL
- * (the empty string is the empty set). */
-int syn__cpus_parse(const char *list, cpu_set_t *set);
-
-/* Write set in list syntax into buf ("" for the empty set). Returns 0, or
- * -1 with ENAMETOOLONG when buf is too small. */
-int syn__cpus_format(const cpu_set_t *set, char *buf, size_t len);
-
 /* Where syn__lend_rebalance() reports each action and each failure. */
 typedef void (*syn__lend_log_f)(int is_error, const char *msg, void *arg);
 
-/* What the SPANK plugin knows about a starting job. */
+/* A job starting on the node (its first step). */
 typedef struct syn__lend_start {
 	uint32_t jobid;
-	const char *job_rel;          /* its cpuset cgroup, e.g. "slurm_n1/uid_0/job_7" */
-	int borrow;                   /* 1: a Synergy job with a profile */
-	const char *key;              /* its profile key (when borrow) */
-	int gpus;
-	uint64_t cache_mb;
+	const char *job_rel;          /* its job cgroup (cgroup.h) */
 } syn__lend_start_t;
 
+/* How long a lending action waits for the node's lock before it gives up
+ * (and, for a starting job, takes its CPUs back from borrowers unlocked). */
+#define SYN__LEND_LOCK_MS 10000
+
 /*
- * Event-driven rebalancing of the node whose cgroup is node_rel (the
- * parent of the uid_<n> directories, e.g. "slurm_n1"), serialised with a
- * flock in state_dir (created mode 0700, must be root's and writable only
- * by root). start: a job starting (recorded on its first call and its
- * allotted CPUs taken back from every borrower first) or NULL. ended_jobid:
- * a job that is ending (its record dropped, its CPUs treated as free, its
- * cgroups left alone) or 0. Profiles are read from store_dir. Every action
- * and failure goes to log. Returns 0, or -1 with errno after a failure
- * (cgroups that were not yet changed are left as they are).
+ * Event-driven rebalancing of the node whose cgroup is node_rel, under the
+ * node's lock in state_dir (jobrec.h). start: a job starting (its allotted
+ * CPUs recorded on its first call and taken back from every borrower
+ * first) or NULL. ended_jobid: a job that is ending (its record dropped,
+ * its CPUs treated as free, its cgroups left alone) or 0. Which jobs may
+ * borrow, and their profiles, come from their records (written from what
+ * job_submit decided) and profile copies in state_dir: nothing is read
+ * from the profile store here. Every action and failure goes to log.
+ * Fail-safe: when anything fails before the plan is applied (a record
+ * cannot be written, the jobs cannot be listed, the lock times out), every
+ * job is shrunk back to what Slurm allotted it (and, for a job with no
+ * record, stripped of the newcomer's CPUs) before returning -1, so that a
+ * newcomer never starts on CPUs another job still holds.
+ * Returns 0, or -1 with errno after a failure.
  */
-int syn__lend_rebalance(const char *state_dir, const char *store_dir, const char *node_rel,
+int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
 			const syn__lend_start_t *start, uint32_t ended_jobid,
 			double min_gain, syn__lend_log_f log, void *arg);
 
 /*
  * A later step of job jobid (cgroup job_rel on node node_rel) is about to
  * start: Slurm is going to set the job cgroup's cpuset back to the job's
- * allocation, which the kernel refuses while the synergy child holds lent
- * CPUs, and the step would fail. So give the lent CPUs back first (child,
- * then job cgroup); the step's syn__lend_rebalance() lends again. Does
- * nothing for a job without a record (first step, or lending was off).
- * Returns 0, or -1 with errno after a failure (also sent to log).
+ * allocation, which v1 refuses while the synergy child holds lent CPUs, and
+ * the step would fail. So give the lent CPUs back first; the step's
+ * syn__lend_rebalance() lends again. Does nothing for a job without a
+ * record of its allotted CPUs. Returns 0, or -1 with errno (also logged).
  */
-int syn__lend_step_start(const char *state_dir, const char *node_rel, const char *job_rel,
-			 uint32_t jobid, syn__lend_log_f log, void *arg);
+int syn__lend_step_start(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
+			 const char *job_rel, uint32_t jobid, syn__lend_log_f log, void *arg);
 
-/*
- * Drop job jobid's record on node node_rel, if state_dir has one (the job
- * ended while lending was off: a stale record must not describe a later job
- * that reuses the id). Returns 0, or -1 with errno.
- */
-int syn__lend_forget(const char *state_dir, const char *node_rel, uint32_t jobid);
+/* Room for any CPU list of a cpu_set_t ("0,2,4,...", 6 bytes a CPU). */
+#define SYN__CPULIST_MAX (CPU_SETSIZE * 6 + 1)
 
 /* One job on a node as syn__lend_status() reports it (lists in cpuset syntax). */
 typedef struct syn__lend_info {
 	uint32_t jobid;
-	char job_rel[320];
-	int recorded;                 /* lending has a record of the job */
-	int borrow;                   /* recorded as a Synergy job with a profile */
-	char key[SYN_PROFILE_KEY_MAX + 1];
-	char allotted[256];           /* "" when not recorded */
-	char held[256];               /* its job cgroup's CPUs now */
-	char child[256];              /* its synergy child's CPUs ("" if none) */
-	char lent[256];               /* held minus allotted ("" if none) */
+	char job_rel[512];
+	int recorded;                 /* a record of its allotted CPUs exists */
+	int borrow;                   /* a Synergy job (may borrow) */
+	char key[SYN__KEY_MAX + 1];
+	char allotted[SYN__CPULIST_MAX]; /* "" when not recorded */
+	char held[SYN__CPULIST_MAX];  /* its job cgroup's CPUs now */
+	char limits[SYN__CPULIST_MAX]; /* its limit cgroups' CPUs ("" if none) */
+	char lent[SYN__CPULIST_MAX];  /* held minus allotted ("" if none) */
 } syn__lend_info_t;
 
 /*
- * Read-only view of the node whose cpuset cgroup is node_rel: writes the
- * node's CPUs to node_cpus and calls fn(info, arg) for every job cgroup
- * (stops when fn returns non-zero). Takes no lock and changes nothing; a
- * missing state_dir means no job is recorded. Returns the number of jobs,
- * or -1 with errno when the node's cgroup cannot be read.
+ * Read-only view of the node whose cgroup is node_rel: writes the node's
+ * CPUs to node_cpus and calls fn(info, arg) for every job cgroup (stops
+ * when fn returns non-zero). Takes no lock and changes nothing; a missing
+ * state_dir means no job is recorded. Returns the number of jobs, or -1
+ * with errno when the node's cgroup cannot be read.
  */
-int syn__lend_status(const char *state_dir, const char *node_rel, char *node_cpus, size_t len,
+int syn__lend_status(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
+		     char *node_cpus, size_t len,
 		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg);
 
 #endif

@@ -10,13 +10,18 @@
 noinst_LTLIBRARIES += plugin/libsynplugin.la
 plugin_libsynplugin_la_SOURCES = \
 	plugin/util.c plugin/util.h \
-	plugin/cgroup.h plugin/cgroup_v1.c \
+	plugin/cgroup.h plugin/cgroup_int.h plugin/cgroup.c \
+	plugin/cgroup_v1.c plugin/cgroup_v2.c \
+	plugin/jobrec.c plugin/jobrec.h \
+	plugin/shapes.c plugin/shapes.h \
 	plugin/cores.c plugin/cores.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
 
 slurmplugin_LTLIBRARIES += plugin/spank_synergy.la
-plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c plugin/lend.c plugin/lend.h
+plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c plugin/spank_int.h \
+	plugin/spank_client.c plugin/spank_remote.c plugin/spank_jobscript.c \
+	plugin/lend.c plugin/lend.h
 plugin_spank_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_spank_synergy_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(srcdir)/plugin/spank_synergy.lds
@@ -25,8 +30,17 @@ plugin_spank_synergy_la_LIBADD = plugin/libsynplugin.la \
 EXTRA_DIST += plugin/spank_synergy.lds
 
 # Unit tests: no root, no Slurm.
-check_PROGRAMS += plugin/test/util.t plugin/test/cores.t
-UNIT_TESTS += plugin/test/util.t plugin/test/cores.t
+check_PROGRAMS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
+	plugin/test/jobrec.t
+UNIT_TESTS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
+	plugin/test/jobrec.t
+plugin_test_cgroup_t_SOURCES = plugin/test/cgroup.c
+plugin_test_cgroup_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_cgroup_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
+plugin_test_jobrec_t_SOURCES = plugin/test/jobrec.c plugin/submit.c
+plugin_test_jobrec_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_jobrec_t_LDADD = plugin/libsynplugin.la \
+	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
 plugin_test_util_t_SOURCES = plugin/test/util.c
 plugin_test_util_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_util_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)

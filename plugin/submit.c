@@ -25,6 +25,8 @@
 
 #include "synergy_policy.h"
 #include "synergy_store.h"
+#include "jobrec.h"
+#include "shapes.h"
 #include "submit.h"
 
 /* The value of NAME=... in env, or NULL. */
@@ -114,8 +116,74 @@ static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid,
 	return rv;
 }
 
-void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decision_t *d)
+uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *))
 {
+	static const char *const names[] = { SYN__GRANT_VAR "=", "SPANK_" SYN__GRANT_VAR "=" };
+	uint32_t i, out = 0;
+
+	for (i = 0; env && i < n; i++) {
+		int drop = 0;
+		size_t k;
+
+		for (k = 0; k < sizeof(names) / sizeof(names[0]) && env[i]; k++)
+			drop |= strncmp(env[i], names[k], strlen(names[k])) == 0;
+		if (drop) {
+			if (free_fn)
+				free_fn(env[i]);
+			continue;
+		}
+		env[out++] = env[i];
+	}
+	for (i = out; env && i < n; i++)
+		env[i] = NULL;
+	return out;
+}
+
+/*
+ * The node shape to size for, into c's NodeGPUs/NodeCPUs/NodeMemMB: the
+ * configured single shape when all three are set, else the shapes table
+ * synergyd exports for the job's partitions. Returns 0 with what naming
+ * the source, or -1 with why (the job then stays GPU-proportional).
+ */
+static int pick_shape(syn__conf_t *c, const syn__job_req_t *req, int gpus, char *what,
+		      size_t wlen)
+{
+	syn__shapes_t t;
+	syn__shape_t s;
+	char err[200];
+	time_t now = time(NULL);
+	int rv;
+
+	if (c->node_gpus && c->node_cpus && c->node_mem_mb) {
+		snprintf(what, wlen, "configured shape");
+		return 0;
+	}
+	if (syn__shapes_read(c->shapes_file, &t, err, sizeof(err)) < 0) {
+		snprintf(what, wlen, "node shapes unknown (%.120s; is synergyd running?)", err);
+		return -1;
+	}
+	if (t.written > now + 60 || now - t.written > (time_t)c->shapes_max_age) {
+		snprintf(what, wlen, "node shapes table is %lld s old (NodeShapesMaxAge=%llu)",
+			 (long long)(now - t.written), (unsigned long long)c->shapes_max_age);
+		syn__shapes_free(&t);
+		return -1;
+	}
+	rv = syn__shapes_for_job(&t, req->partition, (uint32_t)gpus, &s, what, wlen);
+	syn__shapes_free(&t);
+	if (rv < 0)
+		return -1;
+	c->node_gpus = s.gpus;
+	c->node_cpus = s.cpus;
+	c->node_mem_mb = s.mem_mb;
+	return 0;
+}
+
+void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__decision_t *d)
+{
+	/* A copy, so that the node shape picked for this job can be filled in. */
+	syn__conf_t cbuf = *conf_in;
+	const syn__conf_t *conf = &cbuf;
+	char shape_what[200];
 	const char *key, *onoff;
 	syn_store_t *store = NULL;
 	syn_store_error_t serr;
@@ -155,11 +223,6 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 			 "synergy: key=%s no GPUs requested: GPU-proportional", key);
 		return;
 	}
-	if (req->user_cpus || req->user_mem) {
-		snprintf(d->comment, sizeof(d->comment),
-			 "synergy: key=%s explicit CPU/memory request kept", key);
-		return;
-	}
 	store = syn_store_create(conf->store_dir, 0, &serr);
 	if (!store) {
 		snprintf(d->err, sizeof(d->err), "synergy: profile store: %s", serr.text);
@@ -180,11 +243,27 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 		}
 		goto out;
 	}
-	if (!conf->node_gpus || !conf->node_cpus || !conf->node_mem_mb) {
-		snprintf(d->err, sizeof(d->err),
-			 "synergy: NodeGPUs, NodeCPUs and NodeMemMB are not all set in synergy.conf");
+	if (req->user_cpus || req->user_mem) {
+		/* The user's own request stands; the job is still a Synergy job
+		 * on the node (loader contract, lending), at what Slurm allots. */
+		syn__jobrec_t g;
+
+		memset(&g, 0, sizeof(g));
+		g.synergy = 1;
+		snprintf(g.key, sizeof(g.key), "%s", key);
+		g.uid = req->uid;
+		g.gpus = (uint32_t)gpus;
+		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0)
+			d->grant[0] = '\0';
 		snprintf(d->comment, sizeof(d->comment),
-			 "synergy: key=%s node shape unknown: GPU-proportional", key);
+			 "synergy: key=%s explicit CPU/memory request kept", key);
+		goto out;
+	}
+	if (pick_shape(&cbuf, req, gpus, shape_what, sizeof(shape_what)) < 0) {
+		snprintf(d->err, sizeof(d->err), "synergy: key=%s: %s", key, shape_what);
+		snprintf(d->comment, sizeof(d->comment),
+			 "synergy: key=%s node shape unknown: GPU-proportional (%.200s)", key,
+			 shape_what);
 		goto out;
 	}
 	memset(&node, 0, sizeof(node));
@@ -268,13 +347,34 @@ void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decisi
 	d->mem_mb = conf->process_mem_mb + (uint64_t)cache_mb;
 	d->gpus_per_node = gpus;
 	d->action = SYN__SIZED;
+	{
+		syn__jobrec_t g;
+
+		memset(&g, 0, sizeof(g));
+		g.synergy = 1;
+		snprintf(g.key, sizeof(g.key), "%s", key);
+		g.uid = req->uid;
+		g.gpus = (uint32_t)gpus;
+		g.cpus = (uint32_t)d->cpus_per_task * (uint32_t)tasks;
+		g.mem_mb = d->mem_mb;
+		g.cache_mb = (uint64_t)cache_mb;
+		g.want_cpus = g.cpus;
+		g.want_cache_mb = g.cache_mb;
+		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0) {
+			d->action = SYN__PROPORTIONAL;
+			snprintf(d->comment, sizeof(d->comment),
+				 "synergy: key=%s grant too long: GPU-proportional", key);
+			goto out;
+		}
+	}
 	snprintf(d->comment, sizeof(d->comment),
-		 "synergy: key=%s cpus=%u mem=%lluM cache=%lluM tput=%.2fx (%s)", key,
+		 "synergy: key=%s cpus=%u mem=%lluM cache=%lluM tput=%.2fx (%s; %s)", key,
 		 (unsigned)(d->cpus_per_task * tasks), (unsigned long long)d->mem_mb,
 		 (unsigned long long)cache_mb,
 		 adv.prop_tput > 0 ? syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) /
 					     adv.prop_tput : 1.0,
-		 adv.step == 1 ? "best-case" : adv.step == 2 ? "proportional" : "proportional, blocked");
+		 adv.step == 1 ? "best-case" : adv.step == 2 ? "proportional" : "proportional, blocked",
+		 shape_what);
 out:
 	syn_store_destroy(store);
 }

@@ -16,6 +16,7 @@ typedef struct syn__job_req {
 	const char *tres_per_node;  /* e.g. "gres:gpu:2" */
 	const char *tres_per_job;   /* e.g. "gres:gpu:4" (--gpus) */
 	uint32_t nodes;             /* min_nodes, 0 if unset */
+	const char *partition;      /* job_desc->partition (comma list), NULL: default */
 	uint32_t tasks_per_node;    /* 0 if unset */
 	int user_cpus;              /* the user set cpus-per-task/min_cpus/cpus-per-gpu */
 	int user_mem;               /* the user set --mem/--mem-per-cpu/--mem-per-gpu */
@@ -37,7 +38,8 @@ typedef struct syn__decision {
 	int gpus_per_node;          /* GPUs the request asks for per node (SIZED) */
 	int profiling_requested;    /* a request file was queued */
 	char key[SYN__KEY_MAX + 1];
-	char comment[256];          /* for AdminComment ("synergy: ...") */
+	char comment[320];          /* for AdminComment ("synergy: ...") */
+	char grant[512];            /* SIZED: the grant for the node (jobrec.h), else "" */
 	char err[256];              /* for err_msg when REJECT, log line otherwise */
 } syn__decision_t;
 
@@ -47,6 +49,15 @@ typedef struct syn__decision {
  * that, tres_per_job divided over nodes. 0 when none is asked for.
  */
 int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint32_t nodes);
+
+/*
+ * Remove every copy of the grant variable (SYN__GRANT_VAR, also with the
+ * "SPANK_" prefix Slurm adds on the node) from a spank environment, so
+ * that only job_submit's own decision can reach the node. Compacts the
+ * array in place and returns the new size; removed strings are handed to
+ * free_fn.
+ */
+uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *));
 
 /*
  * Decide for one job: read SYNERGY_PROFILE_KEY and SYNERGY from its spank

@@ -1,72 +1,273 @@
 /*
- * synergy-lend: show idle-core lending on this machine (root, read-only).
+ * synergy-lend: look at Synergy on this machine (root, read-only).
  *
- * For every Slurm node whose cpuset cgroup (slurm_<node>) exists here, it
- * prints the node's CPUs and, per running job, the CPUs Slurm allotted (from
- * the SPANK plugin's lending record), the CPUs its job cgroup and its
- * synergy child hold now, and which of them are lent. It reads the cgroup
- * tree and LendStateDir from synergy.conf and changes nothing.
+ * --status: for every Slurm node whose cgroup exists here (a machine may run
+ * several slurmd), the node's CPUs and, per running job, the CPUs Slurm
+ * allotted (from the node's job record), the CPUs its job cgroup and its
+ * limit cgroups hold now, and which of them are lent.
+ * --check: what the SPANK plugin would do on this node and, if it would
+ * leave jobs GPU-proportional, why: the configuration, the cgroup version
+ * and layout it detects, StateDir, CacheDir and the profile store.
+ * Both read the cgroup tree through the plugins' cgroup layer and change
+ * nothing.
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include "synergy_conf.h"
+#include "synergy_store.h"
 #include "cgroup.h"
+#include "jobrec.h"
 #include "lend.h"
 #include "util.h"
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: synergy-lend --status [-c FILE]\n"
-		"Show, for each Slurm node on this machine, the CPUs each running job was\n"
-		"allotted and the CPUs it holds now, lent ones included (see synergy.conf(5),\n"
-		"LendIdleCores). Read-only; needs to read LendStateDir (root).\n"
-		"  -s, --status     print the table (the only action)\n"
+		"Usage: synergy-lend --status|--check [-c FILE] [-N NODE]\n"
+		"Look at Synergy on this machine; read-only, run as root.\n"
+		"  -s, --status     per Slurm node here: the CPUs each running job was allotted\n"
+		"                   and holds now, lent ones included (LendIdleCores)\n"
+		"  -k, --check      what the plugin would do on this node, and why it would run\n"
+		"                   jobs GPU-proportional; exit status 1 if it would\n"
 		"  -c, --conf FILE  synergy.conf to read (default $SYNERGY_CONF, else beside\n"
 		"                   $SLURM_CONF, else %s)\n"
+		"  -N, --node NAME  the node's NodeName (default $SLURMD_NODENAME, else the\n"
+		"                   short host name)\n"
 		"  -h, --help       this text\n", SYN_CONF_DEFAULT_PATH);
 }
+
+typedef struct status_arg {
+	const syn__cg_t *cg;
+	const syn__conf_t *conf;
+	int failed;
+} status_arg_t;
 
 static int print_job(const syn__lend_info_t *i, void *arg)
 {
 	(void)arg;
-	printf("  %-10u %-10s %-10s %-10s %-10s %s\n", (unsigned)i->jobid,
+	printf("  %-10u %-12s %-12s %-12s %-12s %s\n", (unsigned)i->jobid,
 	       i->recorded ? i->allotted : "-", i->held[0] ? i->held : "-",
-	       i->child[0] ? i->child : "-", i->lent[0] ? i->lent : "-",
-	       i->recorded ? (i->borrow ? i->key : "(does not borrow)") : "(not recorded)");
+	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-",
+	       i->borrow ? i->key : i->recorded ? "(does not borrow)" : "(not recorded)");
 	return 0;
+}
+
+static int print_node(const char *node_rel, const char *name, void *arg)
+{
+	status_arg_t *a = arg;
+	char cpus[SYN__CPULIST_MAX], err[300], *text;
+	syn__cg_t *cg;
+
+	/* Records are per NodeName: open the layer as that node. */
+	cg = syn__cg_open_conf(a->conf, name, NULL, 0, err, sizeof(err));
+	if (!cg) {
+		fprintf(stderr, "synergy-lend: node %s: %s\n", name, err);
+		a->failed = 1;
+		return 0;
+	}
+	text = syn__cg_get_cpus_text(cg, node_rel);
+	printf("node %s: cpus %s (cgroup %s)\n", name, text ? text : "?", node_rel);
+	free(text);
+	printf("  %-10s %-12s %-12s %-12s %-12s %s\n", "JOB", "ALLOTTED", "HOLDS", "LIMITS",
+	       "LENT", "PROFILE");
+	if (syn__lend_status(cg, a->conf->state_dir, node_rel, cpus, sizeof(cpus), print_job,
+			     NULL) < 0) {
+		printf("  unreadable: %s\n", strerror(errno));
+		a->failed = 1;
+	}
+	syn__cg_close(cg);
+	return 0;
+}
+
+/* ---- --check ---- */
+
+static int problems;
+
+static void check(int good, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void check(int good, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%-5s %-12s ", good ? "ok" : "FAIL", what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!good)
+		problems++;
+}
+
+static void note(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%-5s %-12s ", "info", what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static int count_profiles(const char *dir)
+{
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+	int n = 0;
+
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		size_t len = strlen(d->d_name);
+		if (len > 5 && strcmp(d->d_name + len - 5, ".json") == 0)
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+static void check_dir_safe(const char *what, const char *path, int must_exist)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT && !must_exist)
+			check(1, what, "%s does not exist yet (the plugin creates it, root-only)",
+			      path);
+		else
+			check(0, what, "%s: %s", path, strerror(errno));
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		check(0, what, "%s is not a directory (a link or file: the plugin moves a "
+		      "CacheDir like this aside at slurmd start)", path);
+		return;
+	}
+	check(st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)), what,
+	      "%s owner uid %u mode %04o (must be root's, writable by root only)", path,
+	      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+}
+
+static int run_check(const syn__conf_t *conf, const char *conf_path, const char *node)
+{
+	char used[SYN__PATH_MAX + 16], err[300], rel[SYN__PATH_MAX * 2];
+	syn__cg_t *cg;
+	struct statfs fs;
+	struct statvfs vfs;
+	int n;
+
+	note("node", "%s", node);
+	check(1, "synergy.conf", "%s parsed", conf_path);
+	check(conf->enabled, "enabled", "Enabled=%s", conf->enabled ? "yes" : "no");
+	note("lending", "LendIdleCores=%s", conf->lend_idle ? "yes" : "no");
+	cg = syn__cg_open_conf(conf, node, used, sizeof(used), err, sizeof(err));
+	note("cgroup.conf", "%s%s", used, access(used, R_OK) == 0 ? "" : " (absent: Slurm's defaults)");
+	if (!cg) {
+		check(0, "cgroups", "%s", err);
+	} else {
+		check(1, "cgroups", "cgroup v%d at %s", syn__cg_version(cg), syn__cg_mountpoint(cg));
+		n = syn__cg_node_path(cg, rel, sizeof(rel));
+		if (n == 0)
+			check(1, "node cgroup", "%s", rel);
+		else
+			check(1, "node cgroup", "%s does not exist yet (Slurm makes it with the "
+			      "node's first job; set CgroupRoot if your layout differs)", rel);
+		note("job cgroup", "%s %s",
+		     syn__cg_version(cg) == 1 ? "<node>/uid_U/job_J, tasks in job_J/synergy" :
+		     "<node>/job_J, tasks stay in Slurm's job_J/step_S/user/task_T",
+		     "(cgroup.h)");
+		syn__cg_close(cg);
+	}
+	check_dir_safe("StateDir", conf->state_dir, 0);
+	check_dir_safe("CacheDir", conf->cache_dir, 0);
+	if (statfs(conf->cache_dir, &fs) == 0 && statvfs(conf->cache_dir, &vfs) == 0)
+		note("CacheDir fs", "%s, %llu MB, %llu MB free",
+		     (unsigned long)fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs (caches on disk)",
+		     (unsigned long long)((uint64_t)vfs.f_blocks * vfs.f_frsize >> 20),
+		     (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20));
+	n = count_profiles(conf->store_dir);
+	check(n >= 0, "profiles", "%s: %s", conf->store_dir,
+	      n >= 0 ? (n ? "readable" : "readable, empty (jobs with a key run "
+			"GPU-proportional until profiled)") : strerror(errno));
+	if (n > 0)
+		note("profiles", "%d in the store", n);
+	if (problems)
+		printf("verdict: Synergy jobs on %s would run GPU-proportional (%d problem%s above)\n",
+		       node, problems, problems == 1 ? "" : "s");
+	else
+		printf("verdict: Synergy jobs on %s would be sized and placed under their limits\n",
+		       node);
+	return problems ? 1 : 0;
+}
+
+static const char *default_node(char *buf, size_t len)
+{
+	const char *env = getenv("SLURMD_NODENAME");
+
+	if (env && syn__key_valid(env))
+		return env;
+	if (gethostname(buf, len) < 0)
+		return NULL;
+	buf[len - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+	return syn__key_valid(buf) ? buf : NULL;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "status", no_argument, NULL, 's' },
+		{ "check", no_argument, NULL, 'k' },
 		{ "conf", required_argument, NULL, 'c' },
+		{ "node", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *conf_path = NULL;
-	char conf_buf[4096];
+	const char *conf_path = NULL, *node = NULL;
+	char conf_buf[4096], host[SYN__KEY_MAX + 1], err[300];
+	status_arg_t sa;
 	syn__conf_t conf;
-	char err[300], cpus[256];
-	struct dirent *d;
-	DIR *dir;
-	int c, status = 0, nodes = 0, rv = 1;
+	syn__cg_t *cg;
+	int c, action = 0, n;
 
-	while ((c = getopt_long(argc, argv, "sc:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "skc:N:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			status = 1;
+		case 'k':
+			if (action && action != c) {
+				fprintf(stderr, "synergy-lend: give --status or --check, not both\n");
+				return 2;
+			}
+			action = c;
 			break;
 		case 'c':
 			conf_path = optarg;
+			break;
+		case 'N':
+			if (!syn__key_valid(optarg)) {
+				fprintf(stderr, "synergy-lend: --node: '%s' is not a NodeName\n",
+					optarg);
+				return 2;
+			}
+			node = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -76,9 +277,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!status || optind < argc) {
+	if (!action || optind < argc) {
 		fprintf(stderr, "synergy-lend: %s\n", optind < argc ?
-			"unexpected argument" : "nothing to do: give --status");
+			"unexpected argument" : "nothing to do: give --status or --check");
 		usage(stderr);
 		return 2;
 	}
@@ -87,35 +288,35 @@ int main(int argc, char **argv)
 	syn__conf_defaults(&conf);
 	if (syn__conf_load(&conf, conf_path, err, sizeof(err)) < 0) {
 		fprintf(stderr, "synergy-lend: %s\n", err);
+		if (action == 'k')
+			printf("FAIL  synergy.conf %s\nverdict: the plugin is disabled\n", err);
 		return 1;
 	}
+	if (!node)
+		node = default_node(host, sizeof(host));
+	if (!node) {
+		fprintf(stderr, "synergy-lend: cannot tell the NodeName: give --node\n");
+		return 2;
+	}
+	if (action == 'k')
+		return run_check(&conf, conf_path, node);
 	printf("lending %s (LendIdleCores in %s), records in %s\n", conf.lend_idle ? "on" : "off",
-	       conf_path, conf.lend_state_dir);
-	dir = opendir("/sys/fs/cgroup/cpuset");
-	if (!dir) {
-		fprintf(stderr, "synergy-lend: /sys/fs/cgroup/cpuset: %s (cgroup v1 cpuset needed)\n",
-			strerror(errno));
+	       conf_path, conf.state_dir);
+	cg = syn__cg_open_conf(&conf, node, NULL, 0, err, sizeof(err));
+	if (!cg) {
+		fprintf(stderr, "synergy-lend: %s\n", err);
 		return 1;
 	}
-	while ((d = readdir(dir))) {
-		if (strncmp(d->d_name, "slurm_", 6) != 0 || !syn__key_valid(d->d_name))
-			continue;
-		if (syn__cg_get_cpus(d->d_name, cpus, sizeof(cpus)) < 0)
-			continue; /* removed meanwhile */
-		nodes++;
-		printf("node %s: cpus %s\n", d->d_name + 6, cpus);
-		printf("  %-10s %-10s %-10s %-10s %-10s %s\n", "JOB", "ALLOTTED", "HOLDS", "SYNERGY",
-		       "LENT", "PROFILE");
-		if (syn__lend_status(conf.lend_state_dir, d->d_name, cpus, sizeof(cpus), print_job,
-				     NULL) < 0 && errno != ENOENT) {
-			fprintf(stderr, "synergy-lend: %s: %s\n", d->d_name, strerror(errno));
-			goto out;
-		}
+	memset(&sa, 0, sizeof(sa));
+	sa.cg = cg;
+	sa.conf = &conf;
+	n = syn__cg_foreach_node(cg, print_node, &sa);
+	syn__cg_close(cg);
+	if (n < 0) {
+		fprintf(stderr, "synergy-lend: cannot list the node cgroups: %s\n", strerror(errno));
+		return 1;
 	}
-	if (!nodes)
+	if (n == 0)
 		printf("no Slurm node cgroup on this machine (no job has run yet)\n");
-	rv = 0;
-out:
-	closedir(dir);
-	return rv;
+	return sa.failed ? 1 : 0;
 }

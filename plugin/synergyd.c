@@ -9,8 +9,10 @@
  * DefMemPerGPU), so that it starts instead of waiting for cores or memory.
  * For each queued profiling request it submits one offline profiling job
  * (ProfileCommand) and retires the request once the profile is in the
- * store. After each round it writes a status file and node_exporter
- * textfile metrics. A failed RPC (slurmctld restarting)
+ * store. Every round it also exports the node shapes of each partition
+ * for job_submit/synergy (NodeShapesFile, shapes.h), which must not call
+ * slurmctld from inside it. After each round it writes a status file and
+ * node_exporter textfile metrics. A failed RPC (slurmctld restarting)
  * is logged and the next round tries again; the daemon never exits for it.
  */
 #include "config.h"
@@ -31,6 +33,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "synergy_conf.h"
+#include "shapes.h"
 #include "submit.h"
 #include "tuner.h"
 #include "util.h"
@@ -418,6 +421,58 @@ static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 	closedir(d);
 }
 
+/*
+ * Export the node shapes of every partition for job_submit (shapes.h): per
+ * node its GPUs, its CPUs less specialised cores, its memory less MemSpec.
+ * Written every round; job_submit treats a table that stops being
+ * refreshed as unknown. Returns the number of nodes seen, or -1 (logged).
+ */
+static int export_shapes(const syn__conf_t *conf, const partition_info_msg_t *parts,
+			 const node_info_msg_t *nodes)
+{
+	syn__shapes_t t;
+	uint32_t i;
+	int seen = 0, rv = -1;
+
+	memset(&t, 0, sizeof(t));
+	t.written = time(NULL);
+	for (i = 0; parts && i < parts->record_count; i++) {
+		const partition_info_t *p = &parts->partition_array[i];
+		int k;
+
+		for (k = 0; p->name && p->node_inx && p->node_inx[k] >= 0; k += 2) {
+			int32_t a = p->node_inx[k], b = p->node_inx[k + 1], n;
+
+			for (n = a; n <= b && n >= 0 && (uint32_t)n < nodes->record_count; n++) {
+				const node_info_t *nd = &nodes->node_array[n];
+				uint64_t spec = (uint64_t)nd->core_spec_cnt * (nd->threads ? nd->threads : 1);
+				uint32_t cpus = nd->cpus > spec ? (uint32_t)(nd->cpus - spec) : 1;
+				uint64_t mem = nd->real_memory > nd->mem_spec_limit ?
+					       nd->real_memory - nd->mem_spec_limit : nd->real_memory;
+				int gpus = syn__gres_gpus(nd->gres);
+
+				if (!nd->name)
+					continue;
+				if (syn__shapes_add(&t, p->name, (p->flags & PART_FLAG_DEFAULT) != 0,
+						    gpus > 0 ? (uint32_t)gpus : 0, cpus, mem) < 0) {
+					logmsg("node shapes: partition %s: %s", p->name,
+					       strerror(errno));
+					goto out;
+				}
+				seen++;
+			}
+		}
+	}
+	if (syn__shapes_write(&t, conf->shapes_file) < 0) {
+		logmsg("cannot write the node shapes to %s: %s", conf->shapes_file, strerror(errno));
+		goto out;
+	}
+	rv = seen;
+out:
+	syn__shapes_free(&t);
+	return rv;
+}
+
 static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
 {
 	partition_info_msg_t *parts = NULL;
@@ -441,6 +496,8 @@ static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
 		goto out;
 	}
 	st->ctld_ok = 1;
+	if (export_shapes(conf, parts, nodes) < 0)
+		st->errors_total++;
 	free_gpus = max_free_gpus(o, nodes);
 	for (i = 0; i < jobs->record_count; i++) {
 		const job_info_t *j = &jobs->job_array[i];

@@ -11,11 +11,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "synergy_conf.h"
 #include "util.h"
@@ -47,7 +49,9 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_cache_mb = 1024 * 1024;
 	c->eps = 0.01;
 	c->lend_idle = 0;
-	snprintf(c->lend_state_dir, sizeof(c->lend_state_dir), "/run/synergy/lend");
+	snprintf(c->state_dir, sizeof(c->state_dir), "/run/synergy");
+	snprintf(c->shapes_file, sizeof(c->shapes_file), "/var/spool/synergy/node_shapes");
+	c->shapes_max_age = 600;
 }
 
 int syn__key_valid(const char *key)
@@ -181,8 +185,30 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 			return errprintf(err, errlen, "LendIdleCores: '%s' is not yes or no", value);
 		return 0;
 	}
-	if (strcasecmp(key, "LendStateDir") == 0)
-		return set_path(c->lend_state_dir, "LendStateDir", value, err, errlen);
+	/* LendStateDir is the name this key had when only lending kept state. */
+	if (strcasecmp(key, "StateDir") == 0 || strcasecmp(key, "LendStateDir") == 0)
+		return set_path(c->state_dir, key, value, err, errlen);
+	if (strcasecmp(key, "NodeShapesFile") == 0)
+		return set_path(c->shapes_file, "NodeShapesFile", value, err, errlen);
+	if (strcasecmp(key, "NodeShapesMaxAge") == 0) {
+		if (syn__parse_u64(value, 1, 86400 * 365, &v) < 0)
+			return errprintf(err, errlen, "NodeShapesMaxAge: '%s' is not a number of "
+					 "seconds in 1..31536000", value);
+		c->shapes_max_age = v;
+		return 0;
+	}
+	if (strcasecmp(key, "CgroupConf") == 0)
+		return set_path(c->cgroup_conf, "CgroupConf", value, err, errlen);
+	if (strcasecmp(key, "CgroupRoot") == 0) {
+		/* A path relative to the cgroup hierarchy's root, %n and %h allowed. */
+		if (!syn__path_ok(value)) {
+			errno = EINVAL;
+			return errprintf(err, errlen, "CgroupRoot: '%s' is not an absolute path "
+					 "without '..' (e.g. /slurm_%%n)", value);
+		}
+		snprintf(c->cgroup_root, sizeof(c->cgroup_root), "%s", value);
+		return 0;
+	}
 	if (strcasecmp(key, "ProfileStore") == 0)
 		return set_path(c->store_dir, "ProfileStore", value, err, errlen);
 	if (strcasecmp(key, "RequestDir") == 0)
@@ -312,69 +338,52 @@ int syn__conf_load(syn__conf_t *c, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int syn__job_cgroup(const char *proc_cgroup, const char *controller, uint32_t jobid,
-		    char *out, size_t outlen)
+char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *lenp)
 {
-	char want[32];
-	const char *line, *next;
-	size_t clen = strlen(controller);
-	int wlen;
+	size_t cap = 512, used = 0;
+	char *buf = NULL, *nb;
+	ssize_t r;
+	int fd, e;
 
-	wlen = snprintf(want, sizeof(want), "/job_%u", (unsigned)jobid);
-	for (line = proc_cgroup; line && *line; line = next) {
-		const char *c1, *c2, *end, *path, *hit, *ctl;
-		size_t len;
-
-		next = strchr(line, '\n');
-		end = next ? next : line + strlen(line);
-		if (next)
-			next++;
-		/* "hierarchy-id:controller,list:/path" */
-		c1 = memchr(line, ':', (size_t)(end - line));
-		if (!c1)
-			continue;
-		c2 = memchr(c1 + 1, ':', (size_t)(end - c1 - 1));
-		if (!c2)
-			continue;
-		/* Is controller one of the comma-separated names? */
-		for (ctl = c1 + 1; ctl < c2; ) {
-			const char *comma = memchr(ctl, ',', (size_t)(c2 - ctl));
-			const char *cend = comma ? comma : c2;
-			if ((size_t)(cend - ctl) == clen && memcmp(ctl, controller, clen) == 0)
-				break;
-			ctl = comma ? comma + 1 : c2;
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (!buf || used + 1 >= cap) {
+			if (buf)
+				cap *= 2;
+			if (cap > max + 1)
+				cap = max + 1;
+			if (buf && used + 1 >= cap) {
+				e = EFBIG;
+				goto fail;
+			}
+			nb = realloc(buf, cap);
+			if (!nb) {
+				e = ENOMEM;
+				goto fail;
+			}
+			buf = nb;
 		}
-		if (ctl >= c2)
-			continue;
-		path = c2 + 1;
-		if (*path != '/')
-			continue;
-		/* "//job_1" names the same cgroup as "/job_1"; the result must
-		 * stay relative, so skip every leading slash but the last. */
-		while (path[1] == '/')
-			path++;
-		/* Find "/job_<id>" followed by '/' or the end of the line. */
-		for (hit = path; (hit = strstr(hit, want)) && hit < end; hit++) {
-			const char *after = hit + wlen;
-			if (after == end || *after == '/')
-				break;
+		r = read(fd, buf + used, cap - used - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			goto fail;
 		}
-		if (!hit || hit >= end)
+		if (r == 0)
 			break;
-		len = (size_t)(hit + wlen - (path + 1));
-		if (len + 1 > outlen) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(out, path + 1, len);
-		out[len] = '\0';
-		/* The kernel never writes ".." in a cgroup path, but be sure. */
-		if (strstr(out, "..")) {
-			errno = ENOENT;
-			return -1;
-		}
-		return 0;
+		used += (size_t)r;
 	}
-	errno = ENOENT;
-	return -1;
+	close(fd);
+	buf[used] = '\0';
+	if (lenp)
+		*lenp = used;
+	return buf;
+fail:
+	close(fd);
+	free(buf);
+	errno = e;
+	return NULL;
 }

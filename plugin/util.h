@@ -25,7 +25,8 @@
  * SPANK plugin's plugstack arguments, which take the same keys. Keys:
  * Enabled, ProfileStore, RequestDir, CacheDir, ProcessMemMB, MaxCacheMB,
  * Eps, NodeGPUs, NodeCPUs, NodeMemMB, ProfileCommand, LendIdleCores,
- * LendStateDir (see synergy.conf(5)).
+ * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
+ * NodeShapesMaxAge (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -38,7 +39,11 @@ typedef struct syn__conf {
 	uint64_t node_gpus, node_cpus, node_mem_mb; /* the node shape job_submit sizes for (0: unknown) */
 	char profile_command[512];          /* synergyd runs it as a batch job per request ("": none) */
 	int lend_idle;                      /* LendIdleCores=yes|no: lend idle cores (lend.h) */
-	char lend_state_dir[SYN__PATH_MAX]; /* root-only per-node lending records and locks */
+	char state_dir[SYN__PATH_MAX];      /* root-only per-node job records and locks */
+	char cgroup_conf[SYN__PATH_MAX];    /* Slurm's cgroup.conf ("": beside slurm.conf) */
+	char cgroup_root[SYN__PATH_MAX];    /* the node's cgroup, %n/%h ("": Slurm's layouts) */
+	char shapes_file[SYN__PATH_MAX];    /* node shapes synergyd exports (shapes.h) */
+	uint64_t shapes_max_age;            /* seconds before that table is stale */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */
@@ -89,13 +94,11 @@ int syn__parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int syn__path_ok(const char *path);
 
 /*
- * From a /proc/<pid>/cgroup text, the path (relative to the controller's
- * root, without the leading '/') of job_<jobid> in the hierarchy of
- * controller (e.g. "cpuset"): "slurm_n1/uid_0/job_42" when the task is in
- * ".../job_42/step_0/...". Returns 0, or -1 with errno ENOENT (no such
- * controller line, or not inside job_<jobid>) or ENAMETOOLONG.
+ * Read the small file name relative to directory dfd (AT_FDCWD: a path)
+ * whole, never following a final symlink and never blocking on a FIFO.
+ * Returns a NUL-terminated malloc'ed buffer (its length in *len when len is
+ * not NULL), or NULL with errno (EFBIG when it holds more than max bytes).
  */
-int syn__job_cgroup(const char *proc_cgroup, const char *controller, uint32_t jobid,
-		    char *out, size_t outlen);
+char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *len);
 
 #endif

@@ -7,7 +7,9 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
-	tests/integration/synergy-lending.sh tests/integration/demo.sh
+	tests/integration/synergy-lending.sh tests/integration/synergy-trust.sh \
+	tests/integration/synergy-shapes.sh \
+	tests/integration/demo.sh
 EXTRA_DIST += tests/lib/cluster.sh
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report

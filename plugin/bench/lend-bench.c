@@ -10,7 +10,7 @@
  * the cgroup writes and the re-pinning of the job's threads.
  * Root only; run by plugin/bench/lend-bench.sh on a throwaway cluster.
  *
- * Usage: lend-bench STATE_DIR STORE_DIR NODE_REL [N [JOB_REL JOBID]]
+ * Usage: lend-bench SYNERGY_CONF NODE [N [JOBID]]
  */
 #include "config.h"
 
@@ -20,6 +20,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "synergy_conf.h"
+#include "cgroup.h"
 #include "lend.h"
 #include "util.h"
 
@@ -63,23 +65,62 @@ static void row(const char *name, double *v, int n)
 	printf("%-28s %10.1f %10.1f %10.1f\n", name, v[0], v[n / 2], v[n - 1]);
 }
 
+typedef struct find {
+	uint32_t jobid;
+	char rel[512];
+} find_t;
+
+static int find_job(uint32_t id, const char *rel, void *arg)
+{
+	find_t *f = arg;
+
+	if (id != f->jobid)
+		return 0;
+	snprintf(f->rel, sizeof(f->rel), "%s", rel);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	int i, n, errors = 0, flip = argc > 6;
+	int i, n, errors = 0, flip = argc > 4;
 	uint64_t calls = 200, jobid = 0;
 	double *wall, *cpu, *back;
+	char err[300], node_rel[512];
+	syn__conf_t conf;
+	syn__cg_t *cg;
+	find_t f;
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: lend-bench STATE_DIR STORE_DIR NODE_REL [N [JOB_REL JOBID]]\n");
+	if (argc < 3) {
+		fprintf(stderr, "usage: lend-bench SYNERGY_CONF NODE [N [JOBID]]\n");
 		return 2;
 	}
-	if (argc > 4 && syn__parse_u64(argv[4], 1, 1000000, &calls) < 0) {
-		fprintf(stderr, "lend-bench: N: '%s' is not a number from 1 to 1000000\n", argv[4]);
+	syn__conf_defaults(&conf);
+	if (syn__conf_load(&conf, argv[1], err, sizeof(err)) < 0) {
+		fprintf(stderr, "lend-bench: %s\n", err);
 		return 2;
 	}
-	if (flip && syn__parse_u64(argv[6], 1, UINT32_MAX, &jobid) < 0) {
-		fprintf(stderr, "lend-bench: JOBID: '%s' is not a job id\n", argv[6]);
+	if (argc > 3 && syn__parse_u64(argv[3], 1, 1000000, &calls) < 0) {
+		fprintf(stderr, "lend-bench: N: '%s' is not a number from 1 to 1000000\n", argv[3]);
 		return 2;
+	}
+	if (flip && syn__parse_u64(argv[4], 1, UINT32_MAX, &jobid) < 0) {
+		fprintf(stderr, "lend-bench: JOBID: '%s' is not a job id\n", argv[4]);
+		return 2;
+	}
+	cg = syn__cg_open_conf(&conf, argv[2], NULL, 0, err, sizeof(err));
+	if (!cg) {
+		fprintf(stderr, "lend-bench: %s\n", err);
+		return 1;
+	}
+	if (syn__cg_node_path(cg, node_rel, sizeof(node_rel)) < 0) {
+		fprintf(stderr, "lend-bench: node %s has no cgroup here\n", argv[2]);
+		return 1;
+	}
+	memset(&f, 0, sizeof(f));
+	f.jobid = (uint32_t)jobid;
+	if (flip && (syn__cg_foreach_job(cg, node_rel, find_job, &f) < 0 || !f.rel[0])) {
+		fprintf(stderr, "lend-bench: job %s is not running on %s\n", argv[4], argv[2]);
+		return 1;
 	}
 	n = (int)calls;
 	wall = calloc((size_t)n, sizeof(*wall));
@@ -92,13 +133,13 @@ int main(int argc, char **argv)
 
 		if (flip) {
 			w0 = now_us();
-			syn__lend_step_start(argv[1], argv[3], argv[5], (uint32_t)jobid, logf_,
-					     &errors);
+			syn__lend_step_start(cg, conf.state_dir, node_rel, f.rel, (uint32_t)jobid,
+					     logf_, &errors);
 			back[i] = now_us() - w0;
 		}
 		w0 = now_us();
 		c0 = cpu_us();
-		syn__lend_rebalance(argv[1], argv[2], argv[3], NULL, 0, SYN__LEND_MIN_GAIN, logf_,
+		syn__lend_rebalance(cg, conf.state_dir, node_rel, NULL, 0, SYN__LEND_MIN_GAIN, logf_,
 				    &errors);
 		wall[i] = now_us() - w0;
 		cpu[i] = cpu_us() - c0;
@@ -112,5 +153,6 @@ int main(int argc, char **argv)
 	free(back);
 	free(wall);
 	free(cpu);
+	syn__cg_close(cg);
 	return errors ? 1 : 0;
 }

@@ -19,10 +19,9 @@ node=${CLUSTER_TAG}n1
 id=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap \
 	'while [ ! -e "'"$C"'/stop" ]; do sleep 0.2; done')
 cluster_wait_state "$id" RUNNING 20 || { echo "job did not start"; exit 1; }
-cluster__wait 10 test -d "/sys/fs/cgroup/cpuset/slurm_$node/uid_0/job_$id/synergy"
+cluster__wait 10 grep -q "synergy: lend job=$id borrows" "$C/log/slurmd.$node.log"
 sleep 1
-"$top_builddir/plugin/lend-bench" "$C/lend" "$C/store" "slurm_$node" "$n"
-"$top_builddir/plugin/lend-bench" "$C/lend" "$C/store" "slurm_$node" "$n" \
-	"slurm_$node/uid_0/job_$id" "$id"
+"$top_builddir/plugin/lend-bench" "$C/etc/synergy.conf" "$node" "$n"
+"$top_builddir/plugin/lend-bench" "$C/etc/synergy.conf" "$node" "$n" "$id"
 touch "$C/stop"
 cluster_wait_job "$id" 30 >/dev/null

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "synergy_store.h"
 #include "tap.h"
+#include "shapes.h"
 #include "submit.h"
 
 static char dir[] = "/tmp/synsubmitXXXXXX";
@@ -45,6 +47,8 @@ static void put_profile(const char *key, int sensitive)
 	syn_store_destroy(s);
 }
 
+static const char *partition;
+
 static void decide(const char *key, const char *onoff, const char *tres, syn__decision_t *d)
 {
 	char kv[128], ov[64];
@@ -66,7 +70,78 @@ static void decide(const char *key, const char *onoff, const char *tres, syn__de
 	req.spank_env_size = n;
 	req.tres_per_node = tres;
 	req.uid = 1000;
+	req.partition = partition;
 	syn__decide(&conf, &req, d);
+}
+
+/* Node shapes from synergyd's table (shapes.h): each job is sized for its
+ * partition; a job that may run in partitions of different shapes for what
+ * fits all; a stale or malformed table means GPU-proportional. */
+static void shapes_tests(syn__decision_t *d)
+{
+	syn__shapes_t t;
+	char err[200];
+	int i;
+
+	memset(&t, 0, sizeof(t));
+	t.written = time(NULL);
+	/* p2: 2 GPUs, 2 CPUs, 4 GB; p8: 8 GPUs, 64 CPUs, 256 GB (8 cores,
+	 * 32 GB per GPU), default. */
+	syn__shapes_add(&t, "p2", 0, 2, 2, 4096);
+	syn__shapes_add(&t, "p2", 0, 2, 2, 4096);
+	for (i = 0; i < 3; i++)
+		syn__shapes_add(&t, "p8", 1, 8, 64, 262144);
+	ok(t.n == 2 && t.s[0].nodes == 2 && t.s[1].nodes == 3, "equal nodes merge into shapes");
+	ok(syn__shapes_write(&t, conf.shapes_file) == 0, "table written");
+	syn__shapes_free(&t);
+	ok(syn__shapes_read(conf.shapes_file, &t, err, sizeof(err)) == 0 && t.n == 2 &&
+	   strcmp(t.s[1].part, "p8") == 0 && t.s[1].mem_mb == 262144, "and read back");
+	syn__shapes_free(&t);
+
+	partition = "p2";
+	decide("img", NULL, "gres:gpu:1", d);
+	ok(d->action == SYN__SIZED && strstr(d->comment, "partition p2"),
+	   "p2 job sized for p2: %s", d->comment);
+	ok(d->cpus_per_task <= 1, "within p2's share of one core per GPU (%u)",
+	   (unsigned)d->cpus_per_task);
+	partition = NULL;
+	decide("img", NULL, "gres:gpu:1", d);
+	ok(d->action == SYN__SIZED && strstr(d->comment, "partition p8"),
+	   "a job without a partition is sized for the default one: %s", d->comment);
+	partition = "p2,p8";
+	decide("img", NULL, "gres:gpu:1", d);
+	ok(d->action == SYN__SIZED && strstr(d->comment, "2 shapes in p2,p8: smallest share") &&
+	   d->cpus_per_task <= 1, "mixed partitions: sized for what fits all: %s", d->comment);
+	partition = "p2";
+	decide("img", NULL, "gres:gpu:4", d);
+	ok(d->action == SYN__PROPORTIONAL && strstr(d->comment, "no node in p2 has 4 GPUs"),
+	   "more GPUs than p2's nodes have: GPU-proportional, says why");
+	partition = "nosuch";
+	decide("img", NULL, "gres:gpu:1", d);
+	ok(d->action == SYN__PROPORTIONAL && strstr(d->comment, "no partition nosuch"),
+	   "unknown partition: GPU-proportional");
+	partition = "p2";
+	syn__shapes_read(conf.shapes_file, &t, err, sizeof(err));
+	t.written = time(NULL) - 3600;
+	syn__shapes_write(&t, conf.shapes_file);
+	syn__shapes_free(&t);
+	decide("img", NULL, "gres:gpu:1", d);
+	ok(d->action == SYN__PROPORTIONAL && strstr(d->comment, "s old"),
+	   "a stale table: GPU-proportional (%s)", d->comment);
+	{
+		FILE *f = fopen(conf.shapes_file, "w");
+
+		fputs("synergy-node-shapes 1\nwritten=1\npartition=p2 gpus=x\n", f);
+		fclose(f);
+	}
+	ok(syn__shapes_read(conf.shapes_file, &t, err, sizeof(err)) == -1 && errno == EINVAL &&
+	   strstr(err, "line 3"), "a malformed table is refused by line (%s)", err);
+	decide("img", NULL, "gres:gpu:1", d);
+	ok(d->action == SYN__PROPORTIONAL, "and leaves jobs GPU-proportional");
+	ok(syn__shapes_parse("nonsense\n", &t, err, sizeof(err)) == -1, "a wrong magic refused");
+	ok(syn__shapes_add(&t, "a,b", 0, 1, 1, 1) == -1 && errno == EINVAL,
+	   "a partition name with ',' refused");
+	partition = NULL;
 }
 
 int main(void)
@@ -158,8 +233,13 @@ int main(void)
 	conf.node_gpus = 0;
 	snprintf(conf.store_dir, sizeof(conf.store_dir), "%s/store", dir);
 	decide("img", NULL, "gres:gpu:1", &d);
-	ok(d.action == SYN__PROPORTIONAL && strstr(d.err, "NodeGPUs"),
-	   "node shape not configured: GPU-proportional");
+	snprintf(conf.shapes_file, sizeof(conf.shapes_file), "%s/node_shapes", dir);
+	ok(d.action == SYN__PROPORTIONAL && strstr(d.err, "node shapes unknown"),
+	   "no node shape configured nor exported: GPU-proportional");
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && strstr(d.comment, "node shapes unknown") &&
+	   strstr(d.comment, "synergyd"), "AdminComment says why and what to check");
+	shapes_tests(&d);
 
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path) != 0)

@@ -113,14 +113,22 @@ static void test_conf(void)
 	   "ProfileCommand with arguments");
 	ok(syn__conf_arg(&c, "ProfileCommand=synergy-profile run", err, sizeof(err)) == -1 &&
 	   strstr(err, "absolute path"), "relative ProfileCommand refused");
-	ok(c.lend_idle == 0 && strcmp(c.lend_state_dir, "/run/synergy/lend") == 0,
-	   "lending is off by default, state under /run/synergy/lend");
+	ok(c.lend_idle == 0 && strcmp(c.state_dir, "/run/synergy") == 0,
+	   "lending is off by default, node state under /run/synergy");
 	ok(syn__conf_arg(&c, "LendIdleCores=yes", err, sizeof(err)) == 0 && c.lend_idle == 1,
 	   "LendIdleCores=yes");
 	ok(syn__conf_arg(&c, "LendIdleCores=maybe", err, sizeof(err)) == -1 &&
 	   strstr(err, "LendIdleCores") && c.lend_idle == 1, "LendIdleCores=maybe refused by name");
 	ok(syn__conf_arg(&c, "LendStateDir=/var/run/x", err, sizeof(err)) == 0 &&
-	   strcmp(c.lend_state_dir, "/var/run/x") == 0, "LendStateDir");
+	   strcmp(c.state_dir, "/var/run/x") == 0, "LendStateDir is the old name of StateDir");
+	ok(syn__conf_arg(&c, "StateDir=/var/run/y", err, sizeof(err)) == 0 &&
+	   strcmp(c.state_dir, "/var/run/y") == 0, "StateDir");
+	ok(syn__conf_arg(&c, "CgroupRoot=/slurm_%n", err, sizeof(err)) == 0 &&
+	   strcmp(c.cgroup_root, "/slurm_%n") == 0, "CgroupRoot with %%n");
+	ok(syn__conf_arg(&c, "CgroupRoot=slurm", err, sizeof(err)) == -1 &&
+	   strstr(err, "CgroupRoot"), "a relative CgroupRoot refused by name");
+	ok(syn__conf_arg(&c, "CgroupConf=/etc/slurm/cgroup.conf", err, sizeof(err)) == 0 &&
+	   strcmp(c.cgroup_conf, "/etc/slurm/cgroup.conf") == 0, "CgroupConf");
 	ok(syn__conf_arg(&c, "LendStateDir=run/x", err, sizeof(err)) == -1 &&
 	   strstr(err, "LendStateDir"), "relative LendStateDir refused");
 
@@ -161,35 +169,6 @@ static void test_conf(void)
 	   "missing file: ENOENT");
 }
 
-static void test_job_cgroup(void)
-{
-	static const char proc[] =
-		"12:pids:/\n"
-		"10:freezer:/slurm_c1a2n1/uid_0/job_42/step_batch\n"
-		"7:cpuset:/slurm_c1a2n1/uid_0/job_42/step_batch\n"
-		"5:cpu,cpuacct:/\n"
-		"4:memory:/slurm_c1a2n1/uid_0/job_42/step_batch/task_0\n"
-		"0::/\n";
-	char out[128];
-
-	ok(syn__job_cgroup(proc, "cpuset", 42, out, sizeof(out)) == 0 &&
-	   strcmp(out, "slurm_c1a2n1/uid_0/job_42") == 0, "cpuset job path");
-	ok(syn__job_cgroup(proc, "memory", 42, out, sizeof(out)) == 0 &&
-	   strcmp(out, "slurm_c1a2n1/uid_0/job_42") == 0, "memory job path below a task");
-	ok(syn__job_cgroup(proc, "cpuset", 4, out, sizeof(out)) == -1 && errno == ENOENT,
-	   "job_4 is not a prefix match of job_42");
-	ok(syn__job_cgroup(proc, "cpu", 42, out, sizeof(out)) == -1 && errno == ENOENT,
-	   "controller without a job path");
-	ok(syn__job_cgroup(proc, "cpuset", 42, out, 8) == -1 && errno == ENAMETOOLONG,
-	   "short buffer");
-	ok(syn__job_cgroup("7:cpuset:/slurm_x/uid_0/job_42\n", "cpuset", 42, out, sizeof(out)) == 0 &&
-	   strcmp(out, "slurm_x/uid_0/job_42") == 0, "job path at the end of a line");
-	/* Regression (tests/fuzz/crashes/spank-1): "//" must not give an
-	 * absolute result. */
-	ok(syn__job_cgroup("1:cpuset://job_42\n", "cpuset", 42, out, sizeof(out)) == 0 &&
-	   strcmp(out, "job_42") == 0, "leading slashes are all skipped");
-}
-
 int main(void)
 {
 	test_keys();
@@ -197,6 +176,5 @@ int main(void)
 	test_onoff();
 	test_paths();
 	test_conf();
-	test_job_cgroup();
 	return done_testing();
 }

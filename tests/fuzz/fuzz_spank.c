@@ -8,7 +8,7 @@
  * The first line of the input goes through the single-value checks and,
  * as a plugstack "key=value" argument, through syn__conf_arg(); the whole
  * input is read as a synergy.conf file by syn__conf_load() and as a
- * /proc/<pid>/cgroup text by syn__job_cgroup(). Accepted values are checked
+ * /proc/<pid>/cgroup text by syn__cg_parse_proc(). Accepted values are checked
  * against the documented rules (charset, length, range, absolute paths).
  *
  * A "conf=PATH" argument would make syn__conf_arg() open a file the input
@@ -27,6 +27,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "plugin/cgroup.h"
 #include "plugin/util.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -82,7 +83,7 @@ static void cgroup(const char *text, const char *controller, uint32_t jobid)
 	size_t olen, wlen;
 
 	errno = 0;
-	if (syn__job_cgroup(text, controller, jobid, out, sizeof(out)) < 0) {
+	if (syn__cg_parse_proc(text, controller, jobid, out, sizeof(out)) < 0) {
 		if (errno != ENOENT && errno != ENAMETOOLONG)
 			abort();
 		return;

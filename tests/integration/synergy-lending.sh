@@ -67,14 +67,14 @@ cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
 test_ok "A's task runs on the lent CPUs (affinity $all)" \
 	grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
 test_ok "A's job step ran while A borrowed" grep -qx step-rc=0 "$(cluster_out "$idA")"
-nrec=$(ls "$C/lend" | grep -c "^slurm_$node\.job_$idA\$")
+nrec=$(ls "$C/lend" | grep -c "^$node\.job_$idA\$")
 test_ok "A has a root-only lending record" test "$nrec" = 1 -a "$(stat -c %a "$C/lend")" = 700
 status=$("$top_builddir/plugin/synergy-lend" --status -c "$C/etc/synergy.conf" 2>&1 |
 	sed -n "/^node $node:/,/^node /p")
 test_ok "synergy-lend --status shows A holding every CPU, some lent" \
 	grep -Eq "^ +$idA +[0-9,-]+ +$all +$all +[0-9,-]+ +img\$" <<<"$status"
 diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
-diag "A's record: $(tr '\n' ' ' <"$C/lend/slurm_$node.job_$idA" 2>/dev/null)"
+diag "A's record: $(tr '\n' ' ' <"$C/lend/$node.job_$idA" 2>/dev/null)"
 
 # B (no profile) records, from inside, its own CPUs and A's at its start.
 idB=$(cluster_sbatch --gres=gpu:1 -c 1 --wrap '
@@ -119,7 +119,7 @@ test_ok "A's task runs on every CPU again" \
 
 # Lending turned off while A borrows: A's next step must still run (its
 # lent CPUs go back first), and its record goes at its end all the same.
-allotA=$(sed -n 's/^allotted=//p' "$C/lend/slurm_$node.job_$idA")
+allotA=$(sed -n 's/^allotted=//p' "$C/lend/$node.job_$idA")
 sed -i 's/^LendIdleCores=yes$/LendIdleCores=no/' "$C/etc/synergy.conf"
 touch "$C/step2"
 cluster__wait 20 grep -q "^step2-rc=" "$(cluster_out "$idA")"

@@ -90,7 +90,7 @@ test_ok "the failed run's output names the missing dataset" \
 
 q=$(cluster_sbatch --gres=gpu:1 --synergy-profile=newkey --wrap true)
 test_ok "the next job with that key is sized from the measured profile" \
-	bash -c "scontrol show job $q | grep -q 'AdminComment=synergy: key=newkey cpus=1 mem=1024M cache=0M tput=1.00x (best-case)'"
+	bash -c "scontrol show job $q | grep -q 'AdminComment=synergy: key=newkey cpus=1 mem=1024M cache=0M tput=1.00x (best-case; configured shape)'"
 test_ok "its request is 1 core and ProcessMemMB" \
 	bash -c "scontrol -o show job $q | grep -q 'TRES=cpu=1,mem=1G,'"
 st=$(cluster_wait_job "$q" 30)

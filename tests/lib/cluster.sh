@@ -26,6 +26,11 @@
 #   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
 #   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
+#   CLUSTER_NODE_SHAPES     "GPUS:CPUS:MEM ..." one per node: nodes of different
+#                           shapes (scheduling only: CPUs past the real ones are
+#                           faked), each also in its own partition "shape<i>";
+#                           synergy.conf then names no node shape (synergyd
+#                           exports them, see shapes.h)
 #   CLUSTER_CACHE_DIR       synergy.conf CacheDir (default $C/cache; a tmpfs
 #                           such as /dev/shm/NAME keeps loader caches in RAM)
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
@@ -110,7 +115,7 @@ cluster__all_idle() {
 	for pid in $cluster_pids; do
 		kill -0 "$pid" 2>/dev/null || return 2
 	done
-	n=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle"' | wc -l)
+	n=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | awk '$2 == "idle"' | wc -l)
 	[ "$n" -eq "$cluster_n" ]
 }
 
@@ -120,6 +125,12 @@ cluster__write_conf() {
 	ctld_port=$(cluster__port) || return 1
 	n=$1
 	last=$((CLUSTER_GPUS - 1))
+	if [ -n "${CLUSTER_NODE_SHAPES:-}" ]; then
+		local shape
+		for shape in $CLUSTER_NODE_SHAPES; do
+			[ "${shape%%:*}" -gt "$((last + 1))" ] && last=$((${shape%%:*} - 1))
+		done
+	fi
 	mkdir -p "$C/etc" "$C/log" "$C/run" "$C/state" "$C/spool" "$C/dev" \
 		"$C/cache" "$C/store" "$C/requests" "$C/munge-key"
 	chmod 0755 "$C/run"
@@ -169,13 +180,24 @@ EOF
 		echo "JobSubmitPlugins=synergy" >>"$C/etc/slurm.conf"
 	fi
 	nodelist=
+	[ -z "${CLUSTER_NODE_SHAPES:-}" ] || echo "SlurmdParameters=config_overrides" >>"$C/etc/slurm.conf"
 	for i in $(seq 1 "$n"); do
+		local g=$CLUSTER_GPUS cpus=$CLUSTER_CPUS mem=$CLUSTER_MEM
+		if [ -n "${CLUSTER_NODE_SHAPES:-}" ]; then
+			set -- $CLUSTER_NODE_SHAPES
+			shift $((i - 1))
+			IFS=: read -r g cpus mem <<<"$1"
+		fi
 		port=$(cluster__port) || return 1
-		echo "NodeName=${CLUSTER_TAG}n$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$CLUSTER_CPUS Sockets=1 CoresPerSocket=$CLUSTER_CPUS ThreadsPerCore=1 RealMemory=$CLUSTER_MEM Gres=gpu:$CLUSTER_GPUS State=UNKNOWN" \
+		echo "NodeName=${CLUSTER_TAG}n$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$mem Gres=gpu:$g State=UNKNOWN" \
 			>>"$C/etc/slurm.conf"
 		nodelist="$nodelist${nodelist:+ }${CLUSTER_TAG}n$i"
-		echo "NodeName=${CLUSTER_TAG}n$i Name=gpu File=$C/dev/nvidia[0-$last]" >>"$C/etc/gres.conf"
+		echo "NodeName=${CLUSTER_TAG}n$i Name=gpu File=$C/dev/nvidia[0-$((g - 1))]" >>"$C/etc/gres.conf"
+		[ -z "${CLUSTER_NODE_SHAPES:-}" ] ||
+			echo "PartitionName=shape$i Nodes=${CLUSTER_TAG}n$i MaxTime=INFINITE State=UP DefCpuPerGPU=$CLUSTER_DEF_CPU_PER_GPU DefMemPerGPU=$CLUSTER_DEF_MEM_PER_GPU" \
+				>>"$C/etc/slurm.conf.parts"
 	done
+	[ ! -f "$C/etc/slurm.conf.parts" ] || { cat "$C/etc/slurm.conf.parts" >>"$C/etc/slurm.conf"; rm -f "$C/etc/slurm.conf.parts"; }
 	CLUSTER_NODES=$nodelist
 	# GPU-proportional defaults: each GPU brings its share of cores and memory.
 	echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP DefCpuPerGPU=$CLUSTER_DEF_CPU_PER_GPU DefMemPerGPU=$CLUSTER_DEF_MEM_PER_GPU $CLUSTER_PARTITION_EXTRA" \
@@ -192,11 +214,13 @@ EOF
 ProfileStore=$C/store
 RequestDir=$C/requests
 CacheDir=${CLUSTER_CACHE_DIR:-$C/cache}
-NodeGPUs=$CLUSTER_GPUS
-NodeCPUs=$CLUSTER_CPUS
-NodeMemMB=$CLUSTER_MEM
 ProcessMemMB=$CLUSTER_PROCESS_MEM
+StateDir=$C/state-synergy
+NodeShapesFile=$C/node_shapes
 EOF
+	[ -n "${CLUSTER_NODE_SHAPES:-}" ] ||
+		printf 'NodeGPUs=%s\nNodeCPUs=%s\nNodeMemMB=%s\n' "$CLUSTER_GPUS" "$CLUSTER_CPUS" \
+			"$CLUSTER_MEM" >>"$C/etc/synergy.conf"
 	[ -z "$CLUSTER_SYNERGY_CONF_EXTRA" ] ||
 		printf '%s\n' "$CLUSTER_SYNERGY_CONF_EXTRA" >>"$C/etc/synergy.conf"
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
@@ -297,7 +321,10 @@ cluster_atexit() { cluster_extra_pids="$cluster_extra_pids $1"; }
 # cluster_stop: tear everything down (idempotent; installed as EXIT trap).
 cluster_stop() {
 	local pid i d
-	[ -n "$C" ] || return 0
+	if [ -z "$C" ]; then
+		cluster__on_stop
+		return 0
+	fi
 	trap - EXIT INT TERM
 	if [ -n "$cluster_extra_pids" ]; then
 		# shellcheck disable=SC2086
@@ -340,6 +367,15 @@ cluster_stop() {
 	C=
 	cluster_stopped_pids=$cluster_pids
 	cluster_pids=
+	cluster__on_stop
+}
+
+# CLUSTER_ON_STOP: a command the teardown runs last, once every process of
+# the cluster is gone (e.g. removing throwaway user accounts).
+cluster__on_stop() {
+	local cmd=${CLUSTER_ON_STOP:-}
+	CLUSTER_ON_STOP=
+	[ -z "$cmd" ] || eval "$cmd"
 }
 
 cluster__no_jobs() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }

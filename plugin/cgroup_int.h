@@ -1,0 +1,63 @@
+/*
+ * cgroup_int.h: what cgroup.c shares with its two backends (cgroup_v1.c,
+ * cgroup_v2.c). Not for use outside the cgroup layer.
+ */
+#ifndef SYN_PLUGIN_CGROUP_INT_H
+#define SYN_PLUGIN_CGROUP_INT_H
+
+#include <limits.h>
+
+#include "cgroup.h"
+#include "util.h"
+
+struct syn__cg {
+	int version;
+	char mnt[SYN__PATH_MAX];
+	char node[SYN__KEY_MAX + 1];
+	char host[SYN__KEY_MAX + 1];
+	char root[SYN__PATH_MAX];     /* the admin's pattern, "" for Slurm's layouts */
+};
+
+/* errprintf-style: fill err (if any), keep or set errno, return -1. */
+int syn__cg_err(char *err, size_t errlen, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The path of file in cgroup rel: v1 <mnt>/<ctl>/<rel>/<file>, v2
+ * <mnt>/<rel>/<file> (ctl ignored); file NULL: the directory. Returns 0,
+ * or -1 with ENAMETOOLONG. */
+int syn__cg_path(const syn__cg_t *cg, const char *ctl, const char *rel, const char *file,
+		 char *buf, size_t len);
+
+/* A whole small file (at most 1 MiB), NUL-terminated, malloc'ed; NULL with
+ * errno. Trailing newlines are stripped. */
+char *syn__cg_read_file(const char *path);
+
+/* The full path (without the leading '/') of controller's line in a
+ * /proc/<pid>/cgroup text (NULL: the v2 "0::" line). 0, or -1 with errno
+ * ENOENT or ENAMETOOLONG. */
+int syn__cg_proc_path(const char *text, const char *controller, char *out, size_t len);
+
+/* Write s to path with a single write(2). Returns 0, or -1 with errno and
+ * err naming the path. */
+int syn__cg_write_file(const char *path, const char *s, char *err, size_t errlen);
+
+/* Pin every thread of cgroup rel (and of its descendants, ctl's hierarchy)
+ * to set. Threads that exit meanwhile are skipped. Returns the number
+ * pinned, or -1 with errno when rel cannot be read. */
+int syn__cg_pin_tree(const syn__cg_t *cg, const char *ctl, const char *rel,
+		     const cpu_set_t *set);
+
+/* Backends. Each returns what the public function of the same name does. */
+int syn__cg1_limits(const syn__cg_t *cg, const char *job_rel, char ***out);
+int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
+			uint64_t mem_bytes, cpu_set_t *set, char *err, size_t errlen);
+int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
+			const char *step_dir, char *err, size_t errlen);
+int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen);
+
+int syn__cg2_limits(const syn__cg_t *cg, const char *job_rel, char ***out);
+
+/* Free a NULL-terminated list from the *_limits functions. */
+void syn__cg_free_list(char **list);
+
+#endif

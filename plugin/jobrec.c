@@ -1,0 +1,375 @@
+/*
+ * jobrec.c: the grant job_submit hands the node and the per-job records
+ * in StateDir (see jobrec.h). Records are written by root into a directory
+ * only root can write, and still parsed as strictly as the grant, which
+ * passes through a user's job: a record that does not parse is no record.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "jobrec.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
+{
+	int n;
+
+	if (!r || !buf || !r->synergy || !syn__key_valid(r->key) || r->gpus < 1 ||
+	    r->cache_mb > r->mem_mb) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = snprintf(buf, len,
+		     "key=%s uid=%" PRIu32 " gpus=%" PRIu32 " cpus=%" PRIu32 " mem_mb=%" PRIu64
+		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64,
+		     r->key, r->uid, r->gpus, r->cpus, r->mem_mb, r->cache_mb, r->want_cpus,
+		     r->want_cache_mb);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* One "name=value" field into r; seen is a bitmask of fields so far. */
+static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *seen,
+		 char *err, size_t errlen)
+{
+	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
+					     "want_cpus", "want_cache_mb", "allotted" };
+	const uint64_t mem_max = 1ULL << 40; /* MB: a petabyte */
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			break;
+	if (i == sizeof(names) / sizeof(names[0]))
+		return fail(err, errlen, "unknown field '%.40s'", name);
+	if (*seen & (1u << i))
+		return fail(err, errlen, "field '%s' given twice", name);
+	*seen |= 1u << i;
+	switch (i) {
+	case 0:
+		if (!syn__key_valid(val))
+			return fail(err, errlen, "key: '%.70s' is not a valid profile key", val);
+		snprintf(r->key, sizeof(r->key), "%s", val);
+		return 0;
+	case 8:
+		if (syn__cpus_parse(val, &r->allotted) < 0 || CPU_COUNT(&r->allotted) == 0)
+			return fail(err, errlen, "allotted: '%.70s' is not a CPU list", val);
+		r->has_allotted = 1;
+		return 0;
+	default:
+		break;
+	}
+	if (syn__parse_u64(val, 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
+			   (i == 3 || i == 6) ? 1u << 20 : mem_max, &v) < 0)
+		return fail(err, errlen, "%s: '%.40s' is not a number in range", name, val);
+	switch (i) {
+	case 1: r->uid = (uint32_t)v; break;
+	case 2: r->gpus = (uint32_t)v; break;
+	case 3: r->cpus = (uint32_t)v; break;
+	case 4: r->mem_mb = v; break;
+	case 5: r->cache_mb = v; break;
+	case 6: r->want_cpus = (uint32_t)v; break;
+	case 7: r->want_cache_mb = v; break;
+	}
+	return 0;
+}
+
+int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen)
+{
+	char *copy, *tok, *save = NULL;
+	unsigned seen = 0;
+	int rv = -1;
+
+	if (!text || !r) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(r, 0, sizeof(*r));
+	if (strlen(text) >= SYN__JOBREC_MAX)
+		return fail(err, errlen, "longer than %d bytes", SYN__JOBREC_MAX);
+	copy = strdup(text);
+	if (!copy) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (tok = strtok_r(copy, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq || eq == tok) {
+			fail(err, errlen, "'%.40s' is not name=value", tok);
+			goto out;
+		}
+		*eq = '\0';
+		if (field(r, tok, eq + 1, &seen, err, errlen) < 0)
+			goto out;
+	}
+	/* A grant names its key, owner and GPUs (a job whose own CPU/memory
+	 * request job_submit kept has no size: 0); a bare record (a job
+	 * Synergy did not size, seen by lending) carries only what lending
+	 * adds. */
+	if (seen & 1u) {
+		if ((seen & 0x7u) != 0x7u) {
+			fail(err, errlen, "a grant needs key, uid and gpus");
+			goto out;
+		}
+		if (r->gpus < 1 || r->cache_mb > r->mem_mb) {
+			fail(err, errlen, "gpus must be >= 1 and cache_mb <= mem_mb");
+			goto out;
+		}
+		r->synergy = 1;
+	} else if (seen & ~(1u << 8)) {
+		fail(err, errlen, "fields without a key");
+		goto out;
+	}
+	rv = 0;
+out:
+	free(copy);
+	if (rv < 0) {
+		memset(r, 0, sizeof(*r));
+		errno = EINVAL;
+	}
+	return rv;
+}
+
+int syn__state_dir_open(const char *dir, char *err, size_t errlen)
+{
+	char parent[SYN__PATH_MAX];
+	char *slash;
+	struct stat st;
+	int fd;
+
+	if (!dir || !syn__path_ok(dir)) {
+		errno = EINVAL;
+		if (err && errlen)
+			snprintf(err, errlen, "StateDir '%s' is not a clean absolute path",
+				 dir ? dir : "");
+		return -1;
+	}
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST) {
+			if (err && errlen)
+				snprintf(err, errlen, "mkdir %s: %s", parent, strerror(errno));
+			return -1;
+		}
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		if (err && errlen)
+			snprintf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (err && errlen)
+			snprintf(err, errlen, "open %s: %s", dir, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s must be owned by root and writable by root only",
+				 dir);
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+int syn__node_lock(int dfd, const char *node, int timeout_ms)
+{
+	char name[SYN__KEY_MAX + 16];
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
+	int fd, waited = 0;
+
+	if (!syn__key_valid(node)) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(name, sizeof(name), "%s.lock", node);
+	fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		if (waited >= timeout_ms) {
+			close(fd);
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+		waited += 10;
+	}
+	return fd;
+}
+
+int syn__jobrec_name(const char *node, uint32_t jobid, const char *suffix, char *buf,
+		     size_t len)
+{
+	int n;
+
+	if (!syn__key_valid(node)) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = snprintf(buf, len, "%s.job_%" PRIu32 "%s", node, jobid, suffix ? suffix : "");
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int syn__jobrec_match(const char *name, const char *node, uint32_t *jobid)
+{
+	size_t nl = strlen(node);
+	uint64_t v;
+
+	if (strncmp(name, node, nl) != 0 || strncmp(name + nl, ".job_", 5) != 0 ||
+	    syn__parse_u64(name + nl + 5, 1, UINT32_MAX, &v) < 0)
+		return 0;
+	*jobid = (uint32_t)v;
+	return 1;
+}
+
+int syn__jobrec_read(int dfd, const char *node, uint32_t jobid, syn__jobrec_t *r, char *err,
+		     size_t errlen)
+{
+	char name[SYN__KEY_MAX + 32], why[160];
+	char *text;
+	int rv;
+
+	if (syn__jobrec_name(node, jobid, "", name, sizeof(name)) < 0)
+		return -1;
+	text = syn__read_file_at(dfd, name, SYN__JOBREC_MAX, NULL);
+	if (!text) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		return -1;
+	}
+	rv = syn__jobrec_parse(text, r, why, sizeof(why));
+	if (rv < 0 && err && errlen)
+		snprintf(err, errlen, "%s: %s", name, why);
+	free(text);
+	if (rv < 0)
+		errno = EINVAL;
+	return rv;
+}
+
+int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobrec_t *r)
+{
+	char name[SYN__KEY_MAX + 32], tmp[SYN__KEY_MAX + 48];
+	char *text = NULL, *list = NULL;
+	size_t len = 0;
+	FILE *f = NULL;
+	int fd = -1, rv = -1, e;
+
+	if (syn__jobrec_name(node, jobid, "", name, sizeof(name)) < 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -1;
+	if (r->synergy) {
+		char grant[512];
+
+		if (syn__grant_format(r, grant, sizeof(grant)) < 0)
+			goto out;
+		for (char *p = grant; *p; p++)
+			if (*p == ' ')
+				*p = '\n';
+		fprintf(f, "%s\n", grant);
+	}
+	if (r->has_allotted) {
+		if (!(list = syn__cpus_format_alloc(&r->allotted)))
+			goto out;
+		fprintf(f, "allotted=%s\n", list);
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		goto out;
+	}
+	f = NULL;
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	if (write(fd, text, len) != (ssize_t)len || close(fd) != 0) {
+		fd = -1;
+		goto out_unlink;
+	}
+	fd = -1;
+	if (renameat(dfd, tmp, dfd, name) < 0)
+		goto out_unlink;
+	rv = 0;
+	goto out;
+out_unlink:
+	e = errno;
+	unlinkat(dfd, tmp, 0);
+	errno = e;
+out:
+	e = errno;
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	free(list);
+	errno = e;
+	return rv;
+}
+
+int syn__jobrec_remove(int dfd, const char *node, uint32_t jobid)
+{
+	char name[SYN__KEY_MAX + 40];
+	int rv = 0;
+
+	if (syn__jobrec_name(node, jobid, "", name, sizeof(name)) < 0)
+		return -1;
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		rv = -1;
+	if (syn__jobrec_name(node, jobid, ".json", name, sizeof(name)) < 0)
+		return -1;
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		rv = -1;
+	return rv;
+}

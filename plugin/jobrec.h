@@ -1,0 +1,104 @@
+/*
+ * jobrec.h: what the node knows of a job, and where that comes from.
+ *
+ * Trust: the node acts on what job_submit/synergy decided, never on the
+ * job's environment, which the user controls. job_submit writes its
+ * decision (the "grant") into the job's spank environment as
+ * SYN__GRANT_VAR, after removing any copy the user sent; Slurm hands the
+ * spank environment only to the job's prolog and epilog, prefixed with
+ * "SPANK_". The SPANK plugin's job prolog (root, before any step of the job
+ * runs on the node) checks it and writes a per-job record into the node's
+ * state directory (StateDir: root-owned, mode 0700), with a copy of the
+ * job's profile, read from the store at that moment; every later hook of
+ * the job reads the record. Idle-core lending adds, at the job's first
+ * step, the CPUs Slurm allotted it. The epilog removes both files.
+ *
+ * Files in StateDir, per node (NodeName) and job id:
+ *   <node>.job_<id>        the record: "key=value" lines (syn__jobrec_*)
+ *   <node>.job_<id>.json   the job's profile (synergy_profile.h schema)
+ *   <node>.lock            serialises every change on the node
+ */
+#ifndef SYN_PLUGIN_JOBREC_H
+#define SYN_PLUGIN_JOBREC_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+/* The spank environment variable job_submit sets and the prolog reads
+ * (there as "SPANK_" SYN__GRANT_VAR). */
+#define SYN__GRANT_VAR "SYNERGY_GRANT"
+/* Variables the SPANK client forwards to job_submit. */
+#define SYN__CTL_KEY "SYNERGY_PROFILE_KEY"
+#define SYN__CTL_ONOFF "SYNERGY"
+
+/* A record or grant is at most this long (bytes). */
+#define SYN__JOBREC_MAX 16384
+
+typedef struct syn__jobrec {
+	/* The grant, as job_submit decided it (all 0/"" for a job Synergy
+	 * did not size). Per node. */
+	int synergy;                 /* 1: sized from profile key */
+	char key[SYN__KEY_MAX + 1];
+	uint32_t uid;                /* the job's owner */
+	uint32_t gpus;               /* GPUs on the node (>= 1 when synergy) */
+	uint32_t cpus;               /* cores in Slurm's accounting (0: not sized:
+	                                the user's own request was kept) */
+	uint64_t mem_mb;             /* memory in Slurm's accounting (0: not sized) */
+	uint64_t cache_mb;           /* the loader cache inside mem_mb */
+	uint32_t want_cpus;          /* best case, above the share (0: none) */
+	uint64_t want_cache_mb;
+	/* Added on the node at the job's first step. */
+	int has_allotted;
+	cpu_set_t allotted;          /* CPUs its job cgroup had from Slurm */
+} syn__jobrec_t;
+
+/*
+ * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
+ * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y" into buf. Returns 0, or
+ * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
+ */
+int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);
+
+/*
+ * Parse a grant (space-separated) or a record (newline-separated) into r,
+ * strictly: every field known, every number in range, the key valid, no
+ * field twice; "allotted" only in records. Returns 0, or -1 with errno
+ * EINVAL and the offending field in err. r is zeroed first.
+ */
+int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);
+
+/*
+ * Open StateDir (created 0700 if missing, parents 0755), refusing it unless
+ * it is a directory owned by root that nobody else can write. Returns its
+ * descriptor, or -1 with errno and err.
+ */
+int syn__state_dir_open(const char *dir, char *err, size_t errlen);
+
+/*
+ * Take the node's lock in StateDir within timeout_ms (a holder that hangs
+ * must not stall every job launch). Returns a descriptor (close to
+ * release), or -1 with errno (ETIMEDOUT).
+ */
+int syn__node_lock(int dfd, const char *node, int timeout_ms);
+
+/* Read, write (atomically: temporary file, rename) and remove the record
+ * of job jobid on node in StateDir dfd. read: -1 with ENOENT when absent,
+ * EINVAL when malformed (err says why). remove also removes the profile
+ * copy; both are fine when absent. */
+int syn__jobrec_read(int dfd, const char *node, uint32_t jobid, syn__jobrec_t *r, char *err,
+		     size_t errlen);
+int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobrec_t *r);
+int syn__jobrec_remove(int dfd, const char *node, uint32_t jobid);
+
+/* The file name of the record (suffix "" ) or of its profile copy
+ * (suffix ".json"). Returns 0 or -1 with ENAMETOOLONG. */
+int syn__jobrec_name(const char *node, uint32_t jobid, const char *suffix, char *buf,
+		     size_t len);
+
+/* 1 and the id if name is a record of node ("<node>.job_<id>"), else 0. */
+int syn__jobrec_match(const char *name, const char *node, uint32_t *jobid);
+
+#endif

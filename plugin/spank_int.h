@@ -1,0 +1,75 @@
+/*
+ * spank_int.h: what the three contexts of the Synergy SPANK plugin share.
+ *
+ * The plugin is split by where Slurm runs it, as pyxis does:
+ *   spank_synergy.c  entry points, options and the dispatch on context;
+ *   spank_client.c   sbatch/salloc/srun: check options, forward them;
+ *   spank_remote.c   slurmstepd (root, then the task as the user): put
+ *                    tasks under the job's limits, export the loader
+ *                    contract, lend idle cores, clean up at step end;
+ *   spank_jobscript.c  slurmd's job prolog and epilog (root): turn the
+ *                    grant job_submit decided into the node's job record,
+ *                    and remove everything of the job at its end; and
+ *                    slurmd's start (the cache directory, made safe).
+ * Every hook logs "synergy: ..." and returns success: no hook fails a job
+ * because of this plugin (a failure leaves the job GPU-proportional).
+ */
+#ifndef SYN_PLUGIN_SPANK_INT_H
+#define SYN_PLUGIN_SPANK_INT_H
+
+#include <stdint.h>
+
+#include <slurm/spank.h>
+
+#include "cgroup.h"
+#include "jobrec.h"
+#include "util.h"
+
+/* The plugin's configuration (plugstack arguments and synergy.conf). */
+extern syn__conf_t syn__spank_conf;
+/* 1 when the configuration loaded without error. */
+extern int syn__spank_conf_ok;
+
+/* Options as the client parsed them (client context only). */
+typedef struct syn__spank_opts {
+	char key[SYN__KEY_MAX + 1];
+	int key_set;
+	int off;      /* --synergy=off */
+	int bad;      /* an option was malformed */
+} syn__spank_opts_t;
+extern syn__spank_opts_t syn__spank_opts;
+
+/* Client context. */
+int syn__client_post_opt(spank_t sp);
+
+/* slurmstepd context. */
+int syn__remote_init_post_opt(spank_t sp);
+int syn__remote_task_post_fork(spank_t sp);
+int syn__remote_task_init(spank_t sp);
+int syn__remote_task_exit(spank_t sp);
+int syn__remote_exit(spank_t sp);
+
+/* slurmd and its prolog/epilog. */
+int syn__slurmd_init(spank_t sp);
+int syn__job_prolog(spank_t sp);
+int syn__job_epilog(spank_t sp);
+
+/*
+ * Shared by the node-side contexts: this node's NodeName (SLURMD_NODENAME
+ * in slurmd's and slurmstepd's own environment, else the short host name),
+ * and a cgroup layer handle for it built from synergy.conf and Slurm's
+ * cgroup.conf. NULL (logged once) when the node's cgroups cannot be used.
+ */
+const char *syn__node_name(void);
+syn__cg_t *syn__node_cgroup(void);
+
+/* The per-job cache directory name under CacheDir ("job_<id>"). */
+#define SYN__CACHE_JOB_FMT "job_%u"
+
+/* Remove CacheDir/job_<id> and everything in it, never following a link. */
+void syn__cache_dir_remove(uint32_t jobid);
+
+/* Log through Slurm: lend.h's log callback. */
+void syn__spank_log(int is_error, const char *msg, void *arg);
+
+#endif

@@ -1,0 +1,367 @@
+/*
+ * spank_jobscript.c: the Synergy SPANK plugin in slurmd (root): at slurmd's
+ * start, and in the job prolog and epilog it runs for each job on the node.
+ *
+ * slurmd start: make CacheDir safe. Its default, /dev/shm/synergy, lies in
+ * a world-writable directory, where any user could have created it first
+ * (or a link by that name) to make every later Synergy job on the node fall
+ * back; so a CacheDir that is not a root-owned directory writable by root
+ * only is moved aside and made anew, and the prolog checks it again.
+ *
+ * Prolog: the grant job_submit decided reaches the node only here, as
+ * SPANK_SYNERGY_GRANT in the prolog's environment (jobrec.h). It is checked
+ * against the job (its owner), the job's profile is copied from the store
+ * into StateDir, the cache grant is clamped to what CacheDir's filesystem
+ * can hold beside the other jobs' grants on the node, and the job's record
+ * and cache directory are made. Without a valid grant nothing is made and
+ * the job runs GPU-proportional.
+ *
+ * Epilog: removes the job's synergy cgroup (v1; a leftover child blocks
+ * Slurm's own cleanup), its cache directory and its record, and lends the
+ * CPUs it held to the jobs still running.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "synergy_store.h"
+#include "lend.h"
+#include "spank_int.h"
+
+#define conf syn__spank_conf
+
+/* 1 if fd is a directory owned by root that nobody else can write. */
+static int safe_dir(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/*
+ * Open CacheDir, creating it (0755, root) if missing; one that exists but is
+ * not safe (a link, or anyone's but root's) is renamed aside and made anew
+ * when fix is set. Returns its descriptor, or -1 (logged).
+ */
+static int cache_root_open(int fix)
+{
+	char aside[SYN__PATH_MAX + 64];
+	int fd, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		if (mkdir(conf.cache_dir, 0755) < 0 && errno != EEXIST) {
+			slurm_error("synergy: mkdir %s: %m", conf.cache_dir);
+			return -1;
+		}
+		fd = open(conf.cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && safe_dir(fd))
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		if (!fix || tries > 0)
+			break;
+		/* Not ours: a user made it first, or planted a link. rename(2)
+		 * moves the entry itself, never what a link points to. */
+		snprintf(aside, sizeof(aside), "%s.unsafe.%ld.%d", conf.cache_dir, (long)time(NULL),
+			 (int)getpid());
+		if (rename(conf.cache_dir, aside) < 0) {
+			slurm_error("synergy: CacheDir %s is not a root-owned directory writable by "
+				    "root only and cannot be moved aside: %m", conf.cache_dir);
+			return -1;
+		}
+		slurm_error("synergy: CacheDir %s was not a root-owned directory writable by root "
+			    "only; moved it to %s and made a new one", conf.cache_dir, aside);
+	}
+	slurm_error("synergy: CacheDir %s must be a directory owned by root and writable by "
+		    "root only; Synergy jobs run without a cache directory", conf.cache_dir);
+	return -1;
+}
+
+int syn__slurmd_init(spank_t sp)
+{
+	char err[300];
+	int fd;
+
+	(void)sp;
+	if (!syn__spank_conf_ok || !conf.enabled)
+		return 0;
+	fd = cache_root_open(1);
+	if (fd >= 0)
+		close(fd);
+	fd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
+	if (fd < 0)
+		slurm_error("synergy: StateDir: %s", err);
+	else
+		close(fd);
+	return 0;
+}
+
+/* Make CacheDir/job_<id>, owned by the job's user, mode 0700. */
+static int cache_job_dir_create(uint32_t jobid, uid_t uid, gid_t gid)
+{
+	char name[32];
+	int dfd, rv = -1;
+
+	dfd = cache_root_open(1);
+	if (dfd < 0)
+		return -1;
+	snprintf(name, sizeof(name), SYN__CACHE_JOB_FMT, (unsigned)jobid);
+	if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST) {
+		slurm_error("synergy: mkdir %s/%s: %m", conf.cache_dir, name);
+		goto out;
+	}
+	if (fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		slurm_error("synergy: chown %s/%s: %m", conf.cache_dir, name);
+		goto out;
+	}
+	rv = 0;
+out:
+	close(dfd);
+	return rv;
+}
+
+/*
+ * Empty the directory open at dfd (which it closes), depth first, never
+ * following a link: a link planted by the job is removed, not its target.
+ * Depth is bounded so that a hostile tree cannot exhaust descriptors.
+ */
+static void remove_tree(int dfd, int depth)
+{
+	struct dirent *e;
+	DIR *d = fdopendir(dfd);
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		int sub;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
+			continue;
+		if (depth < 16) {
+			sub = openat(dirfd(d), e->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				remove_tree(sub, depth + 1);
+		}
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+void syn__cache_dir_remove(uint32_t jobid)
+{
+	char name[32];
+	int dfd, jfd;
+
+	snprintf(name, sizeof(name), SYN__CACHE_JOB_FMT, (unsigned)jobid);
+	dfd = open(conf.cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	if (!safe_dir(dfd)) {
+		close(dfd);
+		return;
+	}
+	jfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd >= 0)
+		remove_tree(jfd, 0);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		slurm_info("synergy: job %u: cannot remove cache dir %s/%s: %m", (unsigned)jobid,
+			   conf.cache_dir, name);
+	close(dfd);
+}
+
+/* The cache grants of the node's other Synergy jobs (their records), MB. */
+static uint64_t other_grants_mb(int dfd, const char *node, uint32_t self)
+{
+	struct dirent *d;
+	uint64_t mb = 0;
+	DIR *dir;
+	int copy = dup(dfd);
+
+	if (copy < 0)
+		return 0;
+	dir = fdopendir(copy);
+	if (!dir) {
+		close(copy);
+		return 0;
+	}
+	while ((d = readdir(dir))) {
+		syn__jobrec_t r;
+		uint32_t id;
+
+		if (!syn__jobrec_match(d->d_name, node, &id) || id == self ||
+		    strchr(d->d_name + strlen(node) + 1, '.'))
+			continue;
+		if (syn__jobrec_read(dfd, node, id, &r, NULL, 0) == 0 && r.synergy)
+			mb += r.cache_mb;
+	}
+	closedir(dir);
+	return mb;
+}
+
+/* Clamp r's cache grant to CacheDir's filesystem: its size less the other
+ * grants on the node (the loader reserves its whole grant there, and a
+ * full tmpfs would make later jobs' loaders run without a cache). */
+static void clamp_cache(syn__jobrec_t *r, int dfd, const char *node, uint32_t jobid)
+{
+	struct statvfs vfs;
+	uint64_t size_mb, others, room;
+
+	if (!r->cache_mb || statvfs(conf.cache_dir, &vfs) < 0)
+		return;
+	size_mb = (uint64_t)vfs.f_blocks * vfs.f_frsize >> 20;
+	others = other_grants_mb(dfd, node, jobid);
+	room = size_mb > others ? size_mb - others : 0;
+	if (r->cache_mb > room) {
+		slurm_info("synergy: job %u: cache grant %" PRIu64 "MB clamped to %" PRIu64
+			   "MB (%s holds %" PRIu64 "MB, other grants %" PRIu64 "MB)",
+			   (unsigned)jobid, r->cache_mb, room, conf.cache_dir, size_mb, others);
+		r->cache_mb = room;
+	}
+	if (r->want_cache_mb > room)
+		r->want_cache_mb = room;
+}
+
+int syn__job_prolog(spank_t sp)
+{
+	char err[300], name[SYN__KEY_MAX + 40], path[SYN__PATH_MAX + SYN__KEY_MAX + 48];
+	const char *grant, *node;
+	syn__jobrec_t r;
+	syn_store_t *store = NULL;
+	syn_store_error_t serr;
+	syn_profile_t prof;
+	uint32_t jobid;
+	uid_t uid;
+	gid_t gid;
+	int dfd = -1, lockfd = -1;
+
+	if (!syn__spank_conf_ok || !conf.enabled ||
+	    spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+		return 0;
+	grant = getenv("SPANK_" SYN__GRANT_VAR);
+	if (!grant || !*grant)
+		return 0; /* not a job Synergy sized */
+	node = syn__node_name();
+	if (!node) {
+		slurm_error("synergy: job %u: cannot tell this node's name; GPU-proportional",
+			    (unsigned)jobid);
+		return 0;
+	}
+	if (syn__jobrec_parse(grant, &r, err, sizeof(err)) < 0 || !r.synergy) {
+		slurm_error("synergy: job %u: malformed grant (%s); GPU-proportional",
+			    (unsigned)jobid, err);
+		return 0;
+	}
+	if (r.uid != (uint32_t)uid) {
+		slurm_error("synergy: job %u: grant for uid %" PRIu32 " in a job of uid %u; "
+			    "GPU-proportional", (unsigned)jobid, r.uid, (unsigned)uid);
+		return 0;
+	}
+	store = syn_store_create(conf.store_dir, 0, &serr);
+	if (!store || syn_store_get(store, r.key, &prof, &serr) < 0) {
+		slurm_error("synergy: job %u: profile %s: %s; GPU-proportional", (unsigned)jobid,
+			    r.key, serr.text);
+		goto out;
+	}
+	dfd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
+	if (dfd < 0) {
+		slurm_error("synergy: job %u: %s; GPU-proportional", (unsigned)jobid, err);
+		goto out;
+	}
+	lockfd = syn__node_lock(dfd, node, SYN__LEND_LOCK_MS);
+	if (lockfd < 0) {
+		slurm_error("synergy: job %u: lock %s/%s.lock: %m; GPU-proportional",
+			    (unsigned)jobid, conf.state_dir, node);
+		goto out;
+	}
+	if (syn__jobrec_name(node, jobid, ".json", name, sizeof(name)) < 0 ||
+	    snprintf(path, sizeof(path), "%s/%s", conf.state_dir, name) >= (int)sizeof(path) ||
+	    syn_profile_write_file(path, &prof, &serr) < 0) {
+		slurm_error("synergy: job %u: cannot copy its profile: %s; GPU-proportional",
+			    (unsigned)jobid, serr.text);
+		goto out;
+	}
+	clamp_cache(&r, dfd, node, jobid);
+	if (syn__jobrec_write(dfd, node, jobid, &r) < 0) {
+		slurm_error("synergy: job %u: cannot write its record in %s: %m; GPU-proportional",
+			    (unsigned)jobid, conf.state_dir);
+		syn__jobrec_remove(dfd, node, jobid);
+		goto out;
+	}
+	if (cache_job_dir_create(jobid, uid, gid) < 0) {
+		slurm_error("synergy: job %u: no cache directory; GPU-proportional",
+			    (unsigned)jobid);
+		syn__jobrec_remove(dfd, node, jobid);
+		goto out;
+	}
+	slurm_info("synergy: job %u: grant key=%s gpus=%" PRIu32 " cpus=%" PRIu32
+		   " mem=%" PRIu64 "MB cache=%" PRIu64 "MB", (unsigned)jobid, r.key, r.gpus, r.cpus,
+		   r.mem_mb, r.cache_mb);
+out:
+	if (lockfd >= 0)
+		close(lockfd);
+	if (dfd >= 0)
+		close(dfd);
+	syn_store_destroy(store);
+	return 0;
+}
+
+int syn__job_epilog(spank_t sp)
+{
+	char job_rel[SYN__PATH_MAX * 2], node_rel[SYN__PATH_MAX * 2], err[300];
+	const char *node;
+	syn__cg_t *cg;
+	uint32_t jobid;
+	uid_t uid;
+	int dfd, lockfd;
+
+	if (!syn__spank_conf_ok || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return 0;
+	cg = syn__node_cgroup();
+	if (cg && syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0) {
+		if (syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
+			slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
+		if (conf.enabled && conf.lend_idle &&
+		    syn__cg_node_of_job(cg, job_rel, node_rel, sizeof(node_rel)) == 0) {
+			/* Also drops the job's record. */
+			syn__lend_rebalance(cg, conf.state_dir, node_rel, NULL, jobid,
+					    SYN__LEND_MIN_GAIN, syn__spank_log, NULL);
+		}
+	}
+	syn__cache_dir_remove(jobid);
+	/* The record goes, lending on or off: a stale record must not describe
+	 * a later job that reuses the id. */
+	node = syn__node_name();
+	if (node && access(conf.state_dir, F_OK) == 0) {
+		dfd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
+		if (dfd >= 0) {
+			lockfd = syn__node_lock(dfd, node, SYN__LEND_LOCK_MS);
+			syn__jobrec_remove(dfd, node, jobid);
+			if (lockfd >= 0)
+				close(lockfd);
+			close(dfd);
+		}
+	}
+	return 0;
+}

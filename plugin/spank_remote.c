@@ -1,0 +1,287 @@
+/*
+ * spank_remote.c: the Synergy SPANK plugin in slurmstepd.
+ *
+ * init_post_opt (root): read the job's record, which the job prolog made
+ * from job_submit's decision (jobrec.h); without one the job runs
+ * GPU-proportional, whatever its environment says. A later step of a job
+ * that borrows lent CPUs gives them back first, or Slurm could not reset
+ * the job's cpuset for the step (lend.h).
+ * task_post_fork (root, right after each fork): put the task under the
+ * job's limit cgroups (cgroup.h) and pin it; after the step's first task,
+ * record the job for idle-core lending and rebalance the node.
+ * task_init (the task, as the user, just before exec): pin again (Slurm's
+ * affinity plugin may have narrowed it) and export the loader contract
+ * (synergy_env.h), or SYNERGY_ACTIVE=0.
+ * task_exit / exit: at the step's end, move its leftover processes out of
+ * the synergy child and remove the child once empty (v1), and when the
+ * batch step ends, lend the job's CPUs to the jobs still running.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "synergy_env.h"
+#include "lend.h"
+#include "spank_int.h"
+
+#define conf syn__spank_conf
+
+/* What slurmstepd knows of its job, from the record (root) in
+ * init_post_opt; the forked tasks inherit it. */
+static struct {
+	int active;                 /* a Synergy job with a valid record */
+	uint32_t jobid;
+	syn__jobrec_t rec;
+	char job_rel[SYN__PATH_MAX * 2];   /* set by post_fork for the exit hooks */
+	char lend_rel[SYN__PATH_MAX * 2];  /* job cgroup lending acted on */
+} st;
+
+static int lend_enabled(void)
+{
+	return syn__spank_conf_ok && conf.enabled && conf.lend_idle;
+}
+
+/* The step's directory name, as Slurm names it. */
+static int step_dir_name(spank_t sp, char *buf, size_t len)
+{
+	uint32_t stepid;
+
+	if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS)
+		return -1;
+	if (stepid == SLURM_BATCH_SCRIPT)
+		snprintf(buf, len, "step_batch");
+	else if (stepid == SLURM_EXTERN_CONT)
+		snprintf(buf, len, "step_extern");
+	else if (stepid == SLURM_INTERACTIVE_STEP)
+		snprintf(buf, len, "step_interactive");
+	else
+		snprintf(buf, len, "step_%u", (unsigned)stepid);
+	return 0;
+}
+
+/* The cache grant on this node in MB: the record's, within the job's memory
+ * beyond ProcessMemMB and MaxCacheMB (synergyd may have moved a pending job
+ * back to its share after job_submit sized it). */
+static uint64_t cache_mb(spank_t sp)
+{
+	uint64_t mem_mb = 0, room = 0, mb;
+
+	if (spank_get_item(sp, S_JOB_ALLOC_MEM, &mem_mb) == ESPANK_SUCCESS &&
+	    mem_mb > conf.process_mem_mb)
+		room = mem_mb - conf.process_mem_mb;
+	/* A job job_submit did not size (its own request kept) caches in what
+	 * its memory leaves beside the process. */
+	mb = st.rec.mem_mb ? st.rec.cache_mb : room;
+	if (mb > room)
+		mb = room;
+	return mb > conf.max_cache_mb ? conf.max_cache_mb : mb;
+}
+
+int syn__remote_init_post_opt(spank_t sp)
+{
+	char err[300], node_rel[SYN__PATH_MAX * 2];
+	syn__cg_t *cg;
+	uid_t uid;
+	int dfd;
+
+	if (!syn__spank_conf_ok || spank_get_item(sp, S_JOB_ID, &st.jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return 0;
+	/* The state directory exists once a prolog or lending used it: with
+	 * none there is no record, and nothing was lent. */
+	if (access(conf.state_dir, F_OK) != 0)
+		return 0;
+	dfd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
+	if (dfd < 0) {
+		slurm_error("synergy: job %u: %s; running GPU-proportional", (unsigned)st.jobid,
+			    err);
+		return 0;
+	}
+	if (syn__node_name() &&
+	    syn__jobrec_read(dfd, syn__node_name(), st.jobid, &st.rec, err, sizeof(err)) == 0) {
+		if (st.rec.synergy && st.rec.uid == (uint32_t)uid && conf.enabled)
+			st.active = 1;
+	} else if (errno != ENOENT) {
+		slurm_error("synergy: job %u: %s; running GPU-proportional", (unsigned)st.jobid, err);
+	}
+	close(dfd);
+	if (!st.active && !st.rec.has_allotted)
+		return 0;
+	cg = syn__node_cgroup();
+	if (!cg) {
+		st.active = 0;
+		return 0;
+	}
+	/* A job that borrows gives back before Slurm sets up this step: also
+	 * with lending turned off since it borrowed. */
+	if (st.rec.has_allotted &&
+	    syn__cg_job_path(cg, st.jobid, uid, st.lend_rel, sizeof(st.lend_rel)) == 0 &&
+	    syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) == 0)
+		syn__lend_step_start(cg, conf.state_dir, node_rel, st.lend_rel, st.jobid,
+				     syn__spank_log, NULL);
+	st.lend_rel[0] = '\0';
+	return 0;
+}
+
+/* Put the task under the job's limits and pin it. */
+static void enter(spank_t sp, syn__cg_t *cg, pid_t pid)
+{
+	char err[300];
+	uint64_t mem_mb = 0;
+	cpu_set_t set;
+	char *list;
+
+	if (syn__cg_job_of_pid(cg, pid, st.jobid, st.job_rel, sizeof(st.job_rel)) < 0) {
+		slurm_error("synergy: job %u: task %d is not in the job's cgroup; running "
+			    "GPU-proportional", (unsigned)st.jobid, (int)pid);
+		st.job_rel[0] = '\0';
+		return;
+	}
+	if (spank_get_item(sp, S_JOB_ALLOC_MEM, &mem_mb) != ESPANK_SUCCESS ||
+	    mem_mb > (UINT64_MAX >> 20))
+		mem_mb = 0;
+	if (syn__cg_task_enter(cg, st.job_rel, pid, mem_mb << 20, &set, err, sizeof(err)) < 0) {
+		slurm_error("synergy: job %u: %s; running GPU-proportional", (unsigned)st.jobid,
+			    err);
+		return;
+	}
+	if (sched_setaffinity(pid, sizeof(set), &set) < 0)
+		slurm_info("synergy: job %u: sched_setaffinity(%d): %m", (unsigned)st.jobid,
+			   (int)pid);
+	list = syn__cpus_format_alloc(&set);
+	slurm_info("synergy: job %u: task %d in %s (cgroup v%d) cpus=%s mem=%" PRIu64
+		   "MB key=%s", (unsigned)st.jobid, (int)pid, st.job_rel, syn__cg_version(cg),
+		   list ? list : "?", mem_mb, st.rec.key);
+	free(list);
+}
+
+int syn__remote_task_post_fork(spank_t sp)
+{
+	static int lend_done;
+	char node_rel[SYN__PATH_MAX * 2];
+	syn__lend_start_t start;
+	syn__cg_t *cg;
+	pid_t pid;
+
+	if (!syn__spank_conf_ok || !conf.enabled ||
+	    spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS)
+		return 0;
+	if (!st.active && !lend_enabled())
+		return 0;
+	cg = syn__node_cgroup();
+	if (!cg)
+		return 0;
+	if (st.active)
+		enter(sp, cg, pid);
+	if (!lend_enabled() || lend_done)
+		return 0;
+	lend_done = 1;
+	if (syn__cg_job_of_pid(cg, pid, st.jobid, st.lend_rel, sizeof(st.lend_rel)) < 0) {
+		slurm_error("synergy: lend job=%u: task %d is not in the job's cgroup",
+			    (unsigned)st.jobid, (int)pid);
+		st.lend_rel[0] = '\0';
+		return 0;
+	}
+	if (syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) < 0) {
+		slurm_error("synergy: lend: no node cgroup above %s", st.lend_rel);
+		return 0;
+	}
+	start.jobid = st.jobid;
+	start.job_rel = st.lend_rel;
+	syn__lend_rebalance(cg, conf.state_dir, node_rel, &start, 0, SYN__LEND_MIN_GAIN,
+			    syn__spank_log, NULL);
+	return 0;
+}
+
+int syn__remote_task_init(spank_t sp)
+{
+	char buf[SYN__PATH_MAX + 32], val[64];
+	syn__cg_t *cg;
+	cpu_set_t set;
+	char *list;
+
+	if (!syn__spank_conf_ok || !conf.enabled)
+		return 0;
+	cg = st.active ? syn__node_cgroup() : NULL;
+	if (!cg || syn__cg_self_in_limits(cg, st.jobid, &set) != 1 ||
+	    !(list = syn__cpus_format_alloc(&set))) {
+		spank_setenv(sp, SYNERGY_ENV_ACTIVE, "0", 1);
+		return 0;
+	}
+	sched_setaffinity(0, sizeof(set), &set);
+	spank_setenv(sp, SYNERGY_ENV_PROFILE_KEY, st.rec.key, 1);
+	spank_setenv(sp, SYNERGY_ENV_CPUS, list, 1);
+	free(list);
+	snprintf(val, sizeof(val), "%d", CPU_COUNT(&set));
+	spank_setenv(sp, SYNERGY_ENV_THREADS, val, 1);
+	snprintf(val, sizeof(val), "%" PRIu64 "M", cache_mb(sp));
+	spank_setenv(sp, SYNERGY_ENV_CACHE_BYTES, val, 1);
+	snprintf(buf, sizeof(buf), "%s/" SYN__CACHE_JOB_FMT, conf.cache_dir, (unsigned)st.jobid);
+	spank_setenv(sp, SYNERGY_ENV_CACHE_DIR, buf, 1);
+	snprintf(val, sizeof(val), SYN__CACHE_JOB_FMT, (unsigned)st.jobid);
+	spank_setenv(sp, SYNERGY_ENV_CACHE_NAME, val, 1);
+	spank_setenv(sp, SYNERGY_ENV_ACTIVE, "1", 1);
+	return 0;
+}
+
+/* When this step ends (sp given), move its leftover processes (daemonised
+ * children of the task) back to the job's cgroup first: Slurm kills them
+ * and removes the job's cgroup next, which our child would otherwise
+ * block. Then remove what we made once nothing uses it. */
+static void cleanup(spank_t sp, const char *when)
+{
+	char err[300], step[64];
+	syn__cg_t *cg = syn__node_cgroup();
+
+	if (!cg || !st.job_rel[0])
+		return;
+	if (sp && step_dir_name(sp, step, sizeof(step)) == 0 &&
+	    syn__cg_step_leave(cg, st.job_rel, st.jobid, step, err, sizeof(err)) < 0)
+		slurm_error("synergy: job %u: %s: %s", (unsigned)st.jobid, when, err);
+	if (syn__cg_job_cleanup(cg, st.job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
+		slurm_error("synergy: job %u: %s: %s", (unsigned)st.jobid, when, err);
+}
+
+int syn__remote_task_exit(spank_t sp)
+{
+	static uint32_t tasks_exited;
+	uint32_t ntasks;
+
+	if (!st.active || !st.job_rel[0])
+		return 0;
+	/* Only the step's last local task takes its leftovers out: earlier
+	 * exits must not move the step's other, still running, tasks. */
+	tasks_exited++;
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS)
+		ntasks = UINT32_MAX;
+	cleanup(tasks_exited >= ntasks ? sp : NULL, "task exit");
+	return 0;
+}
+
+int syn__remote_exit(spank_t sp)
+{
+	char node_rel[SYN__PATH_MAX * 2];
+	syn__cg_t *cg;
+	uint32_t stepid;
+
+	if (st.active && st.job_rel[0])
+		cleanup(sp, "step exit");
+	/* The batch step ending is the job ending: its CPUs are free now, not
+	 * only once the epilog runs. */
+	if (lend_enabled() && st.lend_rel[0] && (cg = syn__node_cgroup()) &&
+	    spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
+	    stepid == SLURM_BATCH_SCRIPT &&
+	    syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) == 0)
+		syn__lend_rebalance(cg, conf.state_dir, node_rel, NULL, st.jobid,
+				    SYN__LEND_MIN_GAIN, syn__spank_log, NULL);
+	return 0;
+}

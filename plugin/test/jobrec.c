@@ -1,0 +1,201 @@
+/*
+ * jobrec.t: the grant job_submit hands the node and the node's per-job
+ * records (plugin/jobrec.c): strict parsing of what passes through a
+ * user's job, records written and read back, the node lock's deadline, and
+ * job_submit's stripping of user-sent grants (plugin/submit.c).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "cgroup.h"
+#include "jobrec.h"
+#include "submit.h"
+
+static void test_grant(void)
+{
+	static const struct { const char *text, *why; } bad[] = {
+		{ "key=img uid=0 cpus=2 mem_mb=2048", "key, uid and gpus" },
+		{ "key=../x uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0", "key" },
+		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0 cache_mb=1", "twice" },
+		{ "key=img uid=-1 gpus=1 cpus=2 mem_mb=2048 cache_mb=0", "uid" },
+		{ "key=img uid=0 gpus=0 cpus=2 mem_mb=2048 cache_mb=0", "gpus" },
+		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=1024 cache_mb=2048", "cache_mb" },
+		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0 colour=red", "colour" },
+		{ "key=img uid=0 gpus=99999 cpus=2 mem_mb=2048 cache_mb=0", "gpus" },
+		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0x10", "cache_mb" },
+		{ "uid=0", "without a key" },
+		{ "key", "name=value" },
+	};
+	syn__jobrec_t r, back;
+	char buf[512], err[200];
+	size_t i;
+
+	memset(&r, 0, sizeof(r));
+	r.synergy = 1;
+	snprintf(r.key, sizeof(r.key), "resnet18");
+	r.uid = 1000;
+	r.gpus = 2;
+	r.cpus = 12;
+	r.mem_mb = 9216;
+	r.cache_mb = 7168;
+	r.want_cpus = 16;
+	r.want_cache_mb = 8000;
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == 0, "a grant formats: %s", buf);
+	ok(syn__jobrec_parse(buf, &back, err, sizeof(err)) == 0 && back.synergy &&
+	   strcmp(back.key, "resnet18") == 0 && back.uid == 1000 && back.gpus == 2 &&
+	   back.cpus == 12 && back.mem_mb == 9216 && back.cache_mb == 7168 &&
+	   back.want_cpus == 16 && back.want_cache_mb == 8000 && !back.has_allotted,
+	   "and parses back the same");
+	ok(syn__grant_format(&r, buf, 20) == -1 && errno == ENAMETOOLONG, "short buffer refused");
+	r.synergy = 0;
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "only a Synergy grant formats");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		back.synergy = 7;
+		ok(syn__jobrec_parse(bad[i].text, &back, err, sizeof(err)) == -1 &&
+		   errno == EINVAL && strstr(err, bad[i].why) && back.synergy == 0,
+		   "refused: '%s' (%s)", bad[i].text, err);
+	}
+	ok(syn__jobrec_parse("key=img uid=7 gpus=2", &back, err, sizeof(err)) == 0 && back.synergy &&
+	   back.gpus == 2 && back.cpus == 0 && back.mem_mb == 0,
+	   "an unsized grant (the user's own request kept) parses");
+	ok(syn__jobrec_parse("allotted=0-3,8\n", &back, err, sizeof(err)) == 0 &&
+	   !back.synergy && back.has_allotted && CPU_COUNT(&back.allotted) == 5,
+	   "a bare record: allotted CPUs only");
+	ok(syn__jobrec_parse("allotted=\n", &back, err, sizeof(err)) == -1,
+	   "an empty allotted list is refused");
+	memset(buf, 'a', sizeof(buf));
+	{
+		char *huge = malloc(SYN__JOBREC_MAX + 10);
+
+		memset(huge, ' ', SYN__JOBREC_MAX + 9);
+		huge[SYN__JOBREC_MAX + 9] = '\0';
+		ok(syn__jobrec_parse(huge, &back, err, sizeof(err)) == -1 && strstr(err, "longer"),
+		   "an oversized grant is refused");
+		free(huge);
+	}
+}
+
+static void test_records(void)
+{
+	char dir[] = "/tmp/jobrec-t.XXXXXX", err[200];
+	syn__jobrec_t r, back;
+	uint32_t id;
+	int dfd, held, fd;
+	struct timespec t0, t1;
+
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	memset(&r, 0, sizeof(r));
+	r.synergy = 1;
+	snprintf(r.key, sizeof(r.key), "img");
+	r.gpus = 1;
+	r.cpus = 2;
+	r.mem_mb = 2048;
+	r.cache_mb = 1024;
+	ok(syn__jobrec_read(dfd, "n1", 5, &back, err, sizeof(err)) == -1 && errno == ENOENT,
+	   "no record: ENOENT");
+	ok(syn__jobrec_write(dfd, "n1", 5, &r) == 0, "record written");
+	r.has_allotted = 1;
+	CPU_ZERO(&r.allotted);
+	CPU_SET(3, &r.allotted);
+	CPU_SET(4, &r.allotted);
+	ok(syn__jobrec_write(dfd, "n1", 5, &r) == 0, "record rewritten with its allotted CPUs");
+	ok(syn__jobrec_read(dfd, "n1", 5, &back, err, sizeof(err)) == 0 && back.synergy &&
+	   back.cache_mb == 1024 && back.has_allotted && CPU_EQUAL(&back.allotted, &r.allotted),
+	   "read back whole");
+	ok(syn__jobrec_match("n1.job_5", "n1", &id) && id == 5, "record names match");
+	ok(!syn__jobrec_match("n1.job_5x", "n1", &id) && !syn__jobrec_match("n10.job_5", "n1", &id),
+	   "other names do not");
+	fd = openat(dfd, "n1.job_6", O_WRONLY | O_CREAT, 0600);
+	if (write(fd, "key=img\nbogus\n", 14) != 14)
+		bail_out("write");
+	close(fd);
+	ok(syn__jobrec_read(dfd, "n1", 6, &back, err, sizeof(err)) == -1 && errno == EINVAL &&
+	   strstr(err, "n1.job_6"), "a malformed record is no record, named (%s)", err);
+	if (symlinkat("/etc/passwd", dfd, "n1.job_8") == 0)
+		ok(syn__jobrec_read(dfd, "n1", 8, &back, err, sizeof(err)) == -1,
+		   "a record that is a link is not followed");
+	ok(syn__jobrec_remove(dfd, "n1", 5) == 0 && syn__jobrec_remove(dfd, "n1", 5) == 0 &&
+	   faccessat(dfd, "n1.job_5", F_OK, 0) != 0, "removed, twice is fine");
+
+	/* The node lock has a deadline. */
+	held = syn__node_lock(dfd, "n1", 100);
+	ok(held >= 0, "lock taken");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ok(syn__node_lock(dfd, "n1", 100) == -1 && errno == ETIMEDOUT,
+	   "a second taker gives up with ETIMEDOUT");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ok((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 5000,
+	   "within its deadline, not forever");
+	close(held);
+	held = syn__node_lock(dfd, "n1", 100);
+	ok(held >= 0, "free again once released");
+	close(held);
+	ok(syn__node_lock(dfd, "../x", 100) == -1 && errno == EINVAL, "a bad node name refused");
+	close(dfd);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			diag("cleanup failed");
+	}
+	if (geteuid() == 0) {
+		char sd[] = "/tmp/jobrec-sd.XXXXXX", sub[64];
+
+		if (!mkdtemp(sd))
+			bail_out("mkdtemp");
+		snprintf(sub, sizeof(sub), "%s/state", sd);
+		fd = syn__state_dir_open(sub, err, sizeof(err));
+		ok(fd >= 0, "StateDir created");
+		{
+			struct stat st;
+			ok(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0700,
+			   "mode 0700");
+		}
+		if (fd >= 0)
+			close(fd);
+		chmod(sub, 0777);
+		ok(syn__state_dir_open(sub, err, sizeof(err)) == -1 && errno == EPERM &&
+		   strstr(err, "root only"), "a StateDir others can write is refused");
+		rmdir(sub);
+		rmdir(sd);
+	} else {
+		diag("not root: StateDir ownership checks not run");
+	}
+}
+
+static char *freed[8];
+static int nfreed;
+static void note_free(char *s) { if (nfreed < 8) freed[nfreed++] = s; }
+
+static void test_strip(void)
+{
+	char a[] = "SYNERGY_PROFILE_KEY=img", b[] = "SYNERGY_GRANT=key=greedy uid=0",
+	     c[] = "SPANK_SYNERGY_GRANT=key=x", d[] = "SYNERGY_GRANTX=1";
+	char *env[] = { a, b, c, d };
+	uint32_t n = syn__strip_grant(env, 4, note_free);
+
+	ok(n == 2 && env[0] == a && env[1] == d && env[2] == NULL && env[3] == NULL,
+	   "user-sent grants (both spellings) are removed, others kept in order");
+	ok(nfreed == 2 && freed[0] == b && freed[1] == c, "and handed to the free function");
+}
+
+int main(void)
+{
+	test_grant();
+	test_records();
+	test_strip();
+	return done_testing();
+}
