@@ -134,38 +134,6 @@ out:
 	return rv;
 }
 
-/*
- * Empty the directory open at dfd (which it closes), depth first, never
- * following a link: a link planted by the job is removed, not its target.
- * Depth is bounded so that a hostile tree cannot exhaust descriptors.
- */
-static void remove_tree(int dfd, int depth)
-{
-	struct dirent *e;
-	DIR *d = fdopendir(dfd);
-
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		int sub;
-
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
-			continue;
-		if (depth < 16) {
-			sub = openat(dirfd(d), e->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				remove_tree(sub, depth + 1);
-		}
-		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
-	}
-	closedir(d);
-}
-
 void syn__cache_dir_remove(uint32_t jobid)
 {
 	char name[32];
@@ -181,7 +149,7 @@ void syn__cache_dir_remove(uint32_t jobid)
 	}
 	jfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd >= 0)
-		remove_tree(jfd, 0);
+		syn__remove_tree(jfd);
 	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		slurm_info("synergy: job %u: cannot remove cache dir %s/%s: %m", (unsigned)jobid,
 			   conf.cache_dir, name);

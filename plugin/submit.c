@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -87,8 +88,47 @@ int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint
 	return 0;
 }
 
-/* Queue a profiling request for key: RequestDir/<key>.req, created once. */
-static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid, int gpus)
+/*
+ * Count the queued requests (RequestDir/<key>.req) in total and those of
+ * uid. Each is one small file; the caps keep them few.
+ */
+static void count_queued(const syn__conf_t *conf, uint32_t uid, uint64_t *all, uint64_t *mine)
+{
+	struct dirent *e;
+	DIR *d = opendir(conf->request_dir);
+
+	*all = *mine = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char *text, *u;
+		uint64_t v;
+
+		if (len <= 4 || strcmp(e->d_name + len - 4, ".req") != 0)
+			continue;
+		(*all)++;
+		text = syn__read_file_at(dirfd(d), e->d_name, 4096, NULL);
+		if (!text)
+			continue;
+		u = strstr(text, "\nuid=");
+		if (u) {
+			u[5 + strcspn(u + 5, "\n")] = '\0';
+			if (syn__parse_u64(u + 5, 0, UINT32_MAX, &v) == 0 && v == uid)
+				(*mine)++;
+		}
+		free(text);
+	}
+	closedir(d);
+}
+
+/*
+ * Queue a profiling request for key: RequestDir/<key>.req, created once.
+ * Returns 1 when queued (or already), 0 when a cap refused it (why says
+ * which), -1 on error.
+ */
+static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid, int gpus,
+			 char *why, size_t whylen)
 {
 	char path[SYN__PATH_MAX + SYN__KEY_MAX + 8], tmp[sizeof(path) + 16], text[160];
 	int fd, n, rv = -1;
@@ -97,7 +137,22 @@ static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid,
 		return -1;
 	snprintf(path, sizeof(path), "%s/%s.req", conf->request_dir, key);
 	if (access(path, F_OK) == 0)
-		return 0; /* already queued */
+		return 1; /* already queued */
+	{
+		uint64_t all, mine;
+
+		count_queued(conf, uid, &all, &mine);
+		if (all >= conf->max_requests) {
+			snprintf(why, whylen, "%llu requests queued (MaxProfileRequests)",
+				 (unsigned long long)all);
+			return 0;
+		}
+		if (mine >= conf->max_requests_per_user) {
+			snprintf(why, whylen, "%llu requests of uid %u queued "
+				 "(MaxProfileRequestsPerUser)", (unsigned long long)mine, (unsigned)uid);
+			return 0;
+		}
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -107,7 +162,7 @@ static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid,
 	if (write(fd, text, (size_t)n) == n && close(fd) == 0) {
 		fd = -1;
 		if (rename(tmp, path) == 0)
-			rv = 0;
+			rv = 1;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -232,10 +287,14 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 	}
 	if (syn_store_get(store, key, &prof, &serr) < 0) {
 		if (errno == ENOENT) {
-			d->profiling_requested = queue_request(conf, key, req->uid, gpus) == 0;
+			char why[128] = "";
+			int q = queue_request(conf, key, req->uid, gpus, why, sizeof(why));
+
+			d->profiling_requested = q == 1;
 			snprintf(d->comment, sizeof(d->comment),
-				 "synergy: key=%s no profile: GPU-proportional, profiling %s", key,
-				 d->profiling_requested ? "requested" : "request failed");
+				 "synergy: key=%s no profile: GPU-proportional, profiling %s%s%s", key,
+				 q == 1 ? "requested" : q == 0 ? "refused: " : "request failed",
+				 why, "");
 		} else {
 			snprintf(d->err, sizeof(d->err), "synergy: profile %s: %s", key, serr.text);
 			snprintf(d->comment, sizeof(d->comment),

@@ -19,7 +19,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
+#include <pwd.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,6 +36,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "synergy_conf.h"
+#include "synergy_store.h"
 #include "shapes.h"
 #include "submit.h"
 #include "tuner.h"
@@ -299,17 +303,91 @@ static int expand_command(const char *tmpl, const char *key, const char *store,
 	return 0;
 }
 
-/* Submit key's profiling job; its id into id. Returns 0, or -1 (logged). */
+/* The account profiling jobs run as (ProfileUser). 0, or -1 (logged). */
+static int profile_account(const syn__conf_t *conf, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(conf->profile_user);
+
+	if (!pw) {
+		logmsg("ProfileUser '%s' is not an account on this host; no profiling job is "
+		       "submitted", conf->profile_user);
+		return -1;
+	}
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
+/* RequestDir/work (root's, 0755) and in it the key's directory. */
+static int work_path(const syn__conf_t *conf, const char *key, const char *file, char *buf,
+		     size_t len)
+{
+	int n = snprintf(buf, len, "%s/work%s%s%s%s", conf->request_dir, key ? "/" : "",
+			 key ? key : "", file ? "/" : "", file ? file : "");
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Remove key's work directory and everything in it (never following a
+ * link the profiling job may have planted). */
+static void work_remove(const syn__conf_t *conf, const char *key)
+{
+	char path[SYN__PATH_MAX + 96];
+	int dfd, kfd;
+
+	if (work_path(conf, NULL, NULL, path, sizeof(path)) < 0)
+		return;
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	kfd = openat(dfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (kfd >= 0)
+		syn__remove_tree(kfd);
+	unlinkat(dfd, key, AT_REMOVEDIR);
+	close(dfd);
+}
+
+/* A fresh work directory for key, owned by the profiling account, 0700. */
+static int work_make(const syn__conf_t *conf, const char *key, uid_t uid, gid_t gid)
+{
+	char path[SYN__PATH_MAX + 96];
+
+	if (work_path(conf, NULL, NULL, path, sizeof(path)) < 0 ||
+	    (mkdir(path, 0755) < 0 && errno != EEXIST))
+		return -1;
+	work_remove(conf, key);
+	if (work_path(conf, key, NULL, path, sizeof(path)) < 0 || mkdir(path, 0700) < 0 ||
+	    chown(path, uid, gid) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Submit key's profiling job, as ProfileUser, in the key's work directory,
+ * which %s names: the job writes its profile there (a store of its own),
+ * never into the real store; synergyd checks and files it when the job has
+ * ended (import_profile). Its id into id. Returns 0, or -1 (logged).
+ */
 static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *id)
 {
-	char cmd[1024], script[1200], name[96], out[SYN__PATH_MAX + 96];
+	char cmd[1024], script[1200], name[96], out[SYN__PATH_MAX + 96], dir[SYN__PATH_MAX + 96];
 	char env_key[96], env_mode[] = "SYNERGY_PROFILE_MODE=1",
 	     env_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	char *env[4];
 	job_desc_msg_t d;
 	submit_response_msg_t *resp = NULL;
+	uid_t uid;
+	gid_t gid;
 
-	if (expand_command(conf->profile_command, key, conf->store_dir, cmd, sizeof(cmd)) < 0) {
+	if (profile_account(conf, &uid, &gid) < 0)
+		return -1;
+	if (work_path(conf, key, NULL, dir, sizeof(dir)) < 0 ||
+	    work_path(conf, key, "out", out, sizeof(out)) < 0 ||
+	    work_make(conf, key, uid, gid) < 0) {
+		logmsg("cannot make the work directory %s for %s: %s", dir, key, strerror(errno));
+		return -1;
+	}
+	if (expand_command(conf->profile_command, key, dir, cmd, sizeof(cmd)) < 0) {
 		logmsg("cannot submit a profiling job for %s: ProfileCommand '%.60s' is over "
 		       "%zu bytes once %%k and %%s are expanded", key, conf->profile_command,
 		       sizeof(cmd) - 1);
@@ -318,7 +396,6 @@ static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *
 	snprintf(script, sizeof(script),
 		 "#!/bin/sh\n# synergyd: offline profiling run for key %s\nexec %s\n", key, cmd);
 	snprintf(name, sizeof(name), "synergy-profile:%s", key);
-	snprintf(out, sizeof(out), "%s/%s.out", conf->request_dir, key);
 	snprintf(env_key, sizeof(env_key), "SYNERGY_PROFILE_KEY=%s", key);
 	env[0] = env_key;
 	env[1] = env_mode;
@@ -330,9 +407,9 @@ static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *
 	d.environment = env;
 	d.env_size = 3;
 	d.std_out = out;
-	d.work_dir = (char *)conf->request_dir;
-	d.user_id = getuid();
-	d.group_id = getgid();
+	d.work_dir = dir;
+	d.user_id = uid;
+	d.group_id = gid;
 	d.min_nodes = 1;
 	/* One GPU's proportional share of a node: without a memory request the
 	 * job would ask for a whole node's memory and wait behind everyone. */
@@ -343,6 +420,7 @@ static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *
 	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || !resp) {
 		logmsg("cannot submit a profiling job for %s: %s", key,
 		       slurm_strerror(slurm_get_errno()));
+		work_remove(conf, key);
 		return -1;
 	}
 	*id = resp->job_id;
@@ -350,20 +428,86 @@ static int submit_profiling(const syn__conf_t *conf, const char *key, uint32_t *
 	return 0;
 }
 
+/* Copy the ended profiling job's output into RequestDir/<key>.out for the
+ * admin (at most 1 MiB; the job's own file is never followed if a link). */
+static void keep_output(const syn__conf_t *conf, const char *key)
+{
+	char from[SYN__PATH_MAX + 96], to[SYN__PATH_MAX + 96];
+	size_t len;
+	char *text;
+	FILE *f;
+
+	if (work_path(conf, key, "out", from, sizeof(from)) < 0)
+		return;
+	snprintf(to, sizeof(to), "%s/%s.out", conf->request_dir, key);
+	text = syn__read_file_at(AT_FDCWD, from, 1 << 20, &len);
+	if (!text)
+		return;
+	f = fopen(to, "we");
+	if (f) {
+		fwrite(text, 1, len, f);
+		fclose(f);
+	}
+	free(text);
+}
+
+/*
+ * File the profile the ended job left in its work directory into the store,
+ * after checking it in full: it must parse and be the profile of key.
+ * Returns 0 when filed, -1 (logged) when there is none or it is unusable.
+ */
+static int import_profile(const syn__conf_t *conf, const char *key, uint32_t id)
+{
+	char path[SYN__PATH_MAX + 96], file[SYN__KEY_MAX + 8];
+	syn_store_error_t serr;
+	syn_store_t *store;
+	syn_profile_t p;
+	int rv = -1;
+
+	snprintf(file, sizeof(file), "%s.json", key);
+	if (work_path(conf, key, file, path, sizeof(path)) < 0)
+		return -1;
+	if (syn_profile_read_file(path, &p, &serr) < 0) {
+		logmsg("profiling job %u for %s left no usable profile: %s", id, key, serr.text);
+		return -1;
+	}
+	if (strcmp(p.key, key) != 0) {
+		logmsg("profiling job %u for %s left a profile of key '%s': refused", id, key, p.key);
+		return -1;
+	}
+	store = syn_store_create(conf->store_dir, SYN_STORE_CREATE, &serr);
+	if (!store || syn_store_put(store, &p, &serr) < 0)
+		logmsg("cannot file profile %s into %s: %s", key, conf->store_dir, serr.text);
+	else
+		rv = 0;
+	syn_store_destroy(store);
+	return rv;
+}
+
 /*
  * Profiling requests: RequestDir/<key>.req, queued by job_submit/synergy.
- * A request gets one profiling job (<key>.job holds its id); once the
- * profile is in the store the request is done, and a job that ended
- * without filing one turns the request into <key>.failed for the admin.
+ * A request gets one profiling job (<key>.job holds its id), at most
+ * MaxProfilingJobs at a time; once that job has ended, the profile it left
+ * is checked and filed into the store and the request is done; a job that
+ * left none turns the request into <key>.failed for the admin. A profile
+ * that reached the store otherwise (an admin's run) also ends the request.
  */
 static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 			    const job_info_msg_t *jobs, stats_t *st)
 {
 	DIR *d = opendir(conf->request_dir);
 	struct dirent *e;
+	uint64_t in_flight = 0;
 
 	if (!d)
 		return;
+	/* Count the jobs in flight first: every pass below may start one. */
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len > 4 && strcmp(e->d_name + len - 4, ".job") == 0)
+			in_flight++;
+	}
+	rewinddir(d);
 	while ((e = readdir(d))) {
 		char key[SYN__KEY_MAX + 1], path[SYN__PATH_MAX + 96], jobf[SYN__PATH_MAX + 96];
 		char prof[SYN__PATH_MAX + 96], failed[SYN__PATH_MAX + 96];
@@ -381,13 +525,6 @@ static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 		snprintf(path, sizeof(path), "%s/%s.req", conf->request_dir, key);
 		snprintf(jobf, sizeof(jobf), "%s/%s.job", conf->request_dir, key);
 		snprintf(prof, sizeof(prof), "%s/%s.json", conf->store_dir, key);
-		if (access(prof, F_OK) == 0) {
-			logmsg("profile %s is in the store: request done", key);
-			unlink(path);
-			unlink(jobf);
-			st->profiles_filed_total++;
-			continue;
-		}
 		f = fopen(jobf, "re");
 		if (f) {
 			if (fscanf(f, "%u", &id) != 1)
@@ -396,16 +533,40 @@ static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 			state = id ? job_state_of(jobs, id) : -1;
 			if (state == JOB_PENDING || state == JOB_RUNNING || state == JOB_SUSPENDED)
 				continue;
-			snprintf(failed, sizeof(failed), "%s/%s.failed", conf->request_dir, key);
-			logmsg("profiling job %u for %s ended without a profile: see %s/%s.out",
-			       id, key, conf->request_dir, key);
-			rename(path, failed);
+			keep_output(conf, key);
+			if (import_profile(conf, key, id) == 0) {
+				logmsg("profiling job %u filed profile %s into the store", id, key);
+				unlink(path);
+				st->profiles_filed_total++;
+			} else if (access(prof, F_OK) == 0) {
+				logmsg("profile %s is in the store: request done", key);
+				unlink(path);
+			} else {
+				snprintf(failed, sizeof(failed), "%s/%s.failed", conf->request_dir, key);
+				logmsg("profiling job %u for %s ended without a profile: see %s/%s.out",
+				       id, key, conf->request_dir, key);
+				rename(path, failed);
+				st->profiling_failed_total++;
+			}
 			unlink(jobf);
-			st->profiling_failed_total++;
+			work_remove(conf, key);
+			in_flight--;
+			continue;
+		}
+		if (access(prof, F_OK) == 0) {
+			logmsg("profile %s is in the store: request done", key);
+			unlink(path);
+			st->profiles_filed_total++;
 			continue;
 		}
 		if (!conf->profile_command[0] || o->dry_run)
 			continue;
+		if (in_flight >= conf->max_profiling_jobs) {
+			if (o->verbose)
+				logmsg("request %s waits: %llu profiling jobs in flight "
+				       "(MaxProfilingJobs)", key, (unsigned long long)in_flight);
+			continue;
+		}
 		if (submit_profiling(conf, key, &id) < 0) { /* logged */
 			st->errors_total++;
 			continue;
@@ -415,7 +576,8 @@ static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 			fprintf(f, "%u\n", id);
 			fclose(f);
 		}
-		logmsg("submitted profiling job %u for %s", id, key);
+		in_flight++;
+		logmsg("submitted profiling job %u for %s as %s", id, key, conf->profile_user);
 		st->profiling_submitted_total++;
 	}
 	closedir(d);

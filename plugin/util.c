@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -52,6 +53,10 @@ void syn__conf_defaults(syn__conf_t *c)
 	snprintf(c->state_dir, sizeof(c->state_dir), "/run/synergy");
 	snprintf(c->shapes_file, sizeof(c->shapes_file), "/var/spool/synergy/node_shapes");
 	c->shapes_max_age = 600;
+	snprintf(c->profile_user, sizeof(c->profile_user), "nobody");
+	c->max_requests = 64;
+	c->max_requests_per_user = 4;
+	c->max_profiling_jobs = 2;
 }
 
 int syn__key_valid(const char *key)
@@ -188,6 +193,27 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 	/* LendStateDir is the name this key had when only lending kept state. */
 	if (strcasecmp(key, "StateDir") == 0 || strcasecmp(key, "LendStateDir") == 0)
 		return set_path(c->state_dir, key, value, err, errlen);
+	if (strcasecmp(key, "ProfileUser") == 0) {
+		if (!syn__user_valid(value))
+			return errprintf(err, errlen, "ProfileUser: '%.40s' is not an account name",
+					 value);
+		snprintf(c->profile_user, sizeof(c->profile_user), "%s", value);
+		return 0;
+	}
+	if (strcasecmp(key, "MaxProfileRequests") == 0 ||
+	    strcasecmp(key, "MaxProfileRequestsPerUser") == 0 ||
+	    strcasecmp(key, "MaxProfilingJobs") == 0) {
+		if (syn__parse_u64(value, 0, 100000, &v) < 0)
+			return errprintf(err, errlen, "%s: '%s' is not a number in 0..100000", key,
+					 value);
+		if (strcasecmp(key, "MaxProfileRequests") == 0)
+			c->max_requests = v;
+		else if (strcasecmp(key, "MaxProfilingJobs") == 0)
+			c->max_profiling_jobs = v;
+		else
+			c->max_requests_per_user = v;
+		return 0;
+	}
 	if (strcasecmp(key, "NodeShapesFile") == 0)
 		return set_path(c->shapes_file, "NodeShapesFile", value, err, errlen);
 	if (strcasecmp(key, "NodeShapesMaxAge") == 0) {
@@ -386,4 +412,50 @@ fail:
 	free(buf);
 	errno = e;
 	return NULL;
+}
+
+int syn__user_valid(const char *name)
+{
+	size_t n;
+
+	if (!name || !name[0] || !(islower((unsigned char)name[0]) || name[0] == '_'))
+		return 0;
+	for (n = 0; name[n]; n++) {
+		unsigned char c = (unsigned char)name[n];
+		if (n >= 32 || !(islower(c) || isdigit(c) || c == '_' || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static void remove_tree_depth(int dfd, int depth)
+{
+	struct dirent *e;
+	DIR *d = fdopendir(dfd);
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		int sub;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
+			continue;
+		if (depth < 16) {
+			sub = openat(dirfd(d), e->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				remove_tree_depth(sub, depth + 1);
+		}
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+void syn__remove_tree(int dfd)
+{
+	remove_tree_depth(dfd, 0);
 }

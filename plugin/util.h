@@ -26,7 +26,8 @@
  * Enabled, ProfileStore, RequestDir, CacheDir, ProcessMemMB, MaxCacheMB,
  * Eps, NodeGPUs, NodeCPUs, NodeMemMB, ProfileCommand, LendIdleCores,
  * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
- * NodeShapesMaxAge (see synergy.conf(5)).
+ * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
+ * MaxProfileRequestsPerUser, MaxProfilingJobs (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -43,6 +44,10 @@ typedef struct syn__conf {
 	char cgroup_conf[SYN__PATH_MAX];    /* Slurm's cgroup.conf ("": beside slurm.conf) */
 	char cgroup_root[SYN__PATH_MAX];    /* the node's cgroup, %n/%h ("": Slurm's layouts) */
 	char shapes_file[SYN__PATH_MAX];    /* node shapes synergyd exports (shapes.h) */
+	char profile_user[33];              /* account profiling jobs run as */
+	uint64_t max_requests;              /* profiling requests queued at most */
+	uint64_t max_requests_per_user;     /* ... of them by one user */
+	uint64_t max_profiling_jobs;        /* profiling jobs in flight at most */
 	uint64_t shapes_max_age;            /* seconds before that table is stale */
 } syn__conf_t;
 
@@ -100,5 +105,16 @@ int syn__path_ok(const char *path);
  * not NULL), or NULL with errno (EFBIG when it holds more than max bytes).
  */
 char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *len);
+
+/*
+ * Empty the directory open at dfd (the descriptor is consumed), depth
+ * first, never following a link: a link planted there is removed, not its
+ * target. Depth is bounded so that a hostile tree cannot exhaust
+ * descriptors; what lies deeper stays.
+ */
+void syn__remove_tree(int dfd);
+
+/* 1 if name is a plausible account name ([a-z_][a-z0-9_.-]{0,31}). */
+int syn__user_valid(const char *name);
 
 #endif

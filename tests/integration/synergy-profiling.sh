@@ -6,7 +6,9 @@
 # profile lands in the store (synergy-profile show reads it back), the
 # request is retired, and the next job with that key is sized from the
 # measured profile. A key whose profiling run fails is set aside as
-# <key>.failed instead. Relies on tools/coordl-datagen and
+# <key>.failed instead. Profiling jobs run as ProfileUser (nobody), write
+# into a work directory of their own, and synergyd checks and files the
+# profile; requests are capped per user. Relies on tools/coordl-datagen and
 # profiler/synergy-profile from the build tree.
 #
 # The emulated GPU ingests 100 samples/s: one core decodes these small
@@ -33,6 +35,7 @@ cluster_start 1
 echo "ProfileCommand=$sp run --key %k --store %s --gpu-rate 100 --batch-size 8 --size 64" \
 	"--max-threads 1 --grid-cpus 1,2 --prop-cpus 1 --prop-mem 0.5 --windows 2" \
 	"--window-batches 3 --model synergyd-test $C/data/%k" >>"$C/etc/synergy.conf"
+echo "MaxProfileRequestsPerUser=2" >>"$C/etc/synergy.conf"
 
 tuner_round() {
 	"$synergyd" --once --conf="$C/etc/synergy.conf" --status="$C/status" 2>>"$C/log/tuner.log"
@@ -50,6 +53,10 @@ test_ok "on the GPU-proportional share" \
 cluster_wait_job "$f" 30 >/dev/null
 test_ok "requests are queued for both keys" \
 	test -e "$C/requests/newkey.req" -a -e "$C/requests/nodata.req"
+x=$(cluster_sbatch --gres=gpu:1 --synergy-profile=third --wrap true)
+test_ok "a third request of the same user is refused (MaxProfileRequestsPerUser=2)" \
+	bash -c "scontrol show job $x | grep -q 'profiling refused: 2 requests of uid 0 queued'"
+test_ok "and not queued" test ! -e "$C/requests/third.req"
 
 tuner_round
 pj=$(cat "$C/requests/newkey.job" 2>/dev/null)
@@ -57,16 +64,25 @@ fj=$(cat "$C/requests/nodata.job" 2>/dev/null)
 test_ok "the tuner submitted one profiling job per key" test -n "$pj" -a -n "$fj" -a "$pj" != "$fj"
 test_ok "the profiling job is named after its key" \
 	bash -c "scontrol -o show job ${pj:-0} | grep -q 'JobName=synergy-profile:newkey '"
+test_ok "it runs as ProfileUser (nobody), not root" \
+	bash -c "scontrol -o show job ${pj:-0} | grep -q 'UserId=nobody('"
 st=$(cluster_wait_job "${pj:-0}" 30)
 test_ok "the profiling job ran ($st)" test "$st" = COMPLETED
 fst=$(cluster_wait_job "${fj:-0}" 30)
 test_ok "the one without a dataset failed ($fst)" test "$fst" = FAILED
-# Its output file is written by slurmstepd: the profiler's report there
-# shows it measured inside the job, on the one core it was given.
+test_ok "the job's profile is not in the store before synergyd checked it" \
+	test ! -e "$C/store/newkey.json"
+tuner_round
+# Its output file is written by slurmstepd and kept by synergyd: the
+# profiler's report there shows it measured inside the job, on the one core
+# it was given, into its own work directory.
 out=$C/requests/newkey.out
 test_ok "the job's output holds the profiler's report" \
 	grep -q '^prep   1 thread ' "$out"
-test_ok "and says the profile was stored" grep -q "stored 'newkey' in $C/store" "$out"
+test_ok "and says the profile was stored in its work directory" \
+	grep -q "stored 'newkey' in $C/requests/work/newkey" "$out"
+test_ok "synergyd filed it into the store" grep -q "profiling job $pj filed profile newkey" \
+	"$C/log/tuner.log"
 [ "$tap_failed" = 0 ] || diag "$(cat "$out" 2>/dev/null)"
 test_ok "synergy-profile show reads the profile back from the store" \
 	bash -c "'$sp' show --store '$C/store' newkey >'$C/show.txt' &&
@@ -77,8 +93,7 @@ test_ok "with the share and grid ProfileCommand asked for" \
 	bash -c "grep -q '^share     1 cpus, 0.5 GiB per GPU' '$C/show.txt' &&
 		awk '/^ +cpus/ {f=1; next} f {print \$1}' '$C/show.txt' | tr '\\n' ' ' | grep -qx '1 2 '"
 test_ok "no profile was filed for the failed key" test ! -e "$C/store/nodata.json"
-
-tuner_round
+test_ok "the work directories are gone" test ! -e "$C/requests/work/newkey" -a ! -e "$C/requests/work/nodata"
 test_ok "the request is retired" test ! -e "$C/requests/newkey.req" -a ! -e "$C/requests/newkey.job"
 test_ok "status counts the filed profile" grep -qx profiles_filed_total=1 "$C/status"
 test_ok "the failed request is set aside for the admin" \
