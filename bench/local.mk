@@ -27,3 +27,8 @@ EXTRA_DIST += bench/profiler-accuracy.sh
 # loader benches (loader helper): thread scaling, interleaved; MinIO versus
 # the page cache under one memory cgroup limit (root).
 EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh
+
+# fault soak of the plugins on a throwaway cluster (root; a short form runs
+# as tests/integration/synergy-soak.sh): jobs, faults, overlaps, stuck jobs
+# and leftovers.
+EXTRA_DIST += bench/soak.sh bench/soak-sampler.py

@@ -1,0 +1,218 @@
+#!/bin/bash
+# soak.sh: a fault soak of the Synergy plugins on a throwaway Slurm cluster.
+#
+# Starts NODES slurmd (LendIdleCores=yes, a shared tmpfs CacheDir), and
+# submits JOBS mixed jobs of two srun steps each (Synergy jobs of an
+# image-like and a language-like profile, and plain GPU jobs), each step
+# running the real loader (coordl-bench, shared job cache) or a short
+# sleep. Meanwhile it injects FAULTS at random: scancel of a running job,
+# kill -9 of one of its tasks, kill -9 of one of its slurmstepds, and a
+# restart of a node's slurmd. A sampler (soak-sampler.py) checks five times
+# a second that no job's allotted CPUs run another job's tasks on the same
+# node. At the end it waits for the queue to drain (a job still there after
+# the grace time is stuck) and counts what is left: synergy cgroups, job
+# cgroups, files in CacheDir, job records in StateDir, coordl segments in
+# /dev/shm. --control runs the same with the plugins off: Slurm's own
+# leftovers (job cgroups of jobs whose slurmstepd was killed) then show as
+# such, apart from ours.
+#
+# Usage (root, from a build dir):
+#   top_srcdir=.. top_builddir=$PWD bash ../bench/soak.sh [-n JOBS] [-f FAULTS]
+#       [-N NODES] [--control] [--seed S] [--report FILE]
+# Prints a table; exit status 0 when overlaps, stuck jobs and leftovers of
+# ours are all zero, 1 otherwise.
+set -u
+jobs=300 faults=60 nnodes=2 control=0 seed=$$ report=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-n) jobs=$2; shift ;;
+	-f) faults=$2; shift ;;
+	-N) nnodes=$2; shift ;;
+	--seed) seed=$2; shift ;;
+	--control) control=1 ;;
+	--report) report=$2; shift ;;
+	-h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) echo "soak: unknown option '$1'" >&2; exit 2 ;;
+	esac
+	shift
+done
+for v in "$jobs" "$faults" "$nnodes" "$seed"; do
+	case "$v" in ''|*[!0-9]*) echo "soak: '$v' is not a number" >&2; exit 2 ;; esac
+done
+RANDOM=$((seed % 32768))
+shmtag=soak$(printf '%04x' $((RANDOM % 65536)))
+CLUSTER_CACHE_DIR=/dev/shm/synergy-$shmtag
+CLUSTER_GPUS=2
+CLUSTER_MEM=6144
+CLUSTER_PROCESS_MEM=256
+[ "$control" = 1 ] && CLUSTER_SYNERGY=0
+. "${top_srcdir:?}/tests/lib/cluster.sh"
+cluster_require
+bench=$top_builddir/bench/coordl-bench
+gen=$top_builddir/tools/coordl-datagen
+[ -x "$bench" ] && [ -x "$gen" ] || { echo "soak: build bench/coordl-bench and tools/coordl-datagen first" >&2; exit 1; }
+shm_before=$(ls /dev/shm | grep '^coordl-' | sort)
+CLUSTER_ON_STOP='rm -rf "$CLUSTER_CACHE_DIR"'
+cluster_start "$nnodes"
+if [ "$control" = 0 ]; then
+	printf 'LendIdleCores=yes\n' >>"$C/etc/synergy.conf"
+	cluster_put_profile img image
+	cluster_put_profile lang flat
+fi
+"$gen" --out "$C/data" --classes 4 --images 64 --seed 3 --width-range 64-160 -j 1 >/dev/null ||
+	bail "coordl-datagen failed"
+state=$C/state-synergy
+mkdir -p "$state"
+
+# The sampler watches every node's cpuset tree.
+nodeargs=
+for n in $CLUSTER_NODES; do
+	nodeargs="$nodeargs --node $n=/sys/fs/cgroup/cpuset/slurm_$n"
+done
+# shellcheck disable=SC2086
+/usr/bin/python3 "$top_srcdir/bench/soak-sampler.py" $nodeargs --state-dir "$state" \
+	--stop "$C/sampler.stop" --log "$C/overlaps.log" >"$C/sampler.out" 2>&1 &
+sampler=$!
+cluster_atexit "$sampler"
+
+# A step: the loader over the shared job cache, or a sleep.
+step_loader="$bench -e 1 -s 64 -b 8 -g 400 $C/data"
+submit_one() {
+	local kind=$((RANDOM % 3)) opts s1 s2
+	case $kind in
+	0) opts="--synergy-profile=img" ;;
+	1) opts="--synergy-profile=lang" ;;
+	*) opts="" ;;
+	esac
+	[ "$control" = 1 ] && opts=""
+	s1="srun -n1 $step_loader >/dev/null"
+	[ $((RANDOM % 2)) = 0 ] && s1="srun -n1 sleep 0.$((RANDOM % 9 + 1))"
+	s2="srun -n1 sleep $((RANDOM % 3)).$((RANDOM % 10))"
+	# shellcheck disable=SC2086
+	cluster_sbatch --gres=gpu:1 $opts -o /dev/null --wrap "$s1; $s2" 2>/dev/null
+}
+
+# node_of ID: the node a running job runs on (first of its nodes).
+node_of() { cluster_job_field "$1" NodeList | sed 's/,.*//'; }
+
+# pids_in ID NODE PATTERN: processes of the job's freezer cgroup tree on NODE
+# whose comm matches (slurmstepd) or not (!slurmstepd).
+pids_in() {
+	local id=$1 node=$2 want=$3 f p c
+	for f in $(find /sys/fs/cgroup/freezer/slurm_"$node"/uid_*/job_"$id" -name cgroup.procs 2>/dev/null); do
+		for p in $(cat "$f" 2>/dev/null); do
+			c=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+			if [ "$want" = slurmstepd ]; then
+				[ "$c" = slurmstepd ] && echo "$p"
+			else
+				[ "$c" != slurmstepd ] && echo "$p"
+			fi
+		done
+	done
+}
+
+f_scancel=0 f_task=0 f_stepd=0 f_slurmd=0
+# restart_slurmd NODE: stop the node's slurmd by its PID and start it again;
+# running jobs survive (their slurmstepds are not its children).
+restart_slurmd() {
+	local node=$1 pid new
+	pid=$(cat "$C/run/slurmd.$node.pid" 2>/dev/null)
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	kill -TERM "$pid"
+	cluster__wait 10 cluster__exited "$pid"
+	setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF" >>"$C/log/slurmd.$node.out" 2>&1 </dev/null &
+	new=$!
+	cluster_pids="${cluster_pids/$pid/$new}"
+	cluster__wait 10 test -s "$C/run/slurmd.$node.pid"
+	return 0
+}
+
+inject() {
+	local running id node p kind=$((RANDOM % 10))
+	running=$(squeue -h -t R -o %i 2>/dev/null | shuf -n1 --random-source=<(yes $RANDOM))
+	[ -n "$running" ] || return 1
+	id=$running
+	node=$(node_of "$id")
+	[ -n "$node" ] || return 1
+	if [ "$kind" -lt 4 ]; then
+		scancel "$id" 2>/dev/null && f_scancel=$((f_scancel + 1))
+	elif [ "$kind" -lt 7 ]; then
+		p=$(pids_in "$id" "$node" task | head -n1)
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null && f_task=$((f_task + 1))
+	elif [ "$kind" -lt 9 ]; then
+		p=$(pids_in "$id" "$node" slurmstepd | tail -n1)
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null && f_stepd=$((f_stepd + 1))
+	else
+		restart_slurmd "$node" && f_slurmd=$((f_slurmd + 1))
+	fi
+	return 0
+}
+
+t0=$(date +%s)
+submitted=0
+ids=
+queue_max=$((nnodes * CLUSTER_GPUS + 2))
+# Spread the faults over the run: one every jobs/faults submissions.
+every=$(( (jobs + faults - 1) / (faults > 0 ? faults : 1) ))
+[ "$every" -ge 1 ] || every=1
+while [ "$submitted" -lt "$jobs" ]; do
+	while [ "$(squeue -h -o %i 2>/dev/null | wc -l)" -ge "$queue_max" ]; do
+		sleep 0.2
+	done
+	id=$(submit_one)
+	[ -n "$id" ] || { sleep 0.5; continue; }
+	ids="$ids $id"
+	submitted=$((submitted + 1))
+	if [ "$faults" -gt 0 ] && [ $((submitted % every)) = 0 ]; then
+		sleep 0.$((RANDOM % 9 + 1))
+		inject || true
+	fi
+	[ $((submitted % 25)) = 0 ] && echo "soak: $submitted/$jobs jobs submitted" >&2
+done
+# Faults still owed (short runs) go to whatever runs now.
+while [ $((f_scancel + f_task + f_stepd + f_slurmd)) -lt "$faults" ] &&
+	[ -n "$(squeue -h -t R -o %i 2>/dev/null)" ]; do
+	inject || sleep 0.2
+done
+
+# Drain: what is still in the queue after the grace time is stuck.
+grace=120
+for i in $(seq 1 $((grace * 5))); do
+	[ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
+	sleep 0.2
+done
+stuck=$(squeue -h -o '%i %T' 2>/dev/null | wc -l)
+stuck_list=$(squeue -h -o '%i:%T' 2>/dev/null | tr '\n' ' ')
+touch "$C/sampler.stop"
+wait "$sampler" 2>/dev/null
+overlaps=$(sed -n 's/.*overlaps=\([0-9]*\).*/\1/p' "$C/sampler.out")
+samples=$(sed -n 's/.*samples=\([0-9]*\).*/\1/p' "$C/sampler.out")
+# Leftovers, after Slurm's and our own cleanup had time to run.
+sleep 10
+count() { sed '/^$/d' | wc -l; }
+lo_syn=$(for n in $CLUSTER_NODES; do find /sys/fs/cgroup/*/slurm_"$n" -mindepth 1 -type d -name synergy 2>/dev/null; done | count)
+lo_job=$(for n in $CLUSTER_NODES; do find /sys/fs/cgroup/cpuset/slurm_"$n" -mindepth 2 -maxdepth 2 -type d -name 'job_*' 2>/dev/null; done | count)
+lo_cache=$(ls -A "$CLUSTER_CACHE_DIR" 2>/dev/null | count)
+lo_rec=$(ls "$state" 2>/dev/null | grep '\.job_' | count)
+lo_shm=$(comm -13 <(echo "$shm_before") <(ls /dev/shm | grep '^coordl-' | sort) | count)
+elapsed=$(($(date +%s) - t0))
+nf=$((f_scancel + f_task + f_stepd + f_slurmd))
+ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
+
+{
+	echo "soak ($( [ "$control" = 1 ] && echo "control: plugins off" || echo "Synergy plugins, LendIdleCores=yes"), $nnodes nodes, seed $seed, ${elapsed}s)"
+	printf '%-34s %s\n' "jobs submitted" "$submitted" \
+		"faults injected" "$nf (scancel $f_scancel, kill -9 task $f_task, kill -9 slurmstepd $f_stepd, slurmd restart $f_slurmd)" \
+		"overlap samples" "$samples" \
+		"overlaps seen" "${overlaps:-?}" \
+		"jobs stuck after ${grace}s" "$stuck${stuck_list:+ ($stuck_list)}" \
+		"left: synergy cgroups" "$lo_syn" \
+		"left: job records (StateDir)" "$lo_rec" \
+		"left: files in CacheDir" "$lo_cache" \
+		"left: coordl segments in /dev/shm" "$lo_shm" \
+		"left: job cgroups (Slurm's own)" "$lo_job"
+	[ ! -s "$C/overlaps.log" ] || sed 's/^/  /' "$C/overlaps.log" | head -20
+	[ "$lo_rec" = 0 ] || ls "$state" | grep '\.job_' | sed 's/^/  record: /' | head
+	[ "$lo_syn" = 0 ] || for n in $CLUSTER_NODES; do find /sys/fs/cgroup/*/slurm_"$n" -mindepth 1 -type d -name synergy; done | sed 's/^/  cgroup: /' | head
+} | tee ${report:+"$report"}
+[ "${overlaps:-1}" = 0 ] && [ "$stuck" = 0 ] && [ "$ours" = 0 ]
