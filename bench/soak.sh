@@ -135,15 +135,19 @@ inject() {
 	node=$(node_of "$id")
 	[ -n "$node" ] || return 1
 	if [ "$kind" -lt 4 ]; then
-		scancel "$id" 2>/dev/null && f_scancel=$((f_scancel + 1))
+		scancel "$id" 2>/dev/null || return 1
+		f_scancel=$((f_scancel + 1))
 	elif [ "$kind" -lt 7 ]; then
 		p=$(pids_in "$id" "$node" task | head -n1)
-		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null && f_task=$((f_task + 1))
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null || return 1
+		f_task=$((f_task + 1))
 	elif [ "$kind" -lt 9 ]; then
 		p=$(pids_in "$id" "$node" slurmstepd | tail -n1)
-		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null && f_stepd=$((f_stepd + 1))
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null || return 1
+		f_stepd=$((f_stepd + 1))
 	else
-		restart_slurmd "$node" && f_slurmd=$((f_slurmd + 1))
+		restart_slurmd "$node" || return 1
+		f_slurmd=$((f_slurmd + 1))
 	fi
 	return 0
 }
@@ -165,7 +169,10 @@ while [ "$submitted" -lt "$jobs" ]; do
 	submitted=$((submitted + 1))
 	if [ "$faults" -gt 0 ] && [ $((submitted % every)) = 0 ]; then
 		sleep 0.$((RANDOM % 9 + 1))
-		inject || true
+		for try in 1 2 3 4 5; do
+			inject && break
+			sleep 0.2
+		done
 	fi
 	[ $((submitted % 25)) = 0 ] && echo "soak: $submitted/$jobs jobs submitted" >&2
 done

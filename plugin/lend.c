@@ -377,6 +377,42 @@ static void ctx_free(lend_ctx_t *c)
 	free(c);
 }
 
+/*
+ * A job cgroup without a record owns what it holds, except what Slurm
+ * allotted to a recorded job: such a cgroup may belong to a job that ended
+ * while its processes lived on (its slurmstepd was killed, so Slurm could
+ * not clean it up) and still hold CPUs lent to it, which Slurm has since
+ * given to a newcomer. Slurm never gives one CPU to two running jobs, so
+ * taking those away is always right.
+ */
+static void disown_unrecorded(lend_ctx_t *c)
+{
+	cpu_set_t recorded;
+	int i;
+
+	CPU_ZERO(&recorded);
+	for (i = 0; i < c->n; i++)
+		if (c->e[i].has_record)
+			CPU_OR(&recorded, &recorded, &c->e[i].job.allotted);
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+		cpu_set_t both, rest;
+
+		if (e->has_record)
+			continue;
+		CPU_AND(&both, &e->job.allotted, &recorded);
+		if (CPU_COUNT(&both) == 0)
+			continue;
+		CPU_XOR(&rest, &e->job.allotted, &both);
+		if (CPU_COUNT(&rest) == 0) {
+			say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
+			    "allotted to other jobs; leaving it as it is", (unsigned)e->job.jobid);
+			continue;
+		}
+		e->job.allotted = rest;
+	}
+}
+
 /* Collect the node's jobs (the ended one left out) and load each. */
 static int collect(lend_ctx_t *c)
 {
@@ -390,6 +426,7 @@ static int collect(lend_ctx_t *c)
 	}
 	for (i = 0; i < c->n; i++)
 		load_entry(c, &c->e[i]);
+	disown_unrecorded(c);
 	return 0;
 }
 

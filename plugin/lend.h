@@ -70,7 +70,7 @@ typedef struct syn__lend_start {
 
 /* How long a lending action waits for the node's lock before it gives up
  * (and, for a starting job, takes its CPUs back from borrowers unlocked). */
-#define SYN__LEND_LOCK_MS 10000
+#define SYN__LEND_LOCK_MS 5000
 
 /*
  * Event-driven rebalancing of the node whose cgroup is node_rel, under the

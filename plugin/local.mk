@@ -34,7 +34,7 @@ check_PROGRAMS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
 	plugin/test/jobrec.t
 UNIT_TESTS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
 	plugin/test/jobrec.t
-plugin_test_cgroup_t_SOURCES = plugin/test/cgroup.c
+plugin_test_cgroup_t_SOURCES = plugin/test/cgroup.c plugin/test/fake_tree.h
 plugin_test_cgroup_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cgroup_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 plugin_test_jobrec_t_SOURCES = plugin/test/jobrec.c plugin/submit.c
@@ -49,8 +49,13 @@ plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcd
 plugin_test_cores_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 
 # Idle-core lending: the decision (a pure function) and its node state.
-check_PROGRAMS += plugin/test/lend.t
-UNIT_TESTS += plugin/test/lend.t
+check_PROGRAMS += plugin/test/lend.t plugin/test/lendstate.t
+UNIT_TESTS += plugin/test/lend.t plugin/test/lendstate.t
+plugin_test_lendstate_t_SOURCES = plugin/test/lendstate.c plugin/test/fake_tree.h \
+	plugin/lend.c plugin/lend.h
+plugin_test_lendstate_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_lendstate_t_LDADD = plugin/libsynplugin.la \
+	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
 plugin_test_lend_t_SOURCES = plugin/test/lend.c plugin/lend.c plugin/lend.h
 plugin_test_lend_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_lend_t_LDADD = plugin/libsynplugin.la \

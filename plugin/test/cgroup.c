@@ -24,68 +24,7 @@
 #include "cgroup.h"
 #include "util.h"
 
-static char top[] = "/tmp/cgroup-t.XXXXXX";
-
-/* Write text to top/rel, creating the directories on the way. */
-static void put(const char *rel, const char *text)
-{
-	char path[1024], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", top, rel);
-	for (p = path + strlen(top) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	f = fopen(path, "w");
-	if (!f)
-		bail_out(path);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void dir(const char *rel)
-{
-	char path[1024], *p;
-
-	snprintf(path, sizeof(path), "%s/%s/", top, rel);
-	for (p = path + strlen(top) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-}
-
-/* The contents of top/rel without the trailing newline ("" if absent). */
-static const char *get(const char *rel)
-{
-	static char buf[8192];
-	char path[1024];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/%s", top, rel);
-	buf[0] = '\0';
-	f = fopen(path, "r");
-	if (!f)
-		return buf;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	return buf;
-}
-
-static void rm_rf(const char *path)
-{
-	char cmd[1200];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	if (system(cmd) != 0)
-		diag("cleanup of %s failed", path);
-}
+#include "fake_tree.h"
 
 static syn__cg_t *open_fake(const char *sub, const char *plugin, const char *root, char *err,
 			    size_t errlen)
@@ -486,8 +425,7 @@ static void test_v2(void)
 
 int main(void)
 {
-	if (!mkdtemp(top))
-		bail_out("mkdtemp");
+	fake_tree_init("cgroup-t");
 	test_cpu_lists();
 	test_proc();
 	test_slurm_conf();
