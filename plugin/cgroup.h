@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cpulist.h"
+
 /* The v1 child that holds a Synergy job's tasks. */
 #define SYN__CG_CHILD "synergy"
 
@@ -237,18 +239,5 @@ int syn__cg_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
  * errno on failure.
  */
 int syn__cg_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen);
-
-/* ---- CPU lists ---- */
-
-/* Parse a cpuset list ("0-3,8", a trailing newline allowed) into set.
- * Returns 0 or -1 with EINVAL (the empty string is the empty set). */
-int syn__cpus_parse(const char *list, cpu_set_t *set);
-
-/* Write set in list syntax into buf ("" for the empty set). Returns 0, or
- * -1 with ENAMETOOLONG when buf is too small. */
-int syn__cpus_format(const cpu_set_t *set, char *buf, size_t len);
-
-/* The same, malloc'ed (NULL with errno ENOMEM). */
-char *syn__cpus_format_alloc(const cpu_set_t *set);
 
 #endif

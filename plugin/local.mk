@@ -14,6 +14,8 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/cgroup_v1.c plugin/cgroup_v2.c \
 	plugin/jobrec.c plugin/jobrec.h \
 	plugin/shapes.c plugin/shapes.h \
+	plugin/cpulist.c plugin/cpulist.h \
+	plugin/tuner.c plugin/tuner.h \
 	plugin/cores.c plugin/cores.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
@@ -84,8 +86,7 @@ EXTRA_DIST += etc/synergy.conf etc/plugstack.conf etc/plugstack.conf.d/synergy.c
 
 # synergyd: the tuner daemon on the controller host (libslurm).
 sbin_PROGRAMS += plugin/synergyd
-plugin_synergyd_SOURCES = plugin/synergyd.c plugin/tuner.c plugin/tuner.h \
-	plugin/submit.c plugin/submit.h
+plugin_synergyd_SOURCES = plugin/synergyd.c plugin/submit.c plugin/submit.h
 plugin_synergyd_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_synergyd_LDFLAGS = $(SLURM_LDFLAGS)
 plugin_synergyd_LDADD = plugin/libsynplugin.la profiler/libsynstore.la \
@@ -94,7 +95,7 @@ EXTRA_DIST += etc/synergyd.service
 
 check_PROGRAMS += plugin/test/tuner.t
 UNIT_TESTS += plugin/test/tuner.t
-plugin_test_tuner_t_SOURCES = plugin/test/tuner.c plugin/tuner.c
+plugin_test_tuner_t_SOURCES = plugin/test/tuner.c
 plugin_test_tuner_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_tuner_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 

@@ -29,6 +29,7 @@
 #include "jobrec.h"
 #include "shapes.h"
 #include "submit.h"
+#include "tuner.h"
 
 /* The value of NAME=... in env, or NULL. */
 static const char *env_get(char *const *env, uint32_t n, const char *name)
@@ -41,51 +42,6 @@ static const char *env_get(char *const *env, uint32_t n, const char *name)
 			return env[i] + len + 1;
 	}
 	return NULL;
-}
-
-/* GPU count in one TRES list; -1 if no gpu entry. */
-static int gpus_in(const char *tres)
-{
-	const char *p = tres;
-
-	while (p && *p) {
-		const char *end = strpbrk(p, ",;");
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char item[128];
-
-		if (len < sizeof(item)) {
-			memcpy(item, p, len);
-			item[len] = '\0';
-			if (strncmp(item, "gres:gpu", 8) == 0 || strncmp(item, "gres/gpu", 8) == 0) {
-				/* the count is after the last ':' or '=' ("gres:gpu:a100:2") */
-				char *c = strrchr(item, ':'), *e = strrchr(item, '=');
-				char *num = (e && (!c || e > c)) ? e + 1 : (c && c > item + 7 ? c + 1 : NULL);
-				uint64_t v;
-
-				if (!num)
-					return 1;
-				if (syn__parse_u64(num, 0, 1024, &v) == 0)
-					return (int)v;
-				return 1; /* a type name without a count means one */
-			}
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return -1;
-}
-
-int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint32_t nodes)
-{
-	int g;
-
-	if (tres_per_node && (g = gpus_in(tres_per_node)) >= 0)
-		return g;
-	if (tres_per_job && (g = gpus_in(tres_per_job)) >= 0) {
-		if (nodes > 1)
-			g = (int)((g + (int)nodes - 1) / (int)nodes);
-		return g;
-	}
-	return 0;
 }
 
 /*

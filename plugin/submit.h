@@ -44,13 +44,6 @@ typedef struct syn__decision {
 } syn__decision_t;
 
 /*
- * The GPUs per node a request asks for: from tres_per_node ("gres:gpu:2",
- * "gres:gpu:a100:2", "gres/gpu=2", possibly among other TRES) or, failing
- * that, tres_per_job divided over nodes. 0 when none is asked for.
- */
-int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint32_t nodes);
-
-/*
  * Remove every copy of the grant variable (SYN__GRANT_VAR, also with the
  * "SPANK_" prefix Slurm adds on the node) from a spank environment, so
  * that only job_submit's own decision can reach the node. Compacts the

@@ -1,5 +1,6 @@
 /*
- * tuner.c: text parsing for synergyd (node GRES counts, partition job
+ * tuner.c: parsing of Slurm's text fields for synergyd and job_submit
+ * (GPUs in a job's TRES request and a node's GRES, partition job
  * defaults, Synergy's AdminComment). Everything here treats its input as
  * untrusted text from slurmctld and never reads past a terminator.
  */
@@ -95,4 +96,49 @@ int syn__comment_key(const char *comment, char *key, int len)
 	memcpy(key, k, n);
 	key[n] = '\0';
 	return syn__key_valid(key) ? 0 : -1;
+}
+
+/* GPU count in one TRES list; -1 if no gpu entry. */
+static int gpus_in(const char *tres)
+{
+	const char *p = tres;
+
+	while (p && *p) {
+		const char *end = strpbrk(p, ",;");
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[128];
+
+		if (len < sizeof(item)) {
+			memcpy(item, p, len);
+			item[len] = '\0';
+			if (strncmp(item, "gres:gpu", 8) == 0 || strncmp(item, "gres/gpu", 8) == 0) {
+				/* the count is after the last ':' or '=' ("gres:gpu:a100:2") */
+				char *c = strrchr(item, ':'), *e = strrchr(item, '=');
+				char *num = (e && (!c || e > c)) ? e + 1 : (c && c > item + 7 ? c + 1 : NULL);
+				uint64_t v;
+
+				if (!num)
+					return 1;
+				if (syn__parse_u64(num, 0, 1024, &v) == 0)
+					return (int)v;
+				return 1; /* a type name without a count means one */
+			}
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint32_t nodes)
+{
+	int g;
+
+	if (tres_per_node && (g = gpus_in(tres_per_node)) >= 0)
+		return g;
+	if (tres_per_job && (g = gpus_in(tres_per_job)) >= 0) {
+		if (nodes > 1)
+			g = (int)((g + (int)nodes - 1) / (int)nodes);
+		return g;
+	}
+	return 0;
 }

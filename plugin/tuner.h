@@ -1,6 +1,7 @@
 /*
- * tuner.h: the parts of the synergyd tuner that read Slurm's text fields,
- * apart from libslurm so that they are unit-tested without a cluster.
+ * tuner.h: the parsers of Slurm's text fields that synergyd and
+ * job_submit share, apart from libslurm so that they are unit-tested (and
+ * fuzzed) without a cluster.
  */
 #ifndef SYN_PLUGIN_TUNER_H
 #define SYN_PLUGIN_TUNER_H
@@ -25,5 +26,12 @@ int syn__job_defaults(const char *s, uint64_t *cpu_per_gpu, uint64_t *mem_per_gp
  * to key (size len); 0, or -1 when the comment is not a sized-job comment
  * (only "synergy: key=K cpus=..." comments are). */
 int syn__comment_key(const char *comment, char *key, int len);
+
+/*
+ * The GPUs per node a request asks for: from tres_per_node ("gres:gpu:2",
+ * "gres:gpu:a100:2", "gres/gpu=2", possibly among other TRES) or, failing
+ * that, tres_per_job divided over nodes. 0 when none is asked for.
+ */
+int syn__gpus_per_node(const char *tres_per_node, const char *tres_per_job, uint32_t nodes);
 
 #endif

@@ -20,7 +20,7 @@ dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-j
 # the sanitizer build). tests/fuzz/run-fuzz.sh (clang, libFuzzer) fuzzes.
 FUZZ_REPLAY = tests/fuzz/replay-prep.t tests/fuzz/replay-profile.t \
 	tests/fuzz/replay-conf.t tests/fuzz/replay-trace.t tests/fuzz/replay-env.t \
-	tests/fuzz/replay-spank.t tests/fuzz/replay-source.t
+	tests/fuzz/replay-spank.t tests/fuzz/replay-source.t tests/fuzz/replay-node.t
 check_PROGRAMS += $(FUZZ_REPLAY)
 UNIT_TESTS += $(FUZZ_REPLAY)
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests -I$(top_srcdir)/loader \
@@ -45,6 +45,9 @@ tests_fuzz_replay_env_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHRE
 tests_fuzz_replay_spank_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_spank.c
 tests_fuzz_replay_spank_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/spank"'
 tests_fuzz_replay_spank_t_LDADD = plugin/libsynplugin.la $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_node_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_node.c
+tests_fuzz_replay_node_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/node"'
+tests_fuzz_replay_node_t_LDADD = plugin/libsynplugin.la $(FUZZ_STORE_LIBS)
 tests_fuzz_replay_source_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_source.c
 tests_fuzz_replay_source_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/source"'
 tests_fuzz_replay_source_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)

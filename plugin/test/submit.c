@@ -18,6 +18,7 @@
 #include "tap.h"
 #include "shapes.h"
 #include "submit.h"
+#include "tuner.h"
 
 static char dir[] = "/tmp/synsubmitXXXXXX";
 static syn__conf_t conf;

@@ -10,7 +10,7 @@
 #               configure a private one under WORKDIR)
 #   -o WORKDIR  where binaries, grown corpora and crash artifacts go
 #               (default: a new directory under ${TMPDIR:-/tmp})
-#   TARGET      any of: prep profile conf trace env spank source (default: all)
+#   TARGET      any of: prep profile conf trace env spank source node (default: all)
 #
 # The checked-in seeds under tests/fuzz/corpus/<target>/ are only read; new
 # inputs the fuzzer finds go to WORKDIR/corpus/<target>/. A crash, leak or
@@ -37,7 +37,7 @@ case $secs in
 esac
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-all="prep profile conf trace env spank source"
+all="prep profile conf trace env spank source node"
 targets=${*:-$all}
 for t in $targets; do
 	case " $all " in
@@ -85,7 +85,10 @@ sources() {
 	trace) echo "tests/fuzz/fuzz_trace.c sim/trace.c profiler/profile_json.c profiler/store.c" \
 		"profiler/errprintf.c policy/profile.c policy/builtin.c" ;;
 	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c" ;;
-	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
+	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c" \
+		"plugin/cgroup_v2.c plugin/cpulist.c profiler/conf.c profiler/errprintf.c" ;;
+	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/shapes.c plugin/cpulist.c" \
+		"plugin/tuner.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/env.c loader/util.c" ;;
 	esac
 }
@@ -93,6 +96,7 @@ libs() {
 	case $1 in
 	prep) echo "-ljpeg -lm" ;;
 	profile|trace) echo "-ljansson -lm" ;;
+	spank) echo "-lcgroup" ;;
 	*) echo "" ;;
 	esac
 }
