@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"  -n, --jobs N            generate N jobs (default 1000)\n"
 	"  -r, --rate J            generate J arrivals per hour (default 9)\n"
 	"  -s, --seed S            generator seed (default 1)\n"
-	"      --gpu-mix MIX       '1' (1-GPU jobs, default) or 'philly' (70/10/15/5%% of 1/2/4/8)\n"
+	"      --gpu-mix MIX       '1' (1-GPU jobs, default) or 'philly' (70/10/15/5% of 1/2/4/8)\n"
 	"      --split I/L/S       image/language/speech percentages (default 20/70/10)\n"
 	"      --write-trace FILE  write the generated trace ('-' for stdout) and exit\n"
 	"  -P, --profiles DIR      profile store: measured profiles override the built-ins\n"
