@@ -267,6 +267,15 @@ static double job_rate(const struct ljob *lj)
 	return r;
 }
 
+/* Job lj's part on node i (it has one when listed there). */
+static struct part *part_on(struct ljob *lj, int i)
+{
+	for (int q = 0; q < lj->np; q++)
+		if (lj->part[q].node == i)
+			return &lj->part[q];
+	return NULL;
+}
+
 /* The agent's plan on node i, applied and checked. */
 static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 {
@@ -278,11 +287,12 @@ static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 
 	for (int k = 0; k < n->n_run; k++) {
 		int ji = n->run[k];
-		const struct ljob *lj = &L->j[ji];
-		const struct part *p = NULL;
-		for (int q = 0; q < lj->np; q++)
-			if (lj->part[q].node == i)
-				p = &lj->part[q];
+		struct ljob *lj = &L->j[ji];
+		const struct part *p = part_on(lj, i);
+
+		if (!p)
+			return sim_err(err, "job %llu listed on node %d without a part there (a bug)",
+				       (unsigned long long)L->t->jobs[ji].id, i);
 		L->nj[m] = (syn_node_job_t){ .id = L->t->jobs[ji].id, .synergy = 1, .gpus = p->gpus,
 					     .cores = p->cores, .mem_mb = p->mem_mb,
 					     .profile = lj->np == 1 ? L->t->jobs[ji].profile : NULL };
@@ -304,11 +314,8 @@ static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 	for (int k = 0; k < m; k++) {
 		struct ljob *lj = &L->j[L->nj_job[k]];
 		const syn_node_job_t *o = &L->nj[k];
-		struct part *p = NULL;
+		struct part *p = part_on(lj, i);
 
-		for (int q = 0; q < lj->np; q++)
-			if (lj->part[q].node == i)
-				p = &lj->part[q];
 		if (o->hold_cores < p->cores || o->hold_cache_mb < p->cache_mb)
 			violation(L, now, "job %llu: hold below its allotment", (unsigned long long)o->id);
 		if (lj->np > 1)

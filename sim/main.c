@@ -471,7 +471,9 @@ int main(int argc, char **argv)
 			sim_result_t res;
 			cfg.opts.allocator = combos[k].a;
 			cfg.opts.ordering = combos[k].o;
-			if ((combos[k].live ? sim_run_live : sim_run)(&tr, &cl, &cfg, &res, &err) < 0)
+			int rc = combos[k].live ? sim_run_live(&tr, &cl, &cfg, &res, &err)
+						: sim_run(&tr, &cl, &cfg, &res, &err);
+			if (rc < 0)
 				goto fail;
 			if (!quiet)
 				print_row(&combos[k], &res);

@@ -421,7 +421,7 @@ static void test_size_property(int instances)
 }
 
 struct plan_check {
-	int rc, keeps, pool, node, floor, total, det, cap;
+	int rc, keeps, node, floor, total, det, cap;
 };
 
 static void test_node_property(int instances)
@@ -440,6 +440,7 @@ static void test_node_property(int instances)
 		uint64_t mem_left;
 		double base_total = 0;
 
+		memset(j, 0, sizeof j);
 		random_shape(&n);
 		if (it % 40 == 0)
 			for (int k = 0; k < NPROF; k++)
@@ -480,7 +481,7 @@ static void test_node_property(int instances)
 			mem_left -= x->mem_mb;
 			nj++;
 		}
-		memcpy(again, j, sizeof j);
+		memcpy(again, j, sizeof j[0] * (size_t)nj);
 		plans++;
 		if (syn_node_tune(&n, j, nj, 0, &st, &err) < 0) {
 			if (bad.rc++ == 0)
