@@ -53,6 +53,11 @@
  * profile is treated as insensitive (throughput 1.0 everywhere) and gets the
  * GPU-proportional share.
  *
+ * On a live Slurm cluster, where a running job's allocation never shrinks,
+ * syn_size_job() (what job_submit asks for: never above the GPU share) and
+ * syn_node_tune() (the node agent's reclaimable grants over a node's
+ * running jobs) carry TUNE and the guarantee there; see "Live Slurm" below.
+ *
  * Conventions: functions return 0 / a pointer on success, -1 / NULL with
  * errno set on failure; a caller-owned syn_policy_error_t, when given, says
  * what went wrong and names the bad input. The library never logs, exits or
@@ -230,6 +235,164 @@ int syn_best_case(const syn_profile_t *p, double eps, double max_cpus, double ma
 
 /* Normalised per-GPU throughput of a job with profile p (NULL: 1.0). */
 double syn_job_tput(const syn_profile_t *p, double cpus, double mem_gb);
+
+/*
+ * Live Slurm. On a real cluster Slurm cannot shrink a running job's
+ * allocation, so TUNE's steps 3 and 5 (push a job back to its share, take
+ * resources from one running job for another) cannot act on what Slurm
+ * allotted. Synergy keeps its guarantee there by construction:
+ *
+ *   - syn_size_job() sizes a job for job_submit: in Slurm's accounting it
+ *     never holds more than its GPU share of the node (it may hold less: a
+ *     data-light job is sized down), at integer cores and MB, and never
+ *     below its GPU-proportional throughput. So every later job finds its
+ *     share free. What the job's best case wants beyond that is its
+ *     "reclaimable wish".
+ *   - syn_node_tune() is TUNE on one node over the jobs running there (the
+ *     node agent calls it at every job start and end, and periodically): each
+ *     Synergy job keeps what Slurm allotted it, and the cores and memory no
+ *     job was allotted are granted to them, reclaimably, by TUNE's leftover
+ *     and exchange steps on their profiles.
+ *
+ * A job's GPU share of a node in Slurm's accounting, for g of the node's
+ * G GPUs: floor(g x cpus / G) cores and floor(g x mem_mb / G) MB, what
+ * DefCpuPerGPU and DefMemPerGPU give when set to the node's per-GPU amounts.
+ * A Synergy job's memory is its process memory (process_mem_mb, one per job
+ * per node, as the SPANK plugin reads it) plus its cache; its cache at the
+ * share is min(share memory - process_mem_mb, max_cache_mb). Its
+ * GPU-proportional throughput (the floor) is its profile's throughput at
+ * share cores and share cache, per GPU; a profile never predicts more from
+ * cache above max_cache_mb, as the loader never gets it.
+ */
+
+/* The shape of a node, in Slurm's integer units. */
+typedef struct syn_shape {
+	int gpus;                /* GPUs (>= 1) */
+	int cpus;                /* CPUs Slurm allots (>= 1) */
+	uint64_t mem_mb;         /* memory Slurm allots, MB */
+	uint64_t process_mem_mb; /* a job's memory beside its cache, per job per node */
+	uint64_t max_cache_mb;   /* most cache one job holds on a node; 0: no limit */
+} syn_shape_t;
+
+/* A job's sizing, filled by syn_size_job(). Throughputs are the profile's
+ * normalised per-GPU values; speedup = tput / prop_tput. */
+typedef struct syn_size {
+	int sized;               /* 1: ask Slurm for cores and mem_mb below; 0: leave the
+				  * job GPU-proportional (reason says why) */
+	int cores;               /* cores per node: cpus_per_task x tasks */
+	int cpus_per_task;
+	uint64_t mem_mb;         /* memory per node: process_mem_mb + cache_mb */
+	uint64_t cache_mb;       /* the loader's cache within mem_mb */
+	int share_cores;         /* the job's GPU share in accounting */
+	uint64_t share_mem_mb;
+	uint64_t share_cache_mb; /* cache at the share (see above) */
+	int wish_cores;          /* reclaimable wish: cores and cache above cores and */
+	uint64_t wish_cache_mb;  /* cache_mb that take the job to its best case */
+	double tput;             /* at (cores, cache_mb) */
+	double prop_tput;        /* at the share: the floor */
+	double best_tput;        /* at (cores + wish_cores, cache_mb + wish_cache_mb) */
+	double speedup, best_speedup; /* tput and best_tput over prop_tput */
+	char reason[160];
+} syn_size_t;
+
+/*
+ * Size a job of `gpus` GPUs and `tasks` tasks per node on a node of shape
+ * `node`, with profile p (NULL: none known, insensitive) and best-case
+ * tolerance eps:
+ *
+ *   request: among integer cores k (a multiple of tasks, at least the
+ *     profile's smallest profiled cores x gpus, at most share_cores) and
+ *     integer cache c (at least the smallest profiled cache x gpus, at most
+ *     share_cache_mb), for each k the least cache whose throughput reaches
+ *     T = max(prop_tput, (1 - eps) x the highest throughput within the
+ *     share); of those, the cheapest in shares (k / share_cores + c /
+ *     share_cache_mb), ties to fewer cores, then less cache. So the request
+ *     is never above the share, never below the floor, and below the share
+ *     where the profile says the job does not need it.
+ *   wish: the best-case demand (syn_best_case) limited to the node (cores,
+ *     and cache up to min(max_cache_mb, mem_mb - process_mem_mb)), rounded up
+ *     to integers; the wish is how far that lies above the request in each
+ *     dimension (0 where it does not, and 0 in both when it gains nothing).
+ *
+ * Without a profile the request is the share and the wish 0. The job is
+ * left GPU-proportional (sized 0, not an error) when its tasks need more
+ * cores than its share, or its share of memory does not hold
+ * process_mem_mb. Deterministic; no allocation. Returns 0, or -1 with errno
+ * EINVAL for malformed input (a NULL, gpus < 1 or above node->gpus, tasks < 1,
+ * eps outside [0, 1), a bad shape or profile): out->reason names it when out
+ * is not NULL.
+ */
+int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile_t *p,
+		 double eps, syn_size_t *out);
+
+/* One job running on a node, for syn_node_tune(). */
+typedef struct syn_node_job {
+	uint64_t id;                  /* for messages */
+	int synergy;                  /* 1: a Synergy job; 0: any other job, whose
+				       * allotment only counts against the node */
+	int gpus;                     /* GPUs on this node (a Synergy job: >= 1) */
+	int cores;                    /* cores Slurm allotted it on this node */
+	uint64_t mem_mb;              /* memory Slurm allotted it on this node */
+	const syn_profile_t *profile; /* a Synergy job's profile; NULL: insensitive, no grant */
+	/* Output (another job: hold = its allotment, no grant, tputs 1). */
+	uint64_t cache_mb;            /* its allotted cache: min(mem_mb - process_mem_mb,
+				       * max_cache_mb), 0 below process_mem_mb */
+	int grant_cores;              /* reclaimable grant above the allotment */
+	uint64_t grant_cache_mb;
+	int hold_cores;               /* what it should hold now: cores + grant_cores, */
+	uint64_t hold_cache_mb;       /* cache_mb + grant_cache_mb */
+	double tput;                  /* throughput at the hold */
+	double prop_tput;             /* at its GPU share of the node: the floor */
+} syn_node_job_t;
+
+/* What syn_node_tune() did. */
+typedef struct syn_node_stats {
+	int free_cores;          /* no job was allotted these: the pool of grants */
+	uint64_t free_mem_mb;
+	int granted_cores;       /* handed out as grants (<= free_cores) */
+	uint64_t granted_cache_mb; /* (<= free_mem_mb) */
+	int raised;              /* jobs allotted below their floor, raised toward it */
+	int upgraded;            /* leftover upgrades (step 4) */
+	int exchanged;           /* exchanges between two jobs (step 5) */
+	int below_floor;         /* Synergy jobs left below their floor: only a job
+				  * allotted below it, when the pool could not lift it */
+	double total_tput;       /* sum over Synergy jobs of tput x gpus */
+} syn_node_stats_t;
+
+/* syn_node_tune() flags. */
+#define SYN_NODE_NO_LEFTOVER 0x1 /* skip step 4 (and the integer fill) */
+#define SYN_NODE_NO_EXCHANGE 0x2 /* skip step 5 */
+
+/*
+ * Node-level TUNE: plan the cores and cache each Synergy job running on one
+ * node should hold now. Every job keeps its allotment (hold >= allotted in
+ * both), and the pool, the node's cores and memory no job was allotted,
+ * goes to the Synergy jobs with profiles as reclaimable grants:
+ *   0. a Synergy job whose allotment runs below its floor (sized by hand or
+ *      for another node shape) is first raised toward its share, in array
+ *      order, as far as the pool allows;
+ *   4. leftover: the profile-cell upgrade with the best gain per share among
+ *      the jobs, until none fits (policy TUNE's step 4, on this node);
+ *   5. exchange: the move between two jobs (one gives part of its grant
+ *      back, never below its allotment; the other takes it) that raises
+ *      their total most, until none does (TUNE's step 5 on a node);
+ * then holds are rounded down to whole cores and MB, and the cores and MB
+ * still in the pool go, one core or one stretch of a profile's memory axis
+ * at a time, to the job that gains most from them (interpolated).
+ * The plan promises: every hold >= its allotment; the grants together never
+ * exceed the pool (so whatever the node's other jobs hold, allotments plus
+ * grants fit the node); every Synergy job at or above its floor unless its
+ * own allotment was below it (counted in below_floor); a pure function of
+ * its input (same input, same plan), independent of what jobs hold now. It
+ * is the agent's part to apply it without overlap: take grants back (cache
+ * first, then its memory limit) before a newcomer's tasks run and before
+ * growing anyone; a newcomer's allotment is never in the pool.
+ * st may be NULL; flags are SYN_NODE_*. Returns 0, or -1 with errno EINVAL
+ * (bad shape, job or flags, or allotments adding up to more GPUs, cores or
+ * memory than the node has: err names it; outputs unspecified) or ENOMEM.
+ */
+int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flags,
+		  syn_node_stats_t *st, syn_policy_error_t *err);
 
 /* Names: "prop", "greedy", "tune", "opt" and "fifo", "srtf", "las", "ftf". */
 const char *syn_allocator_name(syn_allocator_t a);

@@ -3,10 +3,11 @@
  *
  * A job opts in with a profile key (forwarded by the SPANK plugin into the
  * job's spank environment). With a good profile and GPUs asked for, the
- * policy's advice (synergy_policy.h) on the configured node shape gives
- * cores and cache memory per GPU; the job's request becomes those cores
- * and ProcessMemMB plus the cache, capped so that the node's other GPUs
- * can still each start a job. Without a profile the job stays
+ * policy sizes it on the configured node shape (syn_size_job,
+ * synergy_policy.h): whole cores and ProcessMemMB plus a cache, never above
+ * the job's GPU share of the node, below it where the profile says the job
+ * does not need it; what its best case wants beyond the share is left to
+ * the node agent's reclaimable grants. Without a profile the job stays
  * GPU-proportional and a profiling request is queued as a file in
  * RequestDir for the tuner. Anything unexpected also leaves the job
  * GPU-proportional; only a malformed synergy option is refused.
@@ -16,7 +17,6 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,10 +199,9 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 	syn_store_t *store = NULL;
 	syn_store_error_t serr;
 	syn_profile_t prof;
-	syn_advice_t adv;
-	syn_node_t node;
-	int on = 1, gpus, tasks, others;
-	double cpus_node, cache_mb, cpu_cap, mem_cap;
+	syn_shape_t shape;
+	syn_size_t sz;
+	int on = 1, gpus, tasks;
 
 	memset(d, 0, sizeof(*d));
 	d->action = SYN__UNTOUCHED;
@@ -281,85 +280,30 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			 shape_what);
 		goto out;
 	}
-	memset(&node, 0, sizeof(node));
-	node.gpus = node.free_gpus = (int)conf->node_gpus;
-	node.cpus = node.free_cpus = (double)conf->node_cpus;
-	/* Cache memory of the node: what is left when each GPU runs one job
-	 * process, so that the GPU-proportional cache share is
-	 * DefMemPerGPU - ProcessMemMB, as the loader of an unsized job gets. */
-	node.mem_gb = node.free_mem_gb =
-		conf->node_mem_mb > conf->process_mem_mb * conf->node_gpus ?
-		(double)(conf->node_mem_mb - conf->process_mem_mb * conf->node_gpus) / 1024.0 : 0.0;
-	if (syn_advise(&node, 1, gpus, &prof, conf->eps, &adv) < 0) {
-		snprintf(d->err, sizeof(d->err), "synergy: policy: %s", adv.reason);
+	memset(&shape, 0, sizeof(shape));
+	shape.gpus = (int)conf->node_gpus;
+	shape.cpus = (int)conf->node_cpus;
+	shape.mem_mb = conf->node_mem_mb;
+	shape.process_mem_mb = conf->process_mem_mb;
+	shape.max_cache_mb = conf->max_cache_mb;
+	tasks = req->tasks_per_node ? (int)req->tasks_per_node : 1;
+	/* Never above the job's GPU share in Slurm's accounting (which cannot
+	 * shrink once it runs), so that every later job finds its share free;
+	 * what its best case wants beyond that, the node agent may grant it
+	 * while nobody else needs it (syn_size_job, synergy_policy.h). */
+	if (syn_size_job(&shape, gpus, tasks, &prof, conf->eps, &sz) < 0) {
+		snprintf(d->err, sizeof(d->err), "synergy: policy: %s", sz.reason);
 		snprintf(d->comment, sizeof(d->comment),
 			 "synergy: key=%s policy error: GPU-proportional", key);
 		goto out;
 	}
-	tasks = req->tasks_per_node ? (int)req->tasks_per_node : 1;
-	cpus_node = ceil(adv.cpus_per_gpu * gpus - 1e-9);
-	/* A Slurm allocation cannot shrink once the job runs, so TUNE's step 3
-	 * (push a co-located job back to its share) is impossible here: never
-	 * ask for so much that the node's other GPUs could not start a job,
-	 * i.e. leave each of them at least one core and ProcessMemMB. Cores
-	 * beyond that reach the job as lent idle cores (LendIdleCores). */
-	others = (int)conf->node_gpus > gpus ? (int)conf->node_gpus - gpus : 0;
-	cpu_cap = (double)conf->node_cpus - others;
-	if (cpus_node > cpu_cap)
-		cpus_node = cpu_cap;
-	if (cpus_node < tasks)
-		cpus_node = tasks;
-	if (cpus_node > (double)conf->node_cpus)
-		cpus_node = (double)conf->node_cpus;
-	cache_mb = ceil(adv.mem_per_gpu * gpus * 1024.0 - 1e-9);
-	if (cache_mb > (double)conf->max_cache_mb)
-		cache_mb = (double)conf->max_cache_mb;
-	mem_cap = (double)conf->node_mem_mb - (double)conf->process_mem_mb * (1 + others);
-	if (mem_cap < 0)
-		mem_cap = 0;
-	if (cache_mb > mem_cap)
-		cache_mb = mem_cap;
-	/* A best case larger than the node (a dataset bigger than the node's
-	 * cache memory) makes the advice fall back to the share: the best case
-	 * capped by what the node can give may still beat it. */
-	{
-		double bc, bm;
-
-		if (syn_best_case(&prof, conf->eps, 0, 0, &bc, &bm) == 0) {
-			double c = fmin(ceil(bc * gpus - 1e-9), cpu_cap);
-			double m = fmin(ceil(bm * gpus * 1024.0 - 1e-9), mem_cap);
-
-			if (c < tasks)
-				c = tasks;
-			if (syn_job_tput(&prof, c / gpus, m / 1024.0 / gpus) >
-			    syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) + 1e-9) {
-				cpus_node = c;
-				cache_mb = m;
-			}
-		}
+	if (!sz.sized) {
+		snprintf(d->comment, sizeof(d->comment), "synergy: key=%s %s", key, sz.reason);
+		goto out;
 	}
-	/* Capped, the advice may fall below the job's GPU-proportional
-	 * throughput (a profile that traded memory for cores): then take the
-	 * best cell within the caps, and the share itself if none keeps the
-	 * guarantee. */
-	if (syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) < adv.prop_tput - 1e-9) {
-		double c, m;
-
-		if (syn_best_case(&prof, conf->eps, cpu_cap / gpus, mem_cap / 1024.0 / gpus, &c, &m) == 0 &&
-		    syn_job_tput(&prof, c, m) >= adv.prop_tput - 1e-9) {
-			cpus_node = ceil(c * gpus - 1e-9);
-			cache_mb = ceil(m * gpus * 1024.0 - 1e-9);
-		} else {
-			cpus_node = ceil(node.cpus * gpus / node.gpus - 1e-9);
-			cache_mb = floor(node.mem_gb * 1024.0 * gpus / node.gpus);
-		}
-		if (cpus_node < tasks)
-			cpus_node = tasks;
-	}
-	d->cpus_per_task = (uint16_t)ceil(cpus_node / tasks - 1e-9);
-	d->min_cpus = (uint32_t)d->cpus_per_task * (uint32_t)tasks *
-		      (req->nodes ? req->nodes : 1);
-	d->mem_mb = conf->process_mem_mb + (uint64_t)cache_mb;
+	d->cpus_per_task = (uint16_t)sz.cpus_per_task;
+	d->min_cpus = (uint32_t)sz.cores * (req->nodes ? req->nodes : 1);
+	d->mem_mb = sz.mem_mb;
 	d->gpus_per_node = gpus;
 	d->action = SYN__SIZED;
 	{
@@ -370,11 +314,11 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 		snprintf(g.key, sizeof(g.key), "%s", key);
 		g.uid = req->uid;
 		g.gpus = (uint32_t)gpus;
-		g.cpus = (uint32_t)d->cpus_per_task * (uint32_t)tasks;
-		g.mem_mb = d->mem_mb;
-		g.cache_mb = (uint64_t)cache_mb;
-		g.want_cpus = g.cpus;
-		g.want_cache_mb = g.cache_mb;
+		g.cpus = (uint32_t)sz.cores;
+		g.mem_mb = sz.mem_mb;
+		g.cache_mb = sz.cache_mb;
+		g.want_cpus = (uint32_t)(sz.cores + sz.wish_cores);
+		g.want_cache_mb = sz.cache_mb + sz.wish_cache_mb;
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0) {
 			d->action = SYN__PROPORTIONAL;
 			snprintf(d->comment, sizeof(d->comment),
@@ -382,14 +326,18 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			goto out;
 		}
 	}
-	snprintf(d->comment, sizeof(d->comment),
-		 "synergy: key=%s cpus=%u mem=%lluM cache=%lluM tput=%.2fx (%s; %s)", key,
-		 (unsigned)(d->cpus_per_task * tasks), (unsigned long long)d->mem_mb,
-		 (unsigned long long)cache_mb,
-		 adv.prop_tput > 0 ? syn_job_tput(&prof, cpus_node / gpus, cache_mb / 1024.0 / gpus) /
-					     adv.prop_tput : 1.0,
-		 adv.step == 1 ? "best-case" : adv.step == 2 ? "proportional" : "proportional, blocked",
-		 shape_what);
+	if (sz.wish_cores || sz.wish_cache_mb)
+		snprintf(d->comment, sizeof(d->comment),
+			 "synergy: key=%s cpus=%d mem=%lluM cache=%lluM tput=%.2fx (share-capped; "
+			 "reclaimable +%d cpus +%lluM to %.2fx; %.100s)",
+			 key, sz.cores, (unsigned long long)sz.mem_mb,
+			 (unsigned long long)sz.cache_mb, sz.speedup, sz.wish_cores,
+			 (unsigned long long)sz.wish_cache_mb, sz.best_speedup, shape_what);
+	else
+		snprintf(d->comment, sizeof(d->comment),
+			 "synergy: key=%s cpus=%d mem=%lluM cache=%lluM tput=%.2fx (best-case; %.100s)",
+			 key, sz.cores, (unsigned long long)sz.mem_mb, (unsigned long long)sz.cache_mb,
+			 sz.speedup, shape_what);
 out:
 	syn_store_destroy(store);
 }

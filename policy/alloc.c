@@ -31,6 +31,9 @@ struct syn__ctx {
 	int *cand;     /* scratch: candidate nodes */
 	double *key;   /* scratch: their sort keys */
 	int *take;     /* scratch: GPUs taken per candidate */
+	double *min_c, *min_m; /* per job: least cores and memory per GPU step 5
+				* may leave it with (node-level TUNE: its
+				* allotment); NULL: only its floor counts */
 };
 
 struct syn__ctx *syn__ctx_create(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
@@ -68,6 +71,8 @@ void syn__ctx_destroy(struct syn__ctx *cx)
 		free(cx->cand);
 		free(cx->key);
 		free(cx->take);
+		free(cx->min_c);
+		free(cx->min_m);
 		free(cx);
 	}
 	errno = e;
@@ -76,6 +81,25 @@ void syn__ctx_destroy(struct syn__ctx *cx)
 int syn__ctx_free_gpus(const struct syn__ctx *cx)
 {
 	return cx->free_gpus;
+}
+
+int syn__ctx_set_min(struct syn__ctx *cx, int j, double c, double m)
+{
+	if (!cx->min_c) {
+		size_t n = (size_t)(cx->n_jobs > 0 ? cx->n_jobs : 1);
+		cx->min_c = calloc(n, sizeof *cx->min_c);
+		cx->min_m = calloc(n, sizeof *cx->min_m);
+		if (!cx->min_c || !cx->min_m) {
+			free(cx->min_c);
+			free(cx->min_m);
+			cx->min_c = cx->min_m = NULL;
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	cx->min_c[j] = c;
+	cx->min_m[j] = m;
+	return 0;
 }
 
 /* The GPU-proportional share of a placement: the smallest per-GPU share
@@ -107,6 +131,11 @@ static void set_demand(struct syn__ctx *cx, syn_job_t *job, double c, double m)
 	a->cpus_per_gpu = c;
 	a->mem_per_gpu = m;
 	a->tput = syn_job_tput(job->profile, c, m);
+}
+
+void syn__ctx_set_demand(struct syn__ctx *cx, int j, double c, double m)
+{
+	set_demand(cx, &cx->jobs[j], c, m);
 }
 
 void syn__commit(struct syn__ctx *cx, int j, const syn_place_t *pl, int np, double c, double m)
@@ -528,22 +557,39 @@ static void leftover_node(struct syn__ctx *cx, int nd, const int *js, int nj)
 }
 
 /* Step 5's view of one job: its profile cells at or above its floor (the
- * throughput at its share), and whether it can give or gain. */
+ * throughput at its share) and, when it has one, at or above its minimum
+ * (then the minimum itself is a cell too), and whether it can give or
+ * gain. */
+#define XJOB_CELLS (SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1)
 struct xjob {
 	syn_job_t *job;
 	int n;                /* cells */
 	int donor, receiver;  /* can give resources back / can gain */
-	double c[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM];
-	double m[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM];
-	double t[SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM];
+	double c[XJOB_CELLS];
+	double m[XJOB_CELLS];
+	double t[XJOB_CELLS];
 };
 
+static void xjob_add(struct xjob *x, double c, double m, double t)
+{
+	const syn_alloc_t *a = &x->job->alloc;
+
+	x->c[x->n] = c;
+	x->m[x->n] = m;
+	x->t[x->n] = t;
+	if (t > a->tput + 1e-9)
+		x->receiver = 1;
+	if (c < a->cpus_per_gpu - 1e-9 || m < a->mem_per_gpu - 1e-9)
+		x->donor = 1;
+	x->n++;
+}
+
 /* Fill x for job at the floor prop_tput (its own, or the one it would have
- * on another node). */
-static void xjob_fill(struct xjob *x, syn_job_t *job, double floor)
+ * on another node) and, when min is not NULL, no cell below (min[0],
+ * min[1]) per GPU. */
+static void xjob_fill(struct xjob *x, syn_job_t *job, double floor, const double *min)
 {
 	const syn_profile_t *p = job->profile;
-	const syn_alloc_t *a = &job->alloc;
 
 	x->job = job;
 	x->n = 0;
@@ -553,15 +599,27 @@ static void xjob_fill(struct xjob *x, syn_job_t *job, double floor)
 			double t = p->tput[i][k];
 			if (t < floor - 1e-9)
 				continue;
-			x->c[x->n] = p->cpus[i];
-			x->m[x->n] = p->mem_gb[k];
-			x->t[x->n] = t;
-			if (t > a->tput + 1e-9)
-				x->receiver = 1;
-			if (p->cpus[i] < a->cpus_per_gpu - 1e-9 || p->mem_gb[k] < a->mem_per_gpu - 1e-9)
-				x->donor = 1;
-			x->n++;
+			if (min && (p->cpus[i] < min[0] - 1e-9 || p->mem_gb[k] < min[1] - 1e-9))
+				continue;
+			xjob_add(x, p->cpus[i], p->mem_gb[k], t);
 		}
+	/* A minimum off the grid (an allotment of 7 cores) is where a donor
+	 * may give back to. */
+	if (p && min) {
+		double t = syn_job_tput(p, min[0], min[1]);
+		if (t >= floor - 1e-9)
+			xjob_add(x, min[0], min[1], t);
+	}
+}
+
+/* Job j's minimum for xjob_fill, or NULL. */
+static const double *job_min(const struct syn__ctx *cx, const syn_job_t *job, double *buf)
+{
+	if (!cx->min_c)
+		return NULL;
+	buf[0] = cx->min_c[job - cx->jobs];
+	buf[1] = cx->min_m[job - cx->jobs];
+	return buf;
 }
 
 /*
@@ -604,11 +662,13 @@ static void exchange_node(struct syn__ctx *cx, int nd, const int *js, int nj, st
 
 	/* A spanning job's change would have to fit on each of its nodes at
 	 * once: only jobs wholly on this node take part. */
+	double mb[2];
+
 	for (int q = 0; q < nj; q++) {
 		syn_job_t *job = &cx->jobs[js[q]];
 		if (!job->profile || job->alloc.n_place != 1)
 			continue;
-		xjob_fill(&xs[k], job, job->alloc.prop_tput);
+		xjob_fill(&xs[k], job, job->alloc.prop_tput, job_min(cx, job, mb));
 		if (!xs[k].donor && !xs[k].receiver)
 			continue;
 		donors += xs[k].donor;
@@ -647,8 +707,8 @@ static void exchange_node(struct syn__ctx *cx, int nd, const int *js, int nj, st
 		set_demand(cx, xs[bd].job, xs[bd].c[bu], xs[bd].m[bu]);
 		set_demand(cx, xs[br].job, xs[br].c[bv], xs[br].m[bv]);
 		cx->st->exchanged++;
-		xjob_fill(&xs[bd], xs[bd].job, xs[bd].job->alloc.prop_tput);
-		xjob_fill(&xs[br], xs[br].job, xs[br].job->alloc.prop_tput);
+		xjob_fill(&xs[bd], xs[bd].job, xs[bd].job->alloc.prop_tput, job_min(cx, xs[bd].job, mb));
+		xjob_fill(&xs[br], xs[br].job, xs[br].job->alloc.prop_tput, job_min(cx, xs[br].job, mb));
 	}
 }
 
@@ -789,7 +849,7 @@ static void swap_nodes(struct syn__ctx *cx, int *at, int *list, struct xjob *xs)
 			int f = -1, v = 0;
 			double gain;
 
-			xjob_fill(rx, &cx->jobs[list[cand[i].q]], -INFINITY);
+			xjob_fill(rx, &cx->jobs[list[cand[i].q]], -INFINITY, NULL);
 			gain = best_swap(cx, rx, at, list, peak, best, &f, &v);
 			if (gain > best) {
 				best = gain;
@@ -803,7 +863,7 @@ static void swap_nodes(struct syn__ctx *cx, int *at, int *list, struct xjob *xs)
 		syn_job_t *r = &cx->jobs[list[bq]], *f = &cx->jobs[list[bf]];
 		int A = r->alloc.place[0].node, B = f->alloc.place[0].node, tmp;
 
-		xjob_fill(rx, r, -INFINITY);
+		xjob_fill(rx, r, -INFINITY, NULL);
 		move_job(cx, f, A, f->alloc.cpus_per_gpu, f->alloc.mem_per_gpu);
 		move_job(cx, r, B, rx->c[bv], rx->m[bv]);
 		tmp = list[bq];
@@ -850,4 +910,31 @@ void syn__improve(struct syn__ctx *cx, int leftover, int exchange)
 	free(xs);
 	free(at);
 	free(list);
+}
+
+void syn__improve_node(struct syn__ctx *cx, int nd, int leftover, int exchange)
+{
+	struct xjob *xs = NULL;
+	int *js = malloc(sizeof *js * (size_t)(cx->n_placed > 0 ? cx->n_placed : 1)), nj = 0;
+
+	if (!js)
+		return; /* as in syn__improve: only improvements are skipped */
+	for (int q = 0; q < cx->n_placed; q++)
+		if (on_node(&cx->jobs[cx->placed[q]].alloc, nd))
+			js[nj++] = cx->placed[q];
+	if (exchange) {
+		xs = malloc(sizeof *xs * (size_t)(nj > 0 ? nj : 1));
+		if (!xs)
+			exchange = 0;
+	}
+	if (leftover)
+		leftover_node(cx, nd, js, nj);
+	if (exchange) {
+		exchange_node(cx, nd, js, nj, xs);
+		/* An exchange may leave some of what the donor gave unused. */
+		if (leftover)
+			leftover_node(cx, nd, js, nj);
+	}
+	free(xs);
+	free(js);
 }

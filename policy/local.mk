@@ -10,12 +10,15 @@ policy_libsynpolicy_la_SOURCES = \
 	policy/alloc.c \
 	policy/opt.c \
 	policy/round.c \
+	policy/size.c \
+	policy/node.c \
 	policy/policy_int.h
 policy_libsynpolicy_la_LIBADD = $(GLPK_LIBS) $(LIBM)
 noinst_HEADERS += include/synergy_policy.h
 
 # Unit tests.
-POLICY_TESTS = policy/test/profile.t policy/test/alloc.t policy/test/guarantee.t policy/test/opt.t
+POLICY_TESTS = policy/test/profile.t policy/test/alloc.t policy/test/guarantee.t policy/test/opt.t \
+	policy/test/live.t
 check_PROGRAMS += $(POLICY_TESTS)
 UNIT_TESTS += $(POLICY_TESTS)
 POLICY_TEST_LDADD = policy/libsynpolicy.la $(GLPK_LIBS) $(LIBM)
@@ -32,3 +35,6 @@ policy_test_guarantee_t_LDADD = $(POLICY_TEST_LDADD)
 policy_test_opt_t_SOURCES = policy/test/opt.c
 policy_test_opt_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
 policy_test_opt_t_LDADD = $(POLICY_TEST_LDADD)
+policy_test_live_t_SOURCES = policy/test/live.c
+policy_test_live_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
+policy_test_live_t_LDADD = $(POLICY_TEST_LDADD)

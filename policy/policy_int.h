@@ -6,6 +6,8 @@
 #define SYN_POLICY_INT_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "synergy_policy.h"
 
@@ -99,5 +101,25 @@ int syn__ctx_free_gpus(const struct syn__ctx *cx);
 void syn__improve(struct syn__ctx *cx, int leftover, int exchange);
 /* Record job j at placement pl (np parts) with (c, m) per GPU. */
 void syn__commit(struct syn__ctx *cx, int j, const syn_place_t *pl, int np, double c, double m);
+/* Change placed job j's demand to (c, m) per GPU (its nodes' free amounts
+ * follow). */
+void syn__ctx_set_demand(struct syn__ctx *cx, int j, double c, double m);
+/* Step 5 never leaves job j below (c, m) per GPU (node-level TUNE: its
+ * allotment). Returns 0, or -1 with ENOMEM. */
+int syn__ctx_set_min(struct syn__ctx *cx, int j, double c, double m);
+/* Steps 4 and/or 5 on node nd alone (no swaps with other nodes); step 4
+ * runs again after step 5. */
+void syn__improve_node(struct syn__ctx *cx, int nd, int leftover, int exchange);
+
+/* Live Slurm (size.c): job of g GPUs' GPU share of node n in Slurm's
+ * accounting (see synergy_policy.h). */
+void syn__live_share(const syn_shape_t *n, int g, int *cores, uint64_t *mem_mb,
+		     uint64_t *cache_mb);
+/* Check a shape; 0, or -1 with EINVAL and msg (len bytes) naming the field. */
+int syn__check_shape(const syn_shape_t *n, char *msg, size_t len);
+/* q = p with its memory axis cut at cap_gb per GPU (a column at cap_gb,
+ * interpolated, replaces the ones above): the profile of a job whose cache
+ * never exceeds cap_gb. cap_gb <= 0 or not below p's last column: q = p. */
+void syn__cap_profile(const syn_profile_t *p, double cap_gb, syn_profile_t *q);
 
 #endif

@@ -59,7 +59,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	syn_job_t *act = NULL;
 	syn_alloc_t *prev = NULL;
 	int *map = NULL, n = t->n, n_act = 0, next = 0, done = 0, rv = -1, max_node_gpus = 0;
-	double *jct = NULL, now, round_s = cfg->round_s, gpu_s = 0, cpu_s = 0, mem_s = 0;
+	double now, round_s = cfg->round_s, gpu_s = 0, cpu_s = 0, mem_s = 0;
 	double speed_sum = 0, share_c = INFINITY, share_m = INFINITY, cpu0 = cpu_seconds();
 	long job_rounds = 0;
 	syn_policy_error_t perr = { "" };
@@ -90,8 +90,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	act = malloc(sizeof *act * (size_t)n);
 	prev = calloc((size_t)n, sizeof *prev);
 	map = malloc(sizeof *map * (size_t)n);
-	jct = malloc(sizeof *jct * (size_t)n);
-	if (!nodes || !act || !prev || !map || !jct) {
+	if (!nodes || !act || !prev || !map) {
 		sim_err(err, "out of memory");
 		goto out;
 	}
@@ -99,7 +98,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	for (int i = 0; i < n; i++) {
 		t->jobs[i].start = t->jobs[i].finish = -1;
 		t->jobs[i].changes = t->jobs[i].rounds_run = 0;
-		t->jobs[i].tput_sum = 0;
+		t->jobs[i].tput_sum = t->jobs[i].run_s = 0;
 	}
 	now = ceil(t->jobs[0].arrival / round_s) * round_s;
 	while (done < n) {
@@ -192,8 +191,30 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 		now += round_s;
 	}
 
+	if (sim_summarize(t, c, cfg, done, gpu_s, cpu_s, mem_s, speed_sum, (double)job_rounds, r) < 0) {
+		sim_err(err, "out of memory");
+		goto out;
+	}
+	rv = 0;
+out:
+	r->cpu_s = cpu_seconds() - cpu0;
+	free(nodes);
+	free(act);
+	free(prev);
+	free(map);
+	return rv;
+}
+
+int sim_summarize(const sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, int done,
+		  double gpu_s, double cpu_s, double mem_s, double speed_sum, double speed_n,
+		  sim_result_t *r)
+{
+	int n = t->n, nw = 0;
 	double first = t->jobs[0].arrival, last = 0, last_arrival = t->jobs[n - 1].arrival;
-	int nw = 0;
+	double *jct = malloc(sizeof *jct * (size_t)(n > 0 ? n : 1));
+
+	if (!jct)
+		return -1;
 	for (int i = 0; i < n; i++) {
 		const sim_job_t *j = &t->jobs[i];
 		if (j->finish > last)
@@ -226,16 +247,9 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 		r->cpu_util = cpu_s / (c->total_cpus * r->makespan);
 		r->mem_util = c->total_mem > 0 ? mem_s / (c->total_mem * r->makespan) : 0;
 	}
-	r->speedup_mean = job_rounds ? speed_sum / job_rounds : 0;
-	rv = 0;
-out:
-	r->cpu_s = cpu_seconds() - cpu0;
-	free(nodes);
-	free(act);
-	free(prev);
-	free(map);
+	r->speedup_mean = speed_n > 0 ? speed_sum / speed_n : 0;
 	free(jct);
-	return rv;
+	return 0;
 }
 
 void sim_jobs_write(FILE *f, const sim_trace_t *t, const char *alloc, const char *order,
@@ -250,6 +264,8 @@ void sim_jobs_write(FILE *f, const sim_trace_t *t, const char *alloc, const char
 		fprintf(f, "%s,%s,%llu,%s,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d\n", alloc, order,
 			(unsigned long long)j->id, j->model, j->gpus, j->arrival, j->start, j->finish,
 			j->finish - j->arrival, j->duration,
-			j->rounds_run ? j->tput_sum / j->rounds_run : 0.0, j->changes);
+			j->run_s > 0 ? j->tput_sum / j->run_s
+				     : j->rounds_run ? j->tput_sum / j->rounds_run : 0.0,
+			j->changes);
 	}
 }

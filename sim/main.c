@@ -1,6 +1,7 @@
 /*
  * main.c: the synergy-sim command line. Loads or generates a trace, runs it
- * under each requested allocator x ordering (optionally at several loads),
+ * under each requested allocator x ordering, in rounds and/or in the
+ * live-Slurm model (--live), optionally at several loads,
  * prints a comparison table, and writes per-job CSV and a plot on request.
  * See synergy-sim(1).
  *
@@ -35,7 +36,7 @@ static const char usage_text[] =
 	"  -n, --jobs N            generate N jobs (default 1000)\n"
 	"  -r, --rate J            generate J arrivals per hour (default 9)\n"
 	"  -s, --seed S            generator seed (default 1)\n"
-	"      --gpu-mix MIX       '1' (1-GPU jobs, default) or 'philly' (70/10/15/5%% of 1/2/4/8)\n"
+	"      --gpu-mix MIX       '1' (1-GPU jobs, default) or 'philly' (70/10/15/5% of 1/2/4/8)\n"
 	"      --split I/L/S       image/language/speech percentages (default 20/70/10)\n"
 	"      --write-trace FILE  write the generated trace ('-' for stdout) and exit\n"
 	"  -P, --profiles DIR      profile store: measured profiles override the built-ins\n"
@@ -48,6 +49,11 @@ static const char usage_text[] =
 	"      --tune-steps N      TUNE's steps: 3 (the paper's), 4 (+ leftover), 5 (+ exchange\n"
 	"                          and swap; default)\n"
 	"      --opt-time-limit S  GLPK time limit per OPT solve (default 10)\n"
+	"      --live[=both]       live Slurm instead of rounds (prop, tune only): jobs start\n"
+	"                          and end as events, never above their GPU share in\n"
+	"                          accounting, never preempted or shrunk; tune's extra cores\n"
+	"                          and cache are reclaimable grants of node-level TUNE at each\n"
+	"                          job start and end. 'both': rounds and live side by side\n"
 	"Output:\n"
 	"  -w, --window A-B        measure jobs with ids A..B (default all)\n"
 	"  -j, --jobs-out FILE     per-job results as CSV ('-' for stdout)\n"
@@ -59,7 +65,15 @@ static const char usage_text[] =
 struct combo {
 	syn_allocator_t a;
 	syn_ordering_t o;
+	int live;
 };
+
+/* "tune", or "live-tune" in live Slurm. */
+static const char *combo_alloc(const struct combo *c)
+{
+	static const char *const live[] = { "live-prop", "live-greedy", "live-tune", "live-opt" };
+	return c->live ? live[c->a] : syn_allocator_name(c->a);
+}
 
 static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int die_usage(const char *fmt, ...)
@@ -105,21 +119,21 @@ static int parse_num(const char *s, double lo, double hi, double *v)
 
 static void print_header(void)
 {
-	printf("%-7s %-5s %6s %11s %13s %10s %11s %8s %8s %7s %10s %7s %7s\n", "alloc", "order",
+	printf("%-9s %-5s %6s %11s %13s %10s %11s %8s %8s %7s %10s %7s %7s\n", "alloc", "order",
 	       "jobs", "jct_mean_h", "jct_median_h", "jct_p99_h", "makespan_h", "gpu_util",
 	       "cpu_util", "speedup", "violations", "rounds", "cpu_s");
 }
 
 static void print_row(const struct combo *c, const sim_result_t *r)
 {
-	printf("%-7s %-5s %6d %11.2f %13.2f %10.2f %11.2f %8.3f %8.3f %7.3f %10ld %7ld %7.2f\n",
-	       syn_allocator_name(c->a), syn_ordering_name(c->o), r->n_window, r->jct_mean / 3600,
+	printf("%-9s %-5s %6d %11.2f %13.2f %10.2f %11.2f %8.3f %8.3f %7.3f %10ld %7ld %7.2f\n",
+	       combo_alloc(c), syn_ordering_name(c->o), r->n_window, r->jct_mean / 3600,
 	       r->jct_median / 3600, r->jct_p99 / 3600, r->makespan / 3600, r->gpu_util,
 	       r->cpu_util, r->speedup_mean, r->violations, r->rounds, r->cpu_s);
 	if (r->n_window_drain > 0)
 		printf("# %s/%s: %d of %d window jobs finished after the last arrival (in the "
 		       "drain): not a steady-state measure, generate more jobs\n",
-		       syn_allocator_name(c->a), syn_ordering_name(c->o), r->n_window_drain,
+		       combo_alloc(c), syn_ordering_name(c->o), r->n_window_drain,
 		       r->n_window);
 }
 
@@ -217,6 +231,7 @@ int main(int argc, char **argv)
 		{ "jobs-out", required_argument, NULL, 'j' },
 		{ "sweep", required_argument, NULL, 7 },
 		{ "plot", required_argument, NULL, 8 },
+		{ "live", optional_argument, NULL, 10 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -228,6 +243,7 @@ int main(int argc, char **argv)
 	sim_cfg_t cfg;
 	int allocs[MAX_COMBO] = { SYN_ALLOC_PROP, SYN_ALLOC_TUNE }, n_alloc = 2;
 	int orders[MAX_COMBO] = { SYN_ORDER_FIFO }, n_order = 1, quiet = 0, n_rates = 0;
+	int modes = 1; /* 1 rounds, 2 live, 3 both */
 	double rates[MAX_RATES], v;
 	sim_profiles_t *pr = NULL;
 	sim_cluster_t cl = { NULL, 0, 0, 0, 0 };
@@ -237,9 +253,9 @@ int main(int argc, char **argv)
 	int status = 1, opt;
 	char tmpdir[] = "/tmp/synergy-sim.XXXXXX";
 	int have_tmp = 0, n_dat = 0;
-	struct combo combos[MAX_COMBO * MAX_COMBO];
+	struct combo combos[2 * MAX_COMBO * MAX_COMBO];
 	int n_combo = 0;
-	static double sweep_jct[MAX_RATES][MAX_COMBO * MAX_COMBO];
+	static double sweep_jct[MAX_RATES][2 * MAX_COMBO * MAX_COMBO];
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.round_s = 300;
@@ -357,6 +373,14 @@ int main(int argc, char **argv)
 		case 8:
 			plot = optarg;
 			break;
+		case 10:
+			if (!optarg)
+				modes = 2;
+			else if (strcmp(optarg, "both") == 0)
+				modes = 3;
+			else
+				return die_usage("--live=%s: expected --live or --live=both", optarg);
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -374,6 +398,10 @@ int main(int argc, char **argv)
 		return die_usage("%s", "--sweep generates its traces: it cannot be used with --trace");
 	if (trace_path && write_trace)
 		return die_usage("%s", "--write-trace writes a generated trace: drop --trace");
+	for (int a = 0; modes & 2 && a < n_alloc; a++)
+		if (allocs[a] != SYN_ALLOC_PROP && allocs[a] != SYN_ALLOC_TUNE)
+			return die_usage("--live: allocator '%s' has no live form (prop and tune do)",
+					 syn_allocator_name((syn_allocator_t)allocs[a]));
 
 	pr = sim_profiles_create(profiles_dir, &err);
 	if (!pr)
@@ -383,10 +411,11 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	for (int a = 0; a < n_alloc; a++)
-		for (int o = 0; o < n_order; o++)
-			combos[n_combo++] = (struct combo){ (syn_allocator_t)allocs[a],
-							    (syn_ordering_t)orders[o] };
+	for (int live = 0; live < 2; live++)
+		for (int a = 0; a < n_alloc && modes & (1 << live); a++)
+			for (int o = 0; o < n_order; o++)
+				combos[n_combo++] = (struct combo){ (syn_allocator_t)allocs[a],
+								    (syn_ordering_t)orders[o], live };
 
 	if (write_trace) {
 		if (sim_trace_generate(&gen, pr, &tr, &err) < 0 ||
@@ -430,6 +459,8 @@ int main(int argc, char **argv)
 				printf(", rate %g/h, seed %llu, split %g/%g/%g, gpus %s", gen.rate_per_hour,
 				       (unsigned long long)gen.seed, gen.split[0], gen.split[1], gen.split[2],
 				       gen.philly_gpus ? "philly" : "1");
+			if (modes & 2)
+				printf(", %s", modes == 3 ? "rounds and live Slurm" : "live Slurm");
 			if (cfg.win_hi != UINT64_MAX || cfg.win_lo)
 				printf(", window ids %llu-%llu", (unsigned long long)cfg.win_lo,
 				       (unsigned long long)cfg.win_hi);
@@ -440,20 +471,22 @@ int main(int argc, char **argv)
 			sim_result_t res;
 			cfg.opts.allocator = combos[k].a;
 			cfg.opts.ordering = combos[k].o;
-			if (sim_run(&tr, &cl, &cfg, &res, &err) < 0)
+			int rc = combos[k].live ? sim_run_live(&tr, &cl, &cfg, &res, &err)
+						: sim_run(&tr, &cl, &cfg, &res, &err);
+			if (rc < 0)
 				goto fail;
 			if (!quiet)
 				print_row(&combos[k], &res);
 			fflush(stdout);
 			if (res.violations) {
 				fprintf(stderr, "synergy-sim: %s/%s: %ld violations; first: %s\n",
-					syn_allocator_name(combos[k].a), syn_ordering_name(combos[k].o),
+					combo_alloc(&combos[k]), syn_ordering_name(combos[k].o),
 					res.violations, res.first_violation);
 				status = 1;
 			}
 			sweep_jct[l][k] = res.jct_mean;
 			if (jf)
-				sim_jobs_write(jf, &tr, syn_allocator_name(combos[k].a),
+				sim_jobs_write(jf, &tr, combo_alloc(&combos[k]),
 					       syn_ordering_name(combos[k].o), l == 0 && k == 0);
 			if (have_tmp && !n_rates && write_cdf(tmpdir, n_dat++, &tr, &cfg, &err) < 0)
 				goto fail;
@@ -464,15 +497,15 @@ int main(int argc, char **argv)
 		printf("\n# mean JCT (h) vs load\n%-9s", "rate_jph");
 		for (int k = 0; k < n_combo; k++) {
 			char h[32];
-			snprintf(h, sizeof h, "%s/%s", syn_allocator_name(combos[k].a),
+			snprintf(h, sizeof h, "%s/%s", combo_alloc(&combos[k]),
 				 syn_ordering_name(combos[k].o));
-			printf(" %12s", h);
+			printf(" %14s", h);
 		}
 		printf("\n");
 		for (int l = 0; l < n_rates; l++) {
 			printf("%-9g", rates[l]);
 			for (int k = 0; k < n_combo; k++)
-				printf(" %12.2f", sweep_jct[l][k] / 3600);
+				printf(" %14.2f", sweep_jct[l][k] / 3600);
 			printf("\n");
 		}
 	}
@@ -500,7 +533,7 @@ int main(int argc, char **argv)
 			for (int k = 0; k < n_combo && off < sizeof body; k++)
 				off += (size_t)snprintf(body + off, sizeof body - off,
 					"%s '%s' using 1:%d with linespoints lw 2 title '%s/%s'",
-					k ? "," : "", p, k + 2, syn_allocator_name(combos[k].a),
+					k ? "," : "", p, k + 2, combo_alloc(&combos[k]),
 					syn_ordering_name(combos[k].o));
 		} else {
 			off += (size_t)snprintf(body + off, sizeof body - off,
@@ -510,7 +543,7 @@ int main(int argc, char **argv)
 				snprintf(p, sizeof p, "%s/d%d.dat", tmpdir, k);
 				off += (size_t)snprintf(body + off, sizeof body - off,
 					"%s '%s' using 1:2 with lines lw 2 title '%s/%s'", k ? "," : "", p,
-					syn_allocator_name(combos[k].a), syn_ordering_name(combos[k].o));
+					combo_alloc(&combos[k]), syn_ordering_name(combos[k].o));
 			}
 		}
 		if (off < sizeof body - 2)

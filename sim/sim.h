@@ -1,7 +1,8 @@
 /*
  * sim.h: internals of synergy-sim, the trace-driven simulator. Traces
- * (read, write, generate), the cluster description and the round-based
- * engine that runs the policy library (libsynpolicy) over a trace.
+ * (read, write, generate), the cluster description, and the two engines
+ * that run the policy library (libsynpolicy) over a trace: rounds
+ * (engine.c) and live Slurm (live.c).
  */
 #ifndef SYN_SIM_H
 #define SYN_SIM_H
@@ -22,8 +23,10 @@ typedef struct sim_job {
 	/* Results of a run. */
 	double start, finish; /* -1 until known */
 	int changes;          /* times its allocation changed while it ran */
-	double tput_sum;      /* sum over rounds run of tput/prop_tput, for the mean speed-up */
+	double tput_sum;      /* rounds: sum over rounds run of tput/prop_tput; live: of
+			       * tput/prop_tput x seconds (the mean speed-up) */
 	int rounds_run;
+	double run_s;         /* live: seconds run (0 in rounds) */
 } sim_job_t;
 
 typedef struct sim_trace {
@@ -92,6 +95,20 @@ void sim_cluster_free(sim_cluster_t *c);
 /* Run the trace; job results are written into t->jobs. */
 int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_result_t *r,
 	    sim_error_t *err);
+
+/* Run the trace in the live-Slurm model (live.c, synergy-sim(1)): event
+ * driven, jobs sized in accounting by syn_size_job (prop: at the share),
+ * grants from syn_node_tune at job start and end. cfg->opts.allocator must
+ * be PROP or TUNE. */
+int sim_run_live(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_result_t *r,
+		 sim_error_t *err);
+
+/* The result of a run from the jobs' times (window, JCT, makespan) and the
+ * integrals of allocated GPUs, cores and memory (GB) over time, and the
+ * speed-up sum and its weight. Returns 0, or -1 when out of memory. */
+int sim_summarize(const sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, int done,
+		  double gpu_s, double cpu_s, double mem_s, double speed_sum, double speed_n,
+		  sim_result_t *r);
 
 /* Write the per-job results as CSV rows (header if header != 0). */
 void sim_jobs_write(FILE *f, const sim_trace_t *t, const char *alloc, const char *order,

@@ -1,8 +1,9 @@
 /*
  * submit.t: job_submit/synergy's decision (plugin/submit.c) against a real
- * profile store in a temporary directory: sized jobs, GPU-proportional
- * fallbacks with a queued profiling request, --synergy=off, malformed
- * options refused, and a corrupt profile never failing the job.
+ * profile store in a temporary directory: sized jobs (never above their GPU
+ * share of the node, issue 13), GPU-proportional fallbacks with a queued
+ * profiling request, --synergy=off, malformed options refused, and a
+ * corrupt profile never failing the job.
  */
 #include "config.h"
 
@@ -49,6 +50,7 @@ static void put_profile(const char *key, int sensitive)
 }
 
 static const char *partition;
+static uint32_t tasks_per_node;
 
 static void decide(const char *key, const char *onoff, const char *tres, syn__decision_t *d)
 {
@@ -70,6 +72,7 @@ static void decide(const char *key, const char *onoff, const char *tres, syn__de
 	req.spank_env = env;
 	req.spank_env_size = n;
 	req.tres_per_node = tres;
+	req.tasks_per_node = tasks_per_node;
 	req.uid = 1000;
 	req.partition = partition;
 	syn__decide(&conf, &req, d);
@@ -170,27 +173,54 @@ int main(void)
 	is_int(syn__gpus_per_node(NULL, NULL, 1), 0, "no GPUs");
 
 	decide("img", NULL, "gres:gpu:2", &d);
-	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 2 && d.mem_mb >= 3072 &&
-	   d.mem_mb <= 4096,
-	   "sensitive profile, whole node: 2 cores, >= 1024 MB process + 2048 MB cache (got %d %u %u %llu)",
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 2 && d.mem_mb == 3072,
+	   "sensitive profile, whole node: 2 cores, 1024 MB process + 2048 MB cache, the least "
+	   "cache at its peak (got %d %u %u %llu)",
 	   d.action, d.cpus_per_task, d.min_cpus, (unsigned long long)d.mem_mb);
-	ok(strstr(d.comment, "key=img") && strstr(d.comment, "cpus=2"), "comment: %s", d.comment);
+	ok(strstr(d.comment, "key=img") && strstr(d.comment, "cpus=2") &&
+		   strstr(d.comment, "(best-case; configured shape)"),
+	   "comment: %s", d.comment);
 
-	/* One GPU of two: the other GPU must still be able to start a job, so
-	 * the job gets 1 core (the second one only as a lent idle core) and
-	 * leaves ProcessMemMB; it keeps its best cache. */
+	/* One GPU of two: its share is 1 core and 2048 MB, which is where it
+	 * stays in accounting; the second core is its best case, reclaimable. */
 	decide("img", NULL, "gres:gpu:1", &d);
 	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 2048,
 	   "one GPU of two: 1 core, 1024 MB process + 1024 MB cache (got %d %u %llu)",
 	   d.action, d.cpus_per_task, (unsigned long long)d.mem_mb);
-	ok(strstr(d.comment, "tput=1.00x") != NULL, "comment has the capped throughput: %s", d.comment);
+	ok(strstr(d.comment, "tput=1.00x") && strstr(d.comment, "reclaimable +1 cpus +0M to 2.00x"),
+	   "comment has the share's throughput and the reclaimable wish: %s", d.comment);
+	/* Issue 13: on a small node the old sizing took the best case capped
+	 * only to leave the other GPU ProcessMemMB (1024 + 512 MB, above the
+	 * 1280 MB share); the share is the most it asks now, the rest is a
+	 * reclaimable wish. */
 	conf.node_mem_mb = 2560;
 	decide("img", NULL, "gres:gpu:1", &d);
-	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1536,
-	   "small node: the best case capped to leave ProcessMemMB for the other GPU, 1024 + 512 MB, "
-	   "beats the share's 256 MB of cache (got %llu)", (unsigned long long)d.mem_mb);
-	ok(strstr(d.comment, "tput=1.14x") != NULL, "... 0.8 vs 0.7 at the share: %s", d.comment);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1280,
+	   "issue 13, small node: at most the GPU share, 1280 MB (got %llu)",
+	   (unsigned long long)d.mem_mb);
+	ok(strstr(d.comment, "tput=1.00x") && strstr(d.comment, "+768M to 2.86x"),
+	   "... 0.7 at the share; 1 core and 768 MB more would give 2.0: %s", d.comment);
+
+	/* Issue 13 as reported: 2 GPUs, 4096 MB, ProcessMemMB 512, a profile
+	 * that doubles with 3 GB of cache was given 3.5 GB, and a job on the
+	 * other GPU then waited for memory. */
 	conf.node_mem_mb = 4096;
+	conf.process_mem_mb = 512;
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__SIZED && d.mem_mb <= 2048 && d.cpus_per_task * 2 <= conf.node_cpus,
+	   "issue 13: 2 GPUs, 4096 MB: one GPU's job asks at most 1 core, 2048 MB (got %u, %llu)",
+	   d.cpus_per_task, (unsigned long long)d.mem_mb);
+	conf.process_mem_mb = 1024;
+
+	/* Two tasks on a 1-core share cannot be sized within it. */
+	tasks_per_node = 2;
+	decide("img", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && strstr(d.comment, "tasks"),
+	   "2 tasks, 1-core share: GPU-proportional: %s", d.comment);
+	decide("img", NULL, "gres:gpu:2", &d);
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.min_cpus == 2,
+	   "2 tasks on 2 GPUs: 1 core per task");
+	tasks_per_node = 0;
 
 	decide("lang", NULL, "gres:gpu:1", &d);
 	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1024,
