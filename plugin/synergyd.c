@@ -2,14 +2,14 @@
  * synergyd: the Synergy tuner, a small daemon on the controller host.
  *
  * Every round it loads partitions, nodes and jobs from slurmctld (libslurm)
- * and applies the TUNE rule to pending Synergy jobs: a job that
- * job_submit/synergy sized above its GPU-proportional share and that waits
- * for resources while some node has the GPUs it needs free is moved back
- * to the GPU-proportional share (the partition's DefCpuPerGPU and
- * DefMemPerGPU), so that it starts instead of waiting for cores or memory.
- * For each queued profiling request it submits one offline profiling job
- * (ProfileCommand) and retires the request once the profile is in the
- * store. Every round it also exports the node shapes of each partition
+ * and applies the TUNE rule to pending Synergy jobs: job_submit/synergy
+ * sizes a job within its share of the node, but a partition whose
+ * DefCpuPerGPU or DefMemPerGPU is below the node's per-GPU amounts makes
+ * that share larger than what a GPU-proportional job asks; such a job that
+ * waits for resources while some node has the GPUs it needs free is moved
+ * back to the partition's defaults, so that it starts instead of waiting.
+ * For each queued profiling request it submits one profiling job
+ * (ProfileCommand, as ProfileUser) and files the profile it left. Every round it also exports the node shapes of each partition
  * for job_submit/synergy (NodeShapesFile, shapes.h), which must not call
  * slurmctld from inside it. After each round it writes a status file and
  * node_exporter textfile metrics. A failed RPC (slurmctld restarting)
