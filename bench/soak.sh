@@ -6,8 +6,9 @@
 # image-like and a language-like profile, and plain GPU jobs), each step
 # running the real loader (coordl-bench, shared job cache) or a short
 # sleep. Meanwhile it injects FAULTS at random: scancel of a running job,
-# kill -9 of one of its tasks, kill -9 of one of its slurmstepds, and a
-# restart of a node's slurmd. A sampler (soak-sampler.py) checks five times
+# kill -9 of one of its tasks, kill -9 of one of its slurmstepds (now and
+# then the batch step's: Slurm then keeps the job RUNNING, counted apart),
+# and a restart of a node's slurmd. A sampler (soak-sampler.py) checks five times
 # a second that no job's allotted CPUs run another job's tasks on the same
 # node. At the end it waits for the queue to drain (a job still there after
 # the grace time is stuck) and counts what is left: synergy cgroups, job
@@ -111,7 +112,7 @@ pids_in() {
 	done
 }
 
-f_scancel=0 f_task=0 f_stepd=0 f_slurmd=0
+f_scancel=0 f_task=0 f_stepd=0 f_slurmd=0 killed_batch=
 # restart_slurmd NODE: stop the node's slurmd by its PID and start it again;
 # running jobs survive (their slurmstepds are not its children).
 restart_slurmd() {
@@ -142,9 +143,20 @@ inject() {
 		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null || return 1
 		f_task=$((f_task + 1))
 	elif [ "$kind" -lt 9 ]; then
-		p=$(pids_in "$id" "$node" slurmstepd | tail -n1)
+		# Mostly a job step's slurmstepd (its end hooks never run); now
+		# and then the batch step's, which Slurm itself never recovers
+		# from (nobody reports the job's end): the job stays RUNNING.
+		local batch=0 q
+		p=
+		for q in $(pids_in "$id" "$node" slurmstepd); do
+			case "$(tr '\0' ' ' <"/proc/$q/cmdline" 2>/dev/null)" in
+			*"$id.batch]"*) [ $((RANDOM % 4)) = 0 ] && { p=$q; batch=1; } ;;
+			*) p=$q; batch=0; break ;;
+			esac
+		done
 		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null || return 1
 		f_stepd=$((f_stepd + 1))
+		[ "$batch" = 1 ] && killed_batch="$killed_batch $id"
 	else
 		restart_slurmd "$node" || return 1
 		f_slurmd=$((f_slurmd + 1))
@@ -176,9 +188,16 @@ while [ "$submitted" -lt "$jobs" ]; do
 	fi
 	[ $((submitted % 25)) = 0 ] && echo "soak: $submitted/$jobs jobs submitted" >&2
 done
-# Faults still owed (short runs) go to whatever runs now.
-while [ $((f_scancel + f_task + f_stepd + f_slurmd)) -lt "$faults" ] &&
-	[ -n "$(squeue -h -t R -o %i 2>/dev/null)" ]; do
+# Faults still owed (short runs) go to whatever runs now; when nothing
+# runs, one more job is submitted for them (counted among the jobs).
+extra=0
+while [ $((f_scancel + f_task + f_stepd + f_slurmd)) -lt "$faults" ] && [ "$extra" -lt "$faults" ]; do
+	if [ -z "$(squeue -h -t R -o %i 2>/dev/null)" ]; then
+		id=$(submit_one)
+		[ -n "$id" ] && { ids="$ids $id"; submitted=$((submitted + 1)); extra=$((extra + 1)); }
+		cluster__wait 20 bash -c '[ -n "$(squeue -h -t R -o %i 2>/dev/null)" ]'
+		sleep 0.5
+	fi
 	inject || sleep 0.2
 done
 
@@ -188,8 +207,20 @@ for i in $(seq 1 $((grace * 5))); do
 	[ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
 	sleep 0.2
 done
-stuck=$(squeue -h -o '%i %T' 2>/dev/null | wc -l)
-stuck_list=$(squeue -h -o '%i:%T' 2>/dev/null | tr '\n' ' ')
+# A job whose batch slurmstepd was killed is Slurm's to recover (it does
+# not, without an admin): counted apart, then cancelled so that what it
+# leaves can be counted.
+stuck=0 stuck_list= stuck_slurm=0
+for id in $(squeue -h -o %i 2>/dev/null); do
+	case " $killed_batch " in
+	*" $id "*) stuck_slurm=$((stuck_slurm + 1)) ;;
+	*) stuck=$((stuck + 1)); stuck_list="$stuck_list $id:$(cluster_job_state "$id")" ;;
+	esac
+done
+if [ -n "$(squeue -h -o %i 2>/dev/null)" ]; then
+	scancel $(squeue -h -o %i 2>/dev/null) 2>/dev/null
+	cluster__wait 60 cluster__no_jobs
+fi
 touch "$C/sampler.stop"
 wait "$sampler" 2>/dev/null
 overlaps=$(sed -n 's/.*overlaps=\([0-9]*\).*/\1/p' "$C/sampler.out")
@@ -201,7 +232,14 @@ lo_syn=$(for n in $CLUSTER_NODES; do find /sys/fs/cgroup/*/slurm_"$n" -mindepth 
 lo_job=$(for n in $CLUSTER_NODES; do find /sys/fs/cgroup/cpuset/slurm_"$n" -mindepth 2 -maxdepth 2 -type d -name 'job_*' 2>/dev/null; done | count)
 lo_cache=$(ls -A "$CLUSTER_CACHE_DIR" 2>/dev/null | count)
 lo_rec=$(ls "$state" 2>/dev/null | grep '\.job_' | count)
-lo_shm=$(comm -13 <(echo "$shm_before") <(ls /dev/shm | grep '^coordl-' | sort) | count)
+# Segments of this run's jobs (named after their job ids; other clusters on
+# this machine may make their own meanwhile).
+lo_shm=$(comm -13 <(echo "$shm_before") <(ls /dev/shm | grep '^coordl-' | sort) |
+	while read -r seg; do
+		for id in $ids; do
+			case "$seg" in *job_"$id"|*job_"$id".*) echo "$seg"; break ;; esac
+		done
+	done | count)
 elapsed=$(($(date +%s) - t0))
 nf=$((f_scancel + f_task + f_stepd + f_slurmd))
 ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
@@ -212,7 +250,8 @@ ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
 		"faults injected" "$nf (scancel $f_scancel, kill -9 task $f_task, kill -9 slurmstepd $f_stepd, slurmd restart $f_slurmd)" \
 		"overlap samples" "$samples" \
 		"overlaps seen" "${overlaps:-?}" \
-		"jobs stuck after ${grace}s" "$stuck${stuck_list:+ ($stuck_list)}" \
+		"jobs stuck after ${grace}s" "$stuck${stuck_list:+ ($stuck_list )}" \
+		"  stuck, batch slurmstepd killed" "$stuck_slurm (Slurm's: cancelled before counting leftovers)" \
 		"left: synergy cgroups" "$lo_syn" \
 		"left: job records (StateDir)" "$lo_rec" \
 		"left: files in CacheDir" "$lo_cache" \

@@ -15,6 +15,7 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/jobrec.c plugin/jobrec.h \
 	plugin/shapes.c plugin/shapes.h \
 	plugin/cpulist.c plugin/cpulist.h \
+	plugin/nodeconf.c plugin/nodeconf.h \
 	plugin/tuner.c plugin/tuner.h \
 	plugin/cores.c plugin/cores.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
@@ -33,9 +34,12 @@ EXTRA_DIST += plugin/spank_synergy.lds
 
 # Unit tests: no root, no Slurm.
 check_PROGRAMS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
-	plugin/test/jobrec.t
+	plugin/test/jobrec.t plugin/test/nodeconf.t
 UNIT_TESTS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
-	plugin/test/jobrec.t
+	plugin/test/jobrec.t plugin/test/nodeconf.t
+plugin_test_nodeconf_t_SOURCES = plugin/test/nodeconf.c
+plugin_test_nodeconf_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_nodeconf_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 plugin_test_cgroup_t_SOURCES = plugin/test/cgroup.c plugin/test/fake_tree.h
 plugin_test_cgroup_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cgroup_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)

@@ -14,8 +14,8 @@ out=$(bash "$top_srcdir/bench/soak.sh" -n 40 -f 12 -N 2 --seed "${SOAK_SEED:-$$}
 rc=$?
 case "$out" in *"1..0 # SKIP"*) echo "$out" | grep '1..0 # SKIP'; exit 0 ;; esac
 echo "$out" | sed 's/^/# /'
-field() { sed -n "s/^$1 *\([0-9?]*\).*/\1/p" <<<"$out"; }
-test_ok "40 jobs submitted" test "$(field 'jobs submitted')" = 40
+field() { sed -n "s#^$1 *\([0-9?]*\).*#\1#p" <<<"$out"; }
+test_ok "at least 40 jobs submitted" test "$(field 'jobs submitted')" -ge 40
 test_ok "at least 12 faults injected" test "$(field 'faults injected')" -ge 12
 test_ok "the sampler ran" test "$(field 'overlap samples')" -gt 0
 test_ok "no job's allotted CPUs ran another job's tasks" test "$(field 'overlaps seen')" = 0

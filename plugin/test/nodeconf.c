@@ -1,0 +1,62 @@
+/*
+ * nodeconf.t: a node's shape from slurm.conf (plugin/nodeconf.c): Slurm
+ * host list expressions, NodeName=DEFAULT, the last matching line, Gres,
+ * MemSpecLimit, and refusals.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tap.h"
+#include "nodeconf.h"
+
+static void test_hostlist(void)
+{
+	static const struct { const char *list, *name; int want; } t[] = {
+		{ "n1", "n1", 1 }, { "n1", "n10", 0 }, { "n1,n2", "n2", 1 },
+		{ "gpu[1-4]", "gpu3", 1 }, { "gpu[1-4]", "gpu5", 0 }, { "gpu[1-4]", "gpu", 0 },
+		{ "gpu[01-16]", "gpu07", 1 }, { "gpu[01-16]", "gpu7", 0 }, { "gpu[1-16]", "gpu07", 0 },
+		{ "gpu[1-2,7]x", "gpu7x", 1 }, { "gpu[1-2,7]x", "gpu7", 0 },
+		{ "a[1-2],b[3-4]", "b4", 1 }, { "a[1-2],b[3-4]", "a3", 0 },
+		{ "c1a2n[1-3]", "c1a2n2", 1 }, { "bad[1-", "bad1", 0 }, { "x[a-b]", "x1", 0 },
+		{ "", "n1", 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ok(syn__hostlist_has(t[i].list, t[i].name) == t[i].want, "'%s' %s '%s'", t[i].list,
+		   t[i].want ? "has" : "lacks", t[i].name);
+}
+
+static void test_conf(void)
+{
+	static const char conf[] =
+		"ClusterName=x\n"
+		"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:4\n"
+		"NodeName=gpu[1-8] NodeAddr=1.2.3.4 MemSpecLimit=2000 # comment RealMemory=1\n"
+		"NodeName=big1 CPUs=64 RealMemory=512000 Gres=gpu:a100:8(S:0-1),shard:8\n"
+		"NodeName=gpu3 CPUs=32\n";
+	syn__node_conf_t c = { 0, 0, 0 };
+	char err[200];
+
+	ok(syn__node_conf_parse(conf, "gpu2", &c, err, sizeof(err)) == 0 && c.cpus == 16 &&
+	   c.gpus == 4 && c.mem_mb == 62000, "defaults, less MemSpecLimit (%u %u %llu)",
+	   c.cpus, c.gpus, (unsigned long long)c.mem_mb);
+	ok(syn__node_conf_parse(conf, "gpu3", &c, err, sizeof(err)) == 0 && c.cpus == 32 &&
+	   c.gpus == 4 && c.mem_mb == 64000, "the last matching line wins over an earlier one");
+	ok(syn__node_conf_parse(conf, "big1", &c, err, sizeof(err)) == 0 && c.cpus == 64 &&
+	   c.gpus == 8 && c.mem_mb == 512000, "typed Gres with a socket list");
+	ok(syn__node_conf_parse(conf, "gpu9", &c, err, sizeof(err)) == -1 && errno == ENOENT &&
+	   strstr(err, "gpu9"), "an unknown node: ENOENT naming it");
+	ok(syn__node_conf_parse("NodeName=n1 RealMemory=lots\n", "n1", &c, err, sizeof(err)) == -1 &&
+	   errno == EINVAL && strstr(err, "lots"), "a bad number is refused by value");
+}
+
+int main(void)
+{
+	test_hostlist();
+	test_conf();
+	return done_testing();
+}
