@@ -32,6 +32,32 @@
  * share it). Safe charset [A-Za-z0-9_.-], at most 64 characters. */
 #define SYNERGY_ENV_CACHE_NAME "SYNERGY_CACHE_NAME"
 
+/*
+ * Live cache grant: the absolute path of a file, written by the node (root)
+ * and readable by the job, that holds the job's current cache grant on the
+ * node in bytes: ASCII decimal digits (no sign, no suffix, at most 19
+ * digits), optionally followed by one newline. Write it atomically: a
+ * temporary file in the same directory, then rename(2) over the name.
+ *
+ * A loader whose cache bound the program did not fix (cache_bytes = -1 and
+ * the job's cache, see above) takes its initial bound from this file
+ * (SYNERGY_CACHE_BYTES when the file cannot be read), then re-reads it at
+ * least every 100 ms in a thread of its own, whatever the program is
+ * doing, and applies a changed value to the job's cache (every process
+ * attached to it follows; the bound lives in the cache file):
+ * - lower: the items stored beyond the new grant are dropped (the first
+ *   ones stored stay, so nothing is evicted and refilled within an epoch)
+ *   and their memory is released (hole punched in the cache file);
+ * - higher: the cache keeps filling up to the new grant.
+ * Promise to the node: within 200 ms of the file changing, while a loader
+ * of the job is attached, the job's files in SYNERGY_CACHE_DIR occupy at
+ * most max(new grant, 8 KiB) (the sum of st_blocks * 512), the 8 KiB
+ * being the cache's fixed header. A loader only ever applies the file's
+ * value; it never raises its own grant. An unreadable or malformed file
+ * leaves the bound as it is.
+ */
+#define SYNERGY_ENV_CACHE_GRANT "SYNERGY_CACHE_GRANT"
+
 /* Profiling mode: unset or "0" = normal training; "1" = the loader runs the
  * profiling protocol and writes its report to SYNERGY_PROFILE_OUT. */
 #define SYNERGY_ENV_PROFILE_MODE "SYNERGY_PROFILE_MODE"

@@ -62,7 +62,8 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 		 char *err, size_t errlen)
 {
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
-					     "want_cpus", "want_cache_mb", "allotted" };
+					     "want_cpus", "want_cache_mb", "allotted",
+					     "alloc_mem_mb", "hold_cache_mb" };
 	const uint64_t mem_max = 1ULL << 40; /* MB: a petabyte */
 	uint64_t v = 0;
 	size_t i;
@@ -100,6 +101,8 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	case 5: r->cache_mb = v; break;
 	case 6: r->want_cpus = (uint32_t)v; break;
 	case 7: r->want_cache_mb = v; break;
+	case 9: r->alloc_mem_mb = v; break;
+	case 10: r->hold_cache_mb = v; r->has_hold = 1; break;
 	}
 	return 0;
 }
@@ -147,7 +150,7 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 			goto out;
 		}
 		r->synergy = 1;
-	} else if (seen & ~(1u << 8)) {
+	} else if (seen & ~((1u << 8) | (1u << 9) | (1u << 10))) {
 		fail(err, errlen, "fields without a key");
 		goto out;
 	}
@@ -325,6 +328,10 @@ int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobr
 			goto out;
 		fprintf(f, "allotted=%s\n", list);
 	}
+	if (r->alloc_mem_mb)
+		fprintf(f, "alloc_mem_mb=%" PRIu64 "\n", r->alloc_mem_mb);
+	if (r->has_hold)
+		fprintf(f, "hold_cache_mb=%" PRIu64 "\n", r->hold_cache_mb);
 	if (fclose(f) != 0) {
 		f = NULL;
 		goto out;

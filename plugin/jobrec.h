@@ -53,6 +53,12 @@ typedef struct syn__jobrec {
 	/* Added on the node at the job's first step. */
 	int has_allotted;
 	cpu_set_t allotted;          /* CPUs its job cgroup had from Slurm */
+	uint64_t alloc_mem_mb;       /* memory Slurm allotted it on the node (0: unknown) */
+	/* Kept by the node agent (lend.h): the cache grant the job's grant
+	 * file says now, in MB (has_hold 0: none written since the prolog,
+	 * which wrote cache_mb). */
+	int has_hold;
+	uint64_t hold_cache_mb;
 } syn__jobrec_t;
 
 /*
@@ -65,7 +71,8 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);
 /*
  * Parse a grant (space-separated) or a record (newline-separated) into r,
  * strictly: every field known, every number in range, the key valid, no
- * field twice; "allotted" only in records. Returns 0, or -1 with errno
+ * field twice; "allotted", "alloc_mem_mb" and "hold_cache_mb" only in
+ * records. Returns 0, or -1 with errno
  * EINVAL and the offending field in err. r is zeroed first.
  */
 int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);

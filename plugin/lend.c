@@ -1,89 +1,75 @@
 /*
- * lend.c: idle-core lending on one node (see lend.h).
+ * lend.c: the node agent (see lend.h).
  *
- * The decision (syn__lend_plan) is a pure function. The rest gathers what
- * it needs and applies it, all under one lock per node so that the
- * slurmstepds of jobs starting and ending at the same time act one after
- * the other:
+ * The plan is the policy's (syn_node_tune: counts of cores and MB of cache
+ * per job); which CPUs is syn__lend_place(), a pure function. The rest
+ * gathers what they need and applies them, under one lock per node so that
+ * the slurmstepds of jobs starting and ending at the same time act one
+ * after the other:
  *   - the per-job records in StateDir (jobrec.h): what job_submit granted
- *     (written by the job prolog, with a copy of the job's profile), and
- *     the CPUs Slurm gave its job cgroup at its first step, before anything
+ *     (written by the job prolog, with a copy of the job's profile), the
+ *     CPUs and memory Slurm gave the job at its first step, before anything
  *     was lent to it (that cpuset is in the kernel's CPU numbering, unlike
- *     S_JOB_ALLOC_CORES, which counts Slurm's abstract cores);
+ *     S_JOB_ALLOC_CORES, which counts Slurm's abstract cores), and the
+ *     cache grant the agent wrote last;
  *   - the cgroup tree (cgroup.h), which says which jobs run now and what
  *     they hold. A job cgroup without a record (started before lending was
- *     turned on) counts as allotted everything it holds and never borrows.
- * Applying narrows first (every job that must give CPUs back), then widens;
- * the cgroup layer orders the writes within a job as the kernel needs. Under
- * the lock only local files in StateDir are read, never the profile store,
- * so a slow store cannot stall a job launch.
+ *     turned on, or left behind by a job whose slurmstepd died) counts as
+ *     allotted what it holds, less what Slurm allotted recorded jobs, and
+ *     is never granted anything.
+ * Under the lock only local files are read (StateDir, cgroups, the job's
+ * cache directory), never the profile store, so a slow store cannot stall a
+ * job launch.
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "synergy_store.h"
 #include "cgroup.h"
 #include "jobrec.h"
 #include "lend.h"
+#include "nodeconf.h"
 #include "util.h"
 
 /* Enough for any node this plugin will meet; more jobs are not lent to. */
 #define LEND_MAX_JOBS 256
 
-/* Predicted relative gain of one more CPU for job j holding ncpus. */
-static double gain_of(const syn__lend_job_t *j, int ncpus)
+int syn__lend_place(const cpu_set_t *node, syn__lend_job_t *jobs, int n)
 {
-	double gpus = j->gpus > 0 ? j->gpus : 1;
-	double now = syn_profile_eval(j->profile, ncpus / gpus, j->cache_gb / gpus);
-	double more = syn_profile_eval(j->profile, (ncpus + 1) / gpus, j->cache_gb / gpus);
-
-	if (!(now > 0.0))
-		return more > 0.0 ? 1e9 : 0.0;
-	return more / now - 1.0;
-}
-
-int syn__lend_plan(const cpu_set_t *node, syn__lend_job_t *jobs, int n, double min_gain)
-{
-	cpu_set_t idle, tmp;
+	cpu_set_t idle, used, tmp;
 	int i, cpu, lent = 0;
 
 	if (!node || n < 0 || (n > 0 && !jobs)) {
 		errno = EINVAL;
 		return -1;
 	}
-	/* idle = node minus every job's allotted CPUs. */
-	CPU_ZERO(&tmp);
+	CPU_ZERO(&used);
 	for (i = 0; i < n; i++)
-		CPU_OR(&tmp, &tmp, &jobs[i].allotted);
+		CPU_OR(&used, &used, &jobs[i].allotted);
 	CPU_ZERO(&idle);
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (CPU_ISSET(cpu, node) && !CPU_ISSET(cpu, &tmp))
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, node) && !CPU_ISSET(cpu, &used))
 			CPU_SET(cpu, &idle);
-	}
-	/* Every job keeps what Slurm gave it; a borrower also keeps the idle
-	 * CPUs it already holds, lowest job id first should two claim one. */
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		jobs[i].target = jobs[i].allotted;
-		jobs[i].gain = 0.0;
-	}
+	/* Keep what is already held, lowest job id first, up to the want. */
 	for (;;) {
 		int best = -1;
 
 		for (i = 0; i < n; i++) {
-			if (!jobs[i].profile)
-				continue;
 			CPU_AND(&tmp, &jobs[i].held, &idle);
-			if (CPU_COUNT(&tmp) == 0)
+			if (CPU_COUNT(&tmp) == 0 || CPU_COUNT(&jobs[i].target) >= jobs[i].want)
 				continue;
 			if (best < 0 || jobs[i].jobid < jobs[best].jobid)
 				best = i;
@@ -91,38 +77,151 @@ int syn__lend_plan(const cpu_set_t *node, syn__lend_job_t *jobs, int n, double m
 		if (best < 0)
 			break;
 		CPU_AND(&tmp, &jobs[best].held, &idle);
-		CPU_OR(&jobs[best].target, &jobs[best].target, &tmp);
-		CPU_XOR(&idle, &idle, &tmp);
-		lent += CPU_COUNT(&tmp);
-	}
-	/* The rest, one CPU at a time, to the largest predicted gain. */
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		int best = -1;
-		double best_gain = 0.0;
-
-		if (!CPU_ISSET(cpu, &idle))
-			continue;
-		for (i = 0; i < n; i++) {
-			double g;
-
-			if (!jobs[i].profile)
+		for (cpu = 0; cpu < CPU_SETSIZE && CPU_COUNT(&jobs[best].target) < jobs[best].want;
+		     cpu++) {
+			if (!CPU_ISSET(cpu, &tmp))
 				continue;
-			g = gain_of(&jobs[i], CPU_COUNT(&jobs[i].target));
-			if (g + 1e-12 < min_gain)
-				continue;
-			if (best < 0 || g > best_gain + 1e-12 ||
-			    (g > best_gain - 1e-12 && jobs[i].jobid < jobs[best].jobid)) {
-				best = i;
-				best_gain = g;
-			}
+			CPU_SET(cpu, &jobs[best].target);
+			CPU_CLR(cpu, &idle);
+			lent++;
 		}
-		if (best < 0)
-			break;
-		CPU_SET(cpu, &jobs[best].target);
-		jobs[best].gain = best_gain;
-		lent++;
+		/* What it held beyond its want is not kept: give the rest of
+		 * its held idle CPUs no claim in this pass. */
+		CPU_AND(&tmp, &jobs[best].held, &idle);
+		for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &tmp))
+				CPU_CLR(cpu, &jobs[best].held);
+	}
+	/* The rest from the lowest idle CPUs, in array order. */
+	for (i = 0; i < n; i++) {
+		for (cpu = 0; cpu < CPU_SETSIZE && CPU_COUNT(&jobs[i].target) < jobs[i].want; cpu++) {
+			if (!CPU_ISSET(cpu, &idle))
+				continue;
+			CPU_SET(cpu, &jobs[i].target);
+			CPU_CLR(cpu, &idle);
+			lent++;
+		}
 	}
 	return lent;
+}
+
+int syn__agent_init(syn__agent_t *a, const struct syn__conf *conf, const syn__cg_t *cg,
+		    const char *slurm_conf, char *node_rel, size_t len, char *note, size_t notelen)
+{
+	syn__node_conf_t nc;
+	char err[300];
+
+	if (note && notelen)
+		note[0] = '\0';
+	memset(a, 0, sizeof(*a));
+	if (syn__cg_node_path(cg, node_rel, len) < 0) {
+		if (note && notelen)
+			snprintf(note, notelen, "node %s has no cgroup at %s yet", syn__cg_node(cg),
+				 node_rel);
+		return -1;
+	}
+	a->cg = cg;
+	a->state_dir = conf->state_dir;
+	a->node_rel = node_rel;
+	a->cache_dir = conf->cache_dir;
+	a->lend = conf->enabled && conf->lend_idle;
+	a->shape.gpus = (int)conf->node_gpus;
+	a->shape.mem_mb = conf->node_mem_mb;
+	a->shape.process_mem_mb = conf->process_mem_mb;
+	a->shape.max_cache_mb = conf->max_cache_mb;
+	if (a->shape.gpus && a->shape.mem_mb)
+		return 0;
+	if (!slurm_conf || !*slurm_conf)
+		slurm_conf = getenv("SLURM_CONF");
+	if (!slurm_conf || !*slurm_conf)
+		slurm_conf = "/etc/slurm/slurm.conf";
+	if (syn__node_conf_read(slurm_conf, syn__cg_node(cg), &nc, err, sizeof(err)) == 0) {
+		if (!a->shape.gpus)
+			a->shape.gpus = (int)nc.gpus;
+		if (!a->shape.mem_mb)
+			a->shape.mem_mb = nc.mem_mb;
+	} else if (note && notelen) {
+		snprintf(note, notelen, "%s: cores only are lent (set NodeGPUs and NodeMemMB to "
+			 "lend cache memory too)", err);
+	}
+	return 0;
+}
+
+/* ---- grant files ---- */
+
+int syn__grant_path(const char *cache_dir, uint32_t jobid, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/job_%u.grant", cache_dir, (unsigned)jobid);
+
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int syn__grant_write(const char *cache_dir, uint32_t jobid, uint64_t bytes)
+{
+	char name[48], tmp[64], text[32];
+	struct stat st;
+	int dfd, fd, len, rv = -1, e;
+
+	dfd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	/* Root writes here: only into a directory only root can write. */
+	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(dfd);
+		errno = EPERM;
+		return -1;
+	}
+	snprintf(name, sizeof(name), "job_%u.grant", (unsigned)jobid);
+	snprintf(tmp, sizeof(tmp), ".%s.%d", name, (int)getpid());
+	len = snprintf(text, sizeof(text), "%" PRIu64 "\n", bytes);
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto out;
+	if (fchmod(fd, 0644) < 0 || write(fd, text, (size_t)len) != len) {
+		e = errno;
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		goto out;
+	}
+	if (close(fd) != 0 || renameat(dfd, tmp, dfd, name) < 0) {
+		e = errno;
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		goto out;
+	}
+	rv = 0;
+out:
+	e = errno;
+	close(dfd);
+	errno = e;
+	return rv;
+}
+
+/* Bytes the files of the job's cache directory occupy (st_blocks). */
+static uint64_t cache_usage(const char *cache_dir, uint32_t jobid)
+{
+	char path[SYN__PATH_MAX + 32];
+	struct dirent *d;
+	struct stat st;
+	uint64_t sum = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "%s/job_%u", cache_dir, (unsigned)jobid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)))
+		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_blocks * 512;
+	closedir(dir);
+	return sum;
 }
 
 /* ---- the node's state ---- */
@@ -136,15 +235,17 @@ typedef struct lend_entry {
 	int has_profile;
 	syn_profile_t profile;
 	syn__jobrec_t rec;
+	uint64_t mem_mb;            /* memory allotted (record, else its cgroup's limit) */
+	uint64_t cache_now;         /* cache grant its file says now, MB */
+	uint64_t cache_to;          /* the plan's cache grant, MB */
+	int synergy;                /* may be granted anything */
 } lend_entry_t;
 
 typedef struct lend_ctx {
-	const syn__cg_t *cg;
-	const char *state_dir, *node_rel, *node;
+	const syn__agent_t *a;
+	const char *node;
 	int dfd;
 	uint32_t ended;
-	syn__lend_log_f log;
-	void *arg;
 	lend_entry_t *e;
 	int n;
 	int failed;
@@ -159,12 +260,12 @@ static void say(lend_ctx_t *c, int is_error, const char *fmt, ...)
 
 	if (is_error)
 		c->failed = 1;
-	if (!c->log)
+	if (!c->a->log)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	c->log(is_error, msg, c->arg);
+	c->a->log(is_error, msg, c->a->arg);
 }
 
 static int collect_cb(uint32_t jobid, const char *job_rel, void *arg)
@@ -176,7 +277,7 @@ static int collect_cb(uint32_t jobid, const char *job_rel, void *arg)
 		return 0;
 	if (c->n >= LEND_MAX_JOBS) {
 		say(c, 1, "synergy: lend: more than %d jobs on %s; the rest are ignored",
-		    LEND_MAX_JOBS, c->node_rel);
+		    LEND_MAX_JOBS, c->a->node_rel);
 		return 1;
 	}
 	e = &c->e[c->n];
@@ -187,7 +288,9 @@ static int collect_cb(uint32_t jobid, const char *job_rel, void *arg)
 	return 0;
 }
 
-/* Drop records of jobs that no longer have a cgroup on this node. */
+/* Drop bare records of jobs that no longer have a cgroup on this node (a
+ * grant's job may not have a cgroup yet: its prolog ran, its first step did
+ * not; the epilog removes those). */
 static void records_prune(lend_ctx_t *c)
 {
 	struct dirent *d;
@@ -203,34 +306,22 @@ static void records_prune(lend_ctx_t *c)
 		return;
 	}
 	while ((d = readdir(dir))) {
+		syn__jobrec_t r;
 		uint32_t id;
 		int live = 0;
 
-		if (!syn__jobrec_match(d->d_name, c->node, &id))
+		if (!syn__jobrec_match(d->d_name, c->node, &id) || strchr(d->d_name + strlen(c->node) + 1, '.'))
 			continue;
-		/* Only bare records: a grant's job may not have a cgroup yet
-		 * (its prolog ran, its first step did not); the epilog removes
-		 * those. */
 		for (i = 0; i < c->n && !live; i++)
 			live = c->e[i].job.jobid == id;
-		if (!live) {
-			syn__jobrec_t r;
-
-			if (syn__jobrec_read(c->dfd, c->node, id, &r, NULL, 0) == 0 && r.synergy)
-				continue;
-			syn__jobrec_remove(c->dfd, c->node, id);
-		}
+		if (live || (syn__jobrec_read(c->dfd, c->node, id, &r, NULL, 0) == 0 && r.synergy))
+			continue;
+		syn__jobrec_remove(c->dfd, c->node, id);
 	}
 	closedir(dir);
 }
 
-static void fmt(const cpu_set_t *s, char *buf, size_t len)
-{
-	if (syn__cpus_format(s, buf, len) < 0)
-		snprintf(buf, len, "?");
-}
-
-/* Resize e to its target's part in what it holds (narrow only). */
+/* Take back what e holds beyond its target's CPUs (narrow only). */
 static int apply_narrow(lend_ctx_t *c, lend_entry_t *e)
 {
 	syn__lend_job_t *j = &e->job;
@@ -241,7 +332,7 @@ static int apply_narrow(lend_ctx_t *c, lend_entry_t *e)
 	CPU_XOR(&gone, &j->held, &keep);
 	if (CPU_COUNT(&gone) == 0)
 		return 0;
-	if (syn__cg_job_set_cpus(c->cg, e->job_rel, &keep, &j->allotted, err, sizeof(err)) < 0) {
+	if (syn__cg_job_set_cpus(c->a->cg, e->job_rel, &keep, &j->allotted, err, sizeof(err)) < 0) {
 		say(c, 1, "synergy: lend job=%u: cannot take CPUs back: %s", (unsigned)j->jobid, err);
 		return -1;
 	}
@@ -266,17 +357,105 @@ static void apply_widen(lend_ctx_t *c, lend_entry_t *e)
 	CPU_XOR(&add, &add, &j->held);
 	if (CPU_COUNT(&add) == 0 || !e->has_limits)
 		return;
-	if (syn__cg_job_set_cpus(c->cg, e->job_rel, &j->target, &j->allotted, err,
+	if (syn__cg_job_set_cpus(c->a->cg, e->job_rel, &j->target, &j->allotted, err,
 				 sizeof(err)) < 0) {
 		say(c, 1, "synergy: lend job=%u: cannot lend: %s", (unsigned)j->jobid, err);
 		return;
 	}
 	add_s = syn__cpus_format_alloc(&add);
 	now = syn__cpus_format_alloc(&j->target);
-	say(c, 0, "synergy: lend job=%u borrows cpus=%s now=%s gain=%.0f%%", (unsigned)j->jobid,
-	    add_s ? add_s : "?", now ? now : "?", j->gain * 100.0);
+	say(c, 0, "synergy: lend job=%u borrows cpus=%s now=%s", (unsigned)j->jobid,
+	    add_s ? add_s : "?", now ? now : "?");
 	free(add_s);
 	free(now);
+}
+
+/* Write e's cache grant (cache_to) and keep it in its record. */
+static int set_grant(lend_ctx_t *c, lend_entry_t *e)
+{
+	if (syn__grant_write(c->a->cache_dir, e->job.jobid, e->cache_to << 20) < 0) {
+		say(c, 1, "synergy: lend job=%u: cannot write its cache grant: %s",
+		    (unsigned)e->job.jobid, strerror(errno));
+		return -1;
+	}
+	e->rec.has_hold = 1;
+	e->rec.hold_cache_mb = e->cache_to;
+	if (syn__jobrec_write(c->dfd, c->node, e->job.jobid, &e->rec) < 0)
+		say(c, 1, "synergy: lend job=%u: cannot update its record: %s",
+		    (unsigned)e->job.jobid, strerror(errno));
+	return 0;
+}
+
+/* The memory limit for e: its allotment plus the part of its cache grant
+ * above the cache its allotment holds. */
+static uint64_t allotted_cache(const lend_ctx_t *c, const lend_entry_t *e);
+
+static uint64_t mem_limit_mb(const lend_ctx_t *c, const lend_entry_t *e, uint64_t cache_mb)
+{
+	uint64_t base = allotted_cache(c, e);
+
+	return e->mem_mb + (cache_mb > base ? cache_mb - base : 0);
+}
+
+/* Shrink e's cache grant: the file first, wait for the loader to let go,
+ * then the memory limit. */
+static void shrink_cache(lend_ctx_t *c, lend_entry_t *e)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	uint64_t want = e->cache_to << 20, used = 0;
+	char err[400];
+	int waited;
+
+	if (set_grant(c, e) < 0)
+		return;
+	if (want < 8192)
+		want = 8192;
+	for (waited = 0; waited <= SYN__GRANT_WAIT_MS; waited += 20) {
+		used = cache_usage(c->a->cache_dir, e->job.jobid);
+		if (used <= want)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	if (used > want)
+		say(c, 1, "synergy: lend job=%u: its cache still holds %" PRIu64 " MB after %d ms "
+		    "(grant %" PRIu64 " MB); lowering its memory limit regardless",
+		    (unsigned)e->job.jobid, used >> 20, SYN__GRANT_WAIT_MS, e->cache_to);
+	if (syn__cg_job_set_mem(c->a->cg, e->job_rel, mem_limit_mb(c, e, e->cache_to) << 20, err,
+				sizeof(err)) < 0)
+		say(c, 1, "synergy: lend job=%u: cannot lower its memory limit: %s",
+		    (unsigned)e->job.jobid, err);
+	say(c, 0, "synergy: lend job=%u returns cache=%" PRIu64 "MB now=%" PRIu64 "MB",
+	    (unsigned)e->job.jobid, e->cache_now - e->cache_to, e->cache_to);
+}
+
+/* Grow e's cache grant: the memory limit first, then the file. */
+static void grow_cache(lend_ctx_t *c, lend_entry_t *e)
+{
+	char err[400];
+
+	if (syn__cg_job_set_mem(c->a->cg, e->job_rel, mem_limit_mb(c, e, e->cache_to) << 20, err,
+				sizeof(err)) < 0) {
+		say(c, 1, "synergy: lend job=%u: cannot raise its memory limit: %s",
+		    (unsigned)e->job.jobid, err);
+		return;
+	}
+	if (set_grant(c, e) == 0)
+		say(c, 0, "synergy: lend job=%u borrows cache=%" PRIu64 "MB now=%" PRIu64 "MB",
+		    (unsigned)e->job.jobid, e->cache_to - e->cache_now, e->cache_to);
+}
+
+/* The cache e's allotment holds: its memory beyond the process, at most
+ * MaxCacheMB (what the loader is told at start, SYNERGY_CACHE_BYTES). */
+static uint64_t allotted_cache(const lend_ctx_t *c, const lend_entry_t *e)
+{
+	uint64_t mb = e->mem_mb > c->a->shape.process_mem_mb ?
+		      e->mem_mb - c->a->shape.process_mem_mb : 0;
+
+	if (e->rec.mem_mb && e->rec.cache_mb < mb)
+		mb = e->rec.cache_mb;
+	if (c->a->shape.max_cache_mb && mb > c->a->shape.max_cache_mb)
+		mb = c->a->shape.max_cache_mb;
+	return mb;
 }
 
 /* Load e's record, profile copy and what its cgroups hold. */
@@ -284,8 +463,9 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
 {
 	char name[SYN__KEY_MAX + 40], path[SYN__PATH_MAX + SYN__KEY_MAX + 48];
 	syn_store_error_t serr;
+	uint64_t limit;
 
-	if (syn__cg_get_cpus(c->cg, e->job_rel, &e->job.held) < 0) {
+	if (syn__cg_get_cpus(c->a->cg, e->job_rel, &e->job.held) < 0) {
 		/* Gone meanwhile (its cgroup is being removed): it holds
 		 * nothing and is not touched. */
 		CPU_ZERO(&e->job.held);
@@ -295,86 +475,23 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
 		e->has_record = 1;
 		e->job.allotted = e->rec.allotted;
 	} else {
-		/* Unknown to us: everything it holds is its own. */
 		e->job.allotted = e->job.held;
 	}
-	e->job.gpus = e->rec.gpus ? (int)e->rec.gpus : 1;
-	e->job.cache_gb = (double)e->rec.cache_mb / 1024.0;
-	e->has_limits = syn__cg_job_has_limits(c->cg, e->job_rel);
+	e->mem_mb = e->rec.alloc_mem_mb;
+	if (!e->mem_mb && syn__cg_get_mem(c->a->cg, e->job_rel, &limit) == 0 && limit != UINT64_MAX)
+		e->mem_mb = limit >> 20;
+	e->cache_now = e->rec.has_hold ? e->rec.hold_cache_mb : allotted_cache(c, e);
+	e->has_limits = syn__cg_job_has_limits(c->a->cg, e->job_rel);
 	if (e->has_record && e->rec.synergy && e->has_limits &&
 	    syn__jobrec_name(c->node, e->job.jobid, ".json", name, sizeof(name)) == 0) {
-		snprintf(path, sizeof(path), "%s/%s", c->state_dir, name);
+		snprintf(path, sizeof(path), "%s/%s", c->a->state_dir, name);
 		if (syn_profile_read_file(path, &e->profile, &serr) == 0)
 			e->has_profile = 1;
 		else
-			say(c, 1, "synergy: lend job=%u: profile copy %s: %s; it does not borrow",
+			say(c, 1, "synergy: lend job=%u: profile copy %s: %s; it is granted nothing",
 			    (unsigned)e->job.jobid, path, serr.text);
 	}
-	e->job.profile = e->has_profile ? &e->profile : NULL;
-}
-
-/*
- * Something failed before the plan was applied: shrink every job back to
- * what Slurm allotted it; a job without a record loses the newcomer's CPUs
- * (those Slurm just gave to someone else). Jobs must have been collected.
- */
-static void failsafe(lend_ctx_t *c, const cpu_set_t *newcomer, uint32_t newjob)
-{
-	int i;
-
-	for (i = 0; i < c->n; i++) {
-		lend_entry_t *e = &c->e[i];
-
-		if (e->job.jobid == newjob)
-			continue;
-		if (!e->has_record && syn__cg_get_cpus(c->cg, e->job_rel, &e->job.held) < 0)
-			continue;
-		if (e->has_record) {
-			e->job.target = e->job.allotted;
-		} else {
-			e->job.target = e->job.held;
-			if (newcomer) {
-				cpu_set_t both;
-
-				CPU_AND(&both, &e->job.held, newcomer);
-				CPU_XOR(&e->job.target, &e->job.target, &both);
-			}
-		}
-		apply_narrow(c, e);
-	}
-	c->failed = 1;
-}
-
-static lend_ctx_t *ctx_new(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-			   syn__lend_log_f log, void *arg)
-{
-	lend_ctx_t *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	c->e = calloc(LEND_MAX_JOBS, sizeof(*c->e));
-	if (!c->e) {
-		free(c);
-		return NULL;
-	}
-	c->cg = cg;
-	c->state_dir = state_dir;
-	c->node_rel = node_rel;
-	c->node = syn__cg_node(cg);
-	c->log = log;
-	c->arg = arg;
-	c->dfd = -1;
-	return c;
-}
-
-static void ctx_free(lend_ctx_t *c)
-{
-	if (!c)
-		return;
-	if (c->dfd >= 0)
-		close(c->dfd);
-	free(c->e);
-	free(c);
+	e->synergy = e->has_profile;
 }
 
 /*
@@ -419,8 +536,8 @@ static int collect(lend_ctx_t *c)
 	int i;
 
 	c->n = 0;
-	if (syn__cg_foreach_job(c->cg, c->node_rel, collect_cb, c) < 0) {
-		say(c, 1, "synergy: lend: cannot list the jobs of %s: %s", c->node_rel,
+	if (syn__cg_foreach_job(c->a->cg, c->a->node_rel, collect_cb, c) < 0) {
+		say(c, 1, "synergy: lend: cannot list the jobs of %s: %s", c->a->node_rel,
 		    strerror(errno));
 		return -1;
 	}
@@ -430,9 +547,135 @@ static int collect(lend_ctx_t *c)
 	return 0;
 }
 
-int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-			const syn__lend_start_t *start, uint32_t ended_jobid,
-			double min_gain, syn__lend_log_f log, void *arg)
+/*
+ * The plan: syn_node_tune over the node's jobs, its cores turned into each
+ * job's want and its cache into cache_to. Without lending, or when the
+ * plan cannot be made (the node's shape unknown, allotments that do not
+ * fit it), every job holds its allotment and the cache it was allotted.
+ */
+static void plan(lend_ctx_t *c, const cpu_set_t *node)
+{
+	const syn__agent_t *a = c->a;
+	syn_node_job_t *nj = NULL;
+	syn_policy_error_t perr;
+	syn_node_stats_t st;
+	syn_shape_t shape = a->shape;
+	uint64_t mem_sum = 0;
+	int i, gpus = 0;
+
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+
+		e->job.want = CPU_COUNT(&e->job.allotted);
+		e->cache_to = e->synergy ? allotted_cache(c, e) : 0;
+		mem_sum += e->mem_mb;
+		if (e->synergy)
+			gpus += (int)e->rec.gpus;
+	}
+	if (!a->lend || c->n == 0)
+		return;
+	shape.cpus = CPU_COUNT(node);
+	/* Unknown GPUs or memory: plan cores alone, over a memory pool of 0. */
+	if (shape.gpus < gpus || shape.gpus < 1)
+		shape.gpus = gpus > 0 ? gpus : 1;
+	if (!a->cache_dir || shape.mem_mb < mem_sum)
+		shape.mem_mb = mem_sum;
+	nj = calloc((size_t)c->n, sizeof(*nj));
+	if (!nj) {
+		say(c, 1, "synergy: lend: out of memory");
+		return;
+	}
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+
+		nj[i].id = e->job.jobid;
+		nj[i].synergy = e->synergy;
+		nj[i].gpus = e->synergy ? (int)e->rec.gpus : 0;
+		nj[i].cores = CPU_COUNT(&e->job.allotted);
+		nj[i].mem_mb = e->mem_mb;
+		nj[i].profile = e->synergy ? &e->profile : NULL;
+	}
+	if (syn_node_tune(&shape, nj, c->n, 0, &st, &perr) < 0) {
+		say(c, 1, "synergy: lend: no plan for node %s: %s; every job keeps its allotment",
+		    c->node, perr.text);
+		goto out;
+	}
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+
+		if (!e->synergy)
+			continue;
+		e->job.want = nj[i].hold_cores;
+		if (a->cache_dir)
+			e->cache_to = nj[i].hold_cache_mb;
+	}
+out:
+	free(nj);
+}
+
+/*
+ * Something failed before the plan was applied: shrink every job back to
+ * what Slurm allotted it; a job without a record loses the newcomer's CPUs
+ * (those Slurm just gave to someone else). Cache grants are left: taking
+ * them back waits on loaders, and the memory of a newcomer is kept by its
+ * own cgroup limit. Jobs must have been collected.
+ */
+static void failsafe(lend_ctx_t *c, const cpu_set_t *newcomer, uint32_t newjob)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+
+		if (e->job.jobid == newjob)
+			continue;
+		if (!e->has_record && syn__cg_get_cpus(c->a->cg, e->job_rel, &e->job.held) < 0)
+			continue;
+		if (e->has_record) {
+			e->job.target = e->job.allotted;
+		} else {
+			e->job.target = e->job.held;
+			if (newcomer) {
+				cpu_set_t both;
+
+				CPU_AND(&both, &e->job.held, newcomer);
+				CPU_XOR(&e->job.target, &e->job.target, &both);
+			}
+		}
+		apply_narrow(c, e);
+	}
+	c->failed = 1;
+}
+
+static lend_ctx_t *ctx_new(const syn__agent_t *a)
+{
+	lend_ctx_t *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->e = calloc(LEND_MAX_JOBS, sizeof(*c->e));
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	c->a = a;
+	c->node = syn__cg_node(a->cg);
+	c->dfd = -1;
+	return c;
+}
+
+static void ctx_free(lend_ctx_t *c)
+{
+	if (!c)
+		return;
+	if (c->dfd >= 0)
+		close(c->dfd);
+	free(c->e);
+	free(c);
+}
+
+int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
+			uint32_t ended_jobid)
 {
 	lend_ctx_t *c;
 	syn__lend_job_t *jobs = NULL;
@@ -440,11 +683,11 @@ int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *
 	char err[300];
 	int lockfd = -1, i, rv = -1;
 
-	if (!cg || !state_dir || !node_rel || (start && !start->job_rel)) {
+	if (!a || !a->cg || !a->state_dir || !a->node_rel || (start && !start->job_rel)) {
 		errno = EINVAL;
 		return -1;
 	}
-	c = ctx_new(cg, state_dir, node_rel, log, arg);
+	c = ctx_new(a);
 	jobs = calloc(LEND_MAX_JOBS, sizeof(*jobs));
 	if (!c || !jobs) {
 		ctx_free(c);
@@ -453,20 +696,20 @@ int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *
 		return -1;
 	}
 	c->ended = ended_jobid;
-	if (start && syn__cg_get_cpus(cg, start->job_rel, &newcomer) == 0)
+	if (start && syn__cg_get_cpus(a->cg, start->job_rel, &newcomer) == 0)
 		nc = &newcomer;
-	c->dfd = syn__state_dir_open(state_dir, err, sizeof(err));
+	c->dfd = syn__state_dir_open(a->state_dir, err, sizeof(err));
 	if (c->dfd < 0) {
 		say(c, 1, "synergy: lend: %s", err);
 		goto failsafe;
 	}
 	lockfd = syn__node_lock(c->dfd, c->node, SYN__LEND_LOCK_MS);
 	if (lockfd < 0) {
-		say(c, 1, "synergy: lend: lock %s/%s.lock: %s", state_dir, c->node, strerror(errno));
+		say(c, 1, "synergy: lend: lock %s/%s.lock: %s", a->state_dir, c->node, strerror(errno));
 		goto failsafe;
 	}
-	if (syn__cg_get_cpus(cg, node_rel, &node) < 0) {
-		say(c, 1, "synergy: lend: cannot read the cpuset of %s", node_rel);
+	if (syn__cg_get_cpus(a->cg, a->node_rel, &node) < 0) {
+		say(c, 1, "synergy: lend: cannot read the cpuset of %s", a->node_rel);
 		goto failsafe;
 	}
 	if (ended_jobid)
@@ -487,9 +730,10 @@ int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *
 			}
 			r.has_allotted = 1;
 			r.allotted = newcomer;
+			r.alloc_mem_mb = start->alloc_mem_mb;
 			if (syn__jobrec_write(c->dfd, c->node, start->jobid, &r) < 0) {
 				say(c, 1, "synergy: lend job=%u: cannot write its record in %s: %s",
-				    (unsigned)start->jobid, state_dir, strerror(errno));
+				    (unsigned)start->jobid, a->state_dir, strerror(errno));
 				goto failsafe;
 			}
 		}
@@ -497,20 +741,33 @@ int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *
 	if (collect(c) < 0)
 		goto failsafe;
 	records_prune(c);
-	for (i = 0; i < c->n; i++)
-		jobs[i] = c->e[i].job;
-	if (syn__lend_plan(&node, jobs, c->n, min_gain) < 0)
-		goto failsafe;
+	plan(c, &node);
 	for (i = 0; i < c->n; i++) {
-		c->e[i].job.target = jobs[i].target;
-		c->e[i].job.gain = jobs[i].gain;
+		jobs[i].jobid = c->e[i].job.jobid;
+		jobs[i].allotted = c->e[i].job.allotted;
+		jobs[i].held = c->e[i].job.held;
+		jobs[i].want = c->e[i].has_limits ? c->e[i].job.want :
+						    CPU_COUNT(&c->e[i].job.allotted);
 	}
+	if (syn__lend_place(&node, jobs, c->n) < 0)
+		goto failsafe;
+	for (i = 0; i < c->n; i++)
+		c->e[i].job.target = jobs[i].target;
 	/* Take back first, everywhere, so that nobody runs below its share
-	 * while CPUs move; then lend. */
+	 * while resources move: cache (file, wait, limit), then CPUs; then
+	 * lend: CPUs, then cache (limit, file). */
+	if (a->cache_dir)
+		for (i = 0; i < c->n; i++)
+			if (c->e[i].synergy && c->e[i].cache_to < c->e[i].cache_now)
+				shrink_cache(c, &c->e[i]);
 	for (i = 0; i < c->n; i++)
 		apply_narrow(c, &c->e[i]);
 	for (i = 0; i < c->n; i++)
 		apply_widen(c, &c->e[i]);
+	if (a->cache_dir)
+		for (i = 0; i < c->n; i++)
+			if (c->e[i].synergy && c->e[i].cache_to > c->e[i].cache_now)
+				grow_cache(c, &c->e[i]);
 	rv = c->failed ? -1 : 0;
 	if (rv < 0)
 		errno = EIO;
@@ -518,11 +775,11 @@ int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *
 failsafe:
 	/* Without a list of jobs there is nothing to shrink; try to get one
 	 * even without the lock or the state directory. */
-	if (c->n == 0 && syn__cg_foreach_job(cg, node_rel, collect_cb, c) >= 0) {
+	if (c->n == 0 && syn__cg_foreach_job(a->cg, a->node_rel, collect_cb, c) >= 0) {
 		for (i = 0; i < c->n; i++) {
 			lend_entry_t *e = &c->e[i];
 
-			if (syn__cg_get_cpus(cg, e->job_rel, &e->job.held) < 0)
+			if (syn__cg_get_cpus(a->cg, e->job_rel, &e->job.held) < 0)
 				CPU_ZERO(&e->job.held);
 			e->job.allotted = e->job.held;
 			if (c->dfd >= 0 &&
@@ -538,25 +795,24 @@ failsafe:
 	rv = -1;
 out:
 	if (lockfd >= 0)
-		close(lockfd); /* releases the flock */
+		close(lockfd); /* releases the lock */
 	ctx_free(c);
 	free(jobs);
 	return rv;
 }
 
-int syn__lend_step_start(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-			 const char *job_rel, uint32_t jobid, syn__lend_log_f log, void *arg)
+int syn__lend_step_start(const syn__agent_t *a, const char *job_rel, uint32_t jobid)
 {
 	lend_ctx_t *c;
 	lend_entry_t *e;
 	char err[300];
 	int lockfd = -1, rv = -1;
 
-	if (!cg || !state_dir || !node_rel || !job_rel) {
+	if (!a || !a->cg || !a->state_dir || !job_rel) {
 		errno = EINVAL;
 		return -1;
 	}
-	c = ctx_new(cg, state_dir, node_rel, log, arg);
+	c = ctx_new(a);
 	if (!c) {
 		errno = ENOMEM;
 		return -1;
@@ -564,17 +820,17 @@ int syn__lend_step_start(const syn__cg_t *cg, const char *state_dir, const char 
 	e = &c->e[0];
 	e->job.jobid = jobid;
 	snprintf(e->job_rel, sizeof(e->job_rel), "%s", job_rel);
-	c->dfd = syn__state_dir_open(state_dir, err, sizeof(err));
+	c->dfd = syn__state_dir_open(a->state_dir, err, sizeof(err));
 	if (c->dfd < 0) {
 		say(c, 1, "synergy: lend: %s", err);
 		goto out;
 	}
 	lockfd = syn__node_lock(c->dfd, c->node, SYN__LEND_LOCK_MS);
 	if (lockfd < 0)
-		say(c, 1, "synergy: lend: lock %s/%s.lock: %s; giving CPUs back unlocked", state_dir,
-		    c->node, strerror(errno));
+		say(c, 1, "synergy: lend: lock %s/%s.lock: %s; giving CPUs back unlocked",
+		    a->state_dir, c->node, strerror(errno));
 	if (syn__jobrec_read(c->dfd, c->node, jobid, &e->rec, NULL, 0) < 0 ||
-	    !e->rec.has_allotted || syn__cg_get_cpus(cg, job_rel, &e->job.held) < 0) {
+	    !e->rec.has_allotted || syn__cg_get_cpus(a->cg, job_rel, &e->job.held) < 0) {
 		rv = c->failed ? -1 : 0; /* not recorded, or no job cgroup yet */
 		goto out;
 	}
@@ -589,6 +845,12 @@ out:
 		close(lockfd);
 	ctx_free(c);
 	return rv;
+}
+
+static void fmt(const cpu_set_t *s, char *buf, size_t len)
+{
+	if (syn__cpus_format(s, buf, len) < 0)
+		snprintf(buf, len, "?");
 }
 
 typedef struct status_ctx {
@@ -609,14 +871,16 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 	info->jobid = jobid;
 	snprintf(info->job_rel, sizeof(info->job_rel), "%s", job_rel);
 	CPU_ZERO(&held);
-	if (syn__cg_get_cpus(st->c->cg, job_rel, &held) == 0)
+	if (syn__cg_get_cpus(st->c->a->cg, job_rel, &held) == 0)
 		fmt(&held, info->held, sizeof(info->held));
-	if (syn__cg_job_limit_cpus(st->c->cg, job_rel, &lim) > 0)
+	if (syn__cg_job_limit_cpus(st->c->a->cg, job_rel, &lim) > 0)
 		fmt(&lim, info->limits, sizeof(info->limits));
 	if (st->c->dfd >= 0 &&
 	    syn__jobrec_read(st->c->dfd, st->c->node, jobid, &r, NULL, 0) == 0) {
 		info->borrow = r.synergy;
 		snprintf(info->key, sizeof(info->key), "%s", r.key);
+		info->alloc_mem_mb = r.alloc_mem_mb;
+		info->cache_mb = r.has_hold ? r.hold_cache_mb : r.cache_mb;
 		if (r.has_allotted) {
 			info->recorded = 1;
 			fmt(&r.allotted, info->allotted, sizeof(info->allotted));
@@ -628,23 +892,22 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 	return st->fn(info, st->arg);
 }
 
-int syn__lend_status(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-		     char *node_cpus, size_t len,
+int syn__lend_status(const syn__agent_t *a, char *node_cpus, size_t len,
 		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg)
 {
 	status_ctx_t st;
 	cpu_set_t set;
 	int n;
 
-	if (!cg || !state_dir || !node_rel || !node_cpus || !len || !fn) {
+	if (!a || !a->cg || !a->state_dir || !a->node_rel || !node_cpus || !len || !fn) {
 		errno = EINVAL;
 		return -1;
 	}
 	memset(&st, 0, sizeof(st));
-	if (syn__cg_get_cpus(cg, node_rel, &set) < 0)
+	if (syn__cg_get_cpus(a->cg, a->node_rel, &set) < 0)
 		return -1;
 	fmt(&set, node_cpus, len);
-	st.c = ctx_new(cg, state_dir, node_rel, NULL, NULL);
+	st.c = ctx_new(a);
 	st.info = malloc(sizeof(*st.info));
 	if (!st.c || !st.info) {
 		ctx_free(st.c);
@@ -654,8 +917,8 @@ int syn__lend_status(const syn__cg_t *cg, const char *state_dir, const char *nod
 	}
 	st.fn = fn;
 	st.arg = arg;
-	st.c->dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	n = syn__cg_foreach_job(cg, node_rel, status_cb, &st);
+	st.c->dfd = open(a->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	n = syn__cg_foreach_job(a->cg, a->node_rel, status_cb, &st);
 	ctx_free(st.c);
 	free(st.info);
 	return n;

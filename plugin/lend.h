@@ -1,24 +1,32 @@
 /*
- * lend.h: idle-core lending on one node.
+ * lend.h: the node agent: idle cores and cache memory lent to the Synergy
+ * jobs running on one node, taken back before a newcomer's tasks run.
  *
- * A CPU that Slurm allotted to no running job is idle. When the admin sets
- * LendIdleCores=yes, the SPANK plugin lends each idle CPU to the Synergy job
- * on the node whose profile predicts the largest gain from one more core
- * (at least the minimum gain, else the CPU stays idle), by widening the
- * job's cpuset cgroup and its synergy child. The moment Slurm allots a lent
- * CPU to a newly starting job, the plugin takes it back before the
- * newcomer's tasks run, so no job ever runs below the share Slurm gave it.
+ * In Slurm's accounting a Synergy job never holds more than its GPU share
+ * (job_submit, syn_size_job), so every arriving job finds its share free.
+ * What lies above the share reaches a job only as a reclaimable grant on
+ * its node: at every job start and end (and every step start, since Slurm
+ * resets a job's cpuset then) the agent plans, with the policy's node-level
+ * TUNE (syn_node_tune, synergy_policy.h: one policy for the simulator and
+ * the cluster), the cores and cache each Synergy job there should hold
+ * now: its allotment, plus grants out of what no job was allotted. It then
+ * applies the plan, shrinking before growing:
+ *   1. cache grants that go down: the job's grant file (SYNERGY_CACHE_GRANT)
+ *      is rewritten, the agent waits for the loader to release the memory
+ *      (its files in the job's cache directory), then lowers the memory
+ *      limit of the job's cgroups to its allotment plus the new grant;
+ *   2. CPUs taken back (limit cgroups first, then the job cgroup);
+ *   3. CPUs lent (the job cgroup, then its limit cgroups; threads re-pinned);
+ *   4. cache grants that go up: memory limit raised first, then the file.
+ * So a newcomer's CPUs and memory are free before its first task runs.
  *
- * Two layers: syn__lend_plan() is the decision, a pure function of the
- * node's CPUs and each job's allotted/held CPUs and profile (unit-tested);
- * syn__lend_rebalance() reads the node's state (per-job records kept in a
- * root-only state directory, the cgroup tree), runs the plan under a
- * node-wide flock and applies it through cgroup.h. Nothing here calls
- * Slurm; messages are handed to a caller-supplied log function.
- *
- * CPUs are lent one logical CPU at a time (on SMT nodes, one hardware
- * thread): with CR_Core Slurm allots whole cores, so the idle set is whole
- * cores anyway, and the loader counts the CPUs of its cpuset as its cores.
+ * Which CPUs a job holds is syn__lend_place(), a pure function: the plan
+ * gives counts; a job keeps the idle CPUs it already holds (no churn), the
+ * rest come from the lowest-numbered idle CPUs. Everything else here reads
+ * and writes the node: per-job records and profile copies in StateDir
+ * (jobrec.h), the cgroup tree (cgroup.h), the grant files in CacheDir, all
+ * under the node's lock. Nothing here calls Slurm; messages go to a
+ * caller-supplied log function.
  */
 #ifndef SYN_PLUGIN_LEND_H
 #define SYN_PLUGIN_LEND_H
@@ -28,80 +36,108 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "synergy_profile.h"
+#include "synergy_policy.h"
 #include "cgroup.h"
 #include "util.h"
 
-/* Default minimum predicted gain of one more core (2%). */
-#define SYN__LEND_MIN_GAIN 0.02
-
-/* One running job on the node, as the plan sees it. */
+/* One running job, as syn__lend_place() sees it. */
 typedef struct syn__lend_job {
 	uint32_t jobid;
 	cpu_set_t allotted;           /* CPUs Slurm allotted on this node */
 	cpu_set_t held;               /* CPUs its job cgroup holds now */
-	int gpus;                     /* GPUs on this node (profile is per GPU); <1 counts as 1 */
-	double cache_gb;              /* its cache grant on this node, GB */
-	const syn_profile_t *profile; /* NULL: never borrows (no profile, --synergy=off) */
+	int want;                     /* CPUs it should hold (the plan) */
 	cpu_set_t target;             /* output: the CPUs it should hold */
-	double gain;                  /* output: predicted gain of its last lent CPU (0: none) */
 } syn__lend_job_t;
 
 /*
- * Decide which CPUs each job should hold. node is the set of CPUs of the
- * node (its top cgroup's cpuset). Every job's target contains all of its
- * allotted CPUs; the idle CPUs (node minus the union of all allotted sets)
- * are lent, each to at most one job with a profile. A job keeps the idle
- * CPUs it already holds (no churn between borrowers); the rest go one at a
- * time to the job whose profile gains most from one more core per GPU,
- * ties to the lowest job id, as long as that gain is at least min_gain.
- * Returns the number of CPUs lent in the plan, or -1 with errno EINVAL.
+ * Choose the CPUs each job should hold. node is the node's CPUs. Every
+ * target holds all of the job's allotted CPUs; a job that wants more gets
+ * idle CPUs (node minus every allotment), each to one job: first the idle
+ * CPUs it already holds (lowest job id first should two claim one), then
+ * the lowest-numbered ones left, in job array order. A job never gets
+ * more than it wants, nor more than there is. Returns the number of CPUs
+ * lent, or -1 with errno EINVAL.
  */
-int syn__lend_plan(const cpu_set_t *node, syn__lend_job_t *jobs, int n, double min_gain);
+int syn__lend_place(const cpu_set_t *node, syn__lend_job_t *jobs, int n);
 
-/* Where syn__lend_rebalance() reports each action and each failure. */
+/* Where the agent reports each action and each failure. */
 typedef void (*syn__lend_log_f)(int is_error, const char *msg, void *arg);
+
+/* The node and what the agent may do there. */
+typedef struct syn__agent {
+	const syn__cg_t *cg;
+	const char *state_dir;        /* StateDir: records, profile copies, lock */
+	const char *node_rel;         /* the node's cgroup */
+	const char *cache_dir;        /* CacheDir: grant files and job cache dirs;
+					 NULL: cores only, no cache grants */
+	syn_shape_t shape;            /* the node's GPUs and memory (0: unknown: no
+					 cache grants) and a job's process memory and
+					 cache bound; its CPUs are the node cgroup's */
+	int lend;                     /* LendIdleCores: grant anything at all */
+	syn__lend_log_f log;
+	void *arg;
+} syn__agent_t;
+
+/*
+ * Fill a for the node of cg from Synergy's configuration: StateDir,
+ * CacheDir, LendIdleCores, ProcessMemMB, MaxCacheMB, and the node's GPUs
+ * and memory from NodeGPUs/NodeMemMB, else from slurm_conf's line for the
+ * node (NULL: $SLURM_CONF, else /etc/slurm/slurm.conf). node_rel (len
+ * bytes) receives the node's cgroup path, which a points to. Returns 0 (a
+ * shape slurm.conf did not give is left 0 and note says so), or -1 with
+ * errno ENOENT when the node has no cgroup yet (note says where).
+ */
+struct syn__conf;
+int syn__agent_init(syn__agent_t *a, const struct syn__conf *conf, const syn__cg_t *cg,
+		    const char *slurm_conf, char *node_rel, size_t len, char *note, size_t notelen);
 
 /* A job starting on the node (its first step). */
 typedef struct syn__lend_start {
 	uint32_t jobid;
 	const char *job_rel;          /* its job cgroup (cgroup.h) */
+	uint64_t alloc_mem_mb;        /* memory Slurm allotted it on the node */
 } syn__lend_start_t;
 
-/* How long a lending action waits for the node's lock before it gives up
- * (and, for a starting job, takes its CPUs back from borrowers unlocked). */
+/* How long an action waits for the node's lock before it gives up (and,
+ * for a starting job, takes back from others unlocked what is its). */
 #define SYN__LEND_LOCK_MS 5000
+/* How long a cache shrink waits for the loader to release the memory
+ * (its promise is 200 ms) before the memory limit goes down regardless. */
+#define SYN__GRANT_WAIT_MS 1000
 
 /*
- * Event-driven rebalancing of the node whose cgroup is node_rel, under the
- * node's lock in state_dir (jobrec.h). start: a job starting (its allotted
- * CPUs recorded on its first call and taken back from every borrower
- * first) or NULL. ended_jobid: a job that is ending (its record dropped,
- * its CPUs treated as free, its cgroups left alone) or 0. Which jobs may
- * borrow, and their profiles, come from their records (written from what
- * job_submit decided) and profile copies in state_dir: nothing is read
- * from the profile store here. Every action and failure goes to log.
- * Fail-safe: when anything fails before the plan is applied (a record
- * cannot be written, the jobs cannot be listed, the lock times out), every
- * job is shrunk back to what Slurm allotted it (and, for a job with no
- * record, stripped of the newcomer's CPUs) before returning -1, so that a
- * newcomer never starts on CPUs another job still holds.
- * Returns 0, or -1 with errno after a failure.
+ * Plan and apply the node as described above. start: a job starting
+ * (recorded on its first call with its allotted CPUs and memory, and what
+ * others were lent of them taken back first) or NULL. ended_jobid: a job
+ * that is ending (its record dropped, its resources treated as free, its
+ * cgroups left alone) or 0. With a->lend 0 every job is brought back to its
+ * allotment. Which jobs may be granted anything, and their profiles, come
+ * from their records and profile copies in StateDir: nothing is read from
+ * the profile store here. Fail-safe: when anything fails before the plan is
+ * applied (a record cannot be written, the jobs cannot be listed, the lock
+ * times out), every job is shrunk back to what Slurm allotted it (a job
+ * with no record loses what a recorded job was allotted) before the call
+ * returns -1. Returns 0, or -1 with errno after a failure (logged).
  */
-int syn__lend_rebalance(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-			const syn__lend_start_t *start, uint32_t ended_jobid,
-			double min_gain, syn__lend_log_f log, void *arg);
+int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
+			uint32_t ended_jobid);
 
 /*
- * A later step of job jobid (cgroup job_rel on node node_rel) is about to
- * start: Slurm is going to set the job cgroup's cpuset back to the job's
- * allocation, which v1 refuses while the synergy child holds lent CPUs, and
- * the step would fail. So give the lent CPUs back first; the step's
- * syn__lend_rebalance() lends again. Does nothing for a job without a
- * record of its allotted CPUs. Returns 0, or -1 with errno (also logged).
+ * A later step of job jobid (cgroup job_rel) is about to start: Slurm is
+ * going to set the job cgroup's cpuset back to the job's allocation, which
+ * v1 refuses while a child holds lent CPUs, and the step would fail. So
+ * give the lent CPUs back first; the step's rebalance lends again. Does
+ * nothing for a job without a record. Returns 0, or -1 with errno.
  */
-int syn__lend_step_start(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-			 const char *job_rel, uint32_t jobid, syn__lend_log_f log, void *arg);
+int syn__lend_step_start(const syn__agent_t *a, const char *job_rel, uint32_t jobid);
+
+/* The grant file of job jobid in cache_dir ("<cache_dir>/job_<id>.grant"),
+ * which the loader reads (SYNERGY_CACHE_GRANT). 0 or -1 (ENAMETOOLONG). */
+int syn__grant_path(const char *cache_dir, uint32_t jobid, char *buf, size_t len);
+
+/* Write a job's grant file atomically (root's, 0644, in CacheDir, which
+ * must be root's). 0, or -1 with errno. */
+int syn__grant_write(const char *cache_dir, uint32_t jobid, uint64_t bytes);
 
 /* Room for any CPU list of a cpu_set_t ("0,2,4,...", 6 bytes a CPU). */
 #define SYN__CPULIST_MAX (CPU_SETSIZE * 6 + 1)
@@ -111,23 +147,24 @@ typedef struct syn__lend_info {
 	uint32_t jobid;
 	char job_rel[512];
 	int recorded;                 /* a record of its allotted CPUs exists */
-	int borrow;                   /* a Synergy job (may borrow) */
+	int borrow;                   /* a Synergy job (may be granted more) */
 	char key[SYN__KEY_MAX + 1];
 	char allotted[SYN__CPULIST_MAX]; /* "" when not recorded */
 	char held[SYN__CPULIST_MAX];  /* its job cgroup's CPUs now */
 	char limits[SYN__CPULIST_MAX]; /* its limit cgroups' CPUs ("" if none) */
 	char lent[SYN__CPULIST_MAX];  /* held minus allotted ("" if none) */
+	uint64_t alloc_mem_mb;        /* its memory in Slurm's accounting (0: unknown) */
+	uint64_t cache_mb;            /* its cache grant now (0: none) */
 } syn__lend_info_t;
 
 /*
- * Read-only view of the node whose cgroup is node_rel: writes the node's
- * CPUs to node_cpus and calls fn(info, arg) for every job cgroup (stops
- * when fn returns non-zero). Takes no lock and changes nothing; a missing
- * state_dir means no job is recorded. Returns the number of jobs, or -1
- * with errno when the node's cgroup cannot be read.
+ * Read-only view of the node: writes the node's CPUs to node_cpus and calls
+ * fn(info, arg) for every job cgroup (stops when fn returns non-zero).
+ * Takes no lock and changes nothing; a missing StateDir means no job is
+ * recorded. Returns the number of jobs, or -1 with errno when the node's
+ * cgroup cannot be read.
  */
-int syn__lend_status(const syn__cg_t *cg, const char *state_dir, const char *node_rel,
-		     char *node_cpus, size_t len,
+int syn__lend_status(const syn__agent_t *a, char *node_cpus, size_t len,
 		     int (*fn)(const syn__lend_info_t *info, void *arg), void *arg);
 
 #endif

@@ -63,6 +63,14 @@ int syn__job_epilog(spank_t sp);
 const char *syn__node_name(void);
 syn__cg_t *syn__node_cgroup(void);
 
+struct syn__agent;
+/*
+ * The node agent (lend.h) for this node: its cgroup, StateDir, CacheDir,
+ * and its shape (GPUs and memory from NodeGPUs/NodeMemMB, else from
+ * slurm.conf's line for the node). NULL (logged) without a usable cgroup.
+ */
+const struct syn__agent *syn__node_agent(void);
+
 /* The per-job cache directory name under CacheDir ("job_<id>"). */
 #define SYN__CACHE_JOB_FMT "job_%u"
 

@@ -296,7 +296,7 @@ out:
 
 int syn__job_epilog(spank_t sp)
 {
-	char job_rel[SYN__PATH_MAX * 2], node_rel[SYN__PATH_MAX * 2], err[300];
+	char job_rel[SYN__PATH_MAX * 2], err[300], grant[SYN__PATH_MAX + 32];
 	const char *node;
 	syn__cg_t *cg;
 	uint32_t jobid;
@@ -310,14 +310,13 @@ int syn__job_epilog(spank_t sp)
 	if (cg && syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0) {
 		if (syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
 			slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
-		if (conf.enabled && conf.lend_idle &&
-		    syn__cg_node_of_job(cg, job_rel, node_rel, sizeof(node_rel)) == 0) {
-			/* Also drops the job's record. */
-			syn__lend_rebalance(cg, conf.state_dir, node_rel, NULL, jobid,
-					    SYN__LEND_MIN_GAIN, syn__spank_log, NULL);
-		}
+		/* Also drops the job's record. */
+		if (conf.enabled && conf.lend_idle && syn__node_agent())
+			syn__lend_rebalance(syn__node_agent(), NULL, jobid);
 	}
 	syn__cache_dir_remove(jobid);
+	if (syn__grant_path(conf.cache_dir, jobid, grant, sizeof(grant)) == 0)
+		unlink(grant);
 	/* The record goes, lending on or off: a stale record must not describe
 	 * a later job that reuses the id. */
 	node = syn__node_name();

@@ -88,7 +88,7 @@ static uint64_t cache_mb(spank_t sp)
 
 int syn__remote_init_post_opt(spank_t sp)
 {
-	char err[300], node_rel[SYN__PATH_MAX * 2];
+	char err[300];
 	syn__cg_t *cg;
 	uid_t uid;
 	int dfd;
@@ -123,11 +123,9 @@ int syn__remote_init_post_opt(spank_t sp)
 	}
 	/* A job that borrows gives back before Slurm sets up this step: also
 	 * with lending turned off since it borrowed. */
-	if (st.rec.has_allotted &&
-	    syn__cg_job_path(cg, st.jobid, uid, st.lend_rel, sizeof(st.lend_rel)) == 0 &&
-	    syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) == 0)
-		syn__lend_step_start(cg, conf.state_dir, node_rel, st.lend_rel, st.jobid,
-				     syn__spank_log, NULL);
+	if (st.rec.has_allotted && syn__node_agent() &&
+	    syn__cg_job_path(cg, st.jobid, uid, st.lend_rel, sizeof(st.lend_rel)) == 0)
+		syn__lend_step_start(syn__node_agent(), st.lend_rel, st.jobid);
 	st.lend_rel[0] = '\0';
 	return 0;
 }
@@ -167,9 +165,10 @@ static void enter(spank_t sp, syn__cg_t *cg, pid_t pid)
 int syn__remote_task_post_fork(spank_t sp)
 {
 	static int lend_done;
-	char node_rel[SYN__PATH_MAX * 2];
 	syn__lend_start_t start;
+	const syn__agent_t *agent;
 	syn__cg_t *cg;
+	uint64_t mem_mb = 0;
 	pid_t pid;
 
 	if (!syn__spank_conf_ok || !conf.enabled ||
@@ -191,14 +190,15 @@ int syn__remote_task_post_fork(spank_t sp)
 		st.lend_rel[0] = '\0';
 		return 0;
 	}
-	if (syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) < 0) {
-		slurm_error("synergy: lend: no node cgroup above %s", st.lend_rel);
+	agent = syn__node_agent();
+	if (!agent)
 		return 0;
-	}
+	if (spank_get_item(sp, S_JOB_ALLOC_MEM, &mem_mb) != ESPANK_SUCCESS)
+		mem_mb = 0;
 	start.jobid = st.jobid;
 	start.job_rel = st.lend_rel;
-	syn__lend_rebalance(cg, conf.state_dir, node_rel, &start, 0, SYN__LEND_MIN_GAIN,
-			    syn__spank_log, NULL);
+	start.alloc_mem_mb = mem_mb;
+	syn__lend_rebalance(agent, &start, 0);
 	return 0;
 }
 
@@ -229,6 +229,9 @@ int syn__remote_task_init(spank_t sp)
 	spank_setenv(sp, SYNERGY_ENV_CACHE_DIR, buf, 1);
 	snprintf(val, sizeof(val), SYN__CACHE_JOB_FMT, (unsigned)st.jobid);
 	spank_setenv(sp, SYNERGY_ENV_CACHE_NAME, val, 1);
+	/* The live cache grant the node agent moves (lend.h). */
+	if (lend_enabled() && syn__grant_path(conf.cache_dir, st.jobid, buf, sizeof(buf)) == 0)
+		spank_setenv(sp, SYNERGY_ENV_CACHE_GRANT, buf, 1);
 	spank_setenv(sp, SYNERGY_ENV_ACTIVE, "1", 1);
 	return 0;
 }
@@ -269,19 +272,15 @@ int syn__remote_task_exit(spank_t sp)
 
 int syn__remote_exit(spank_t sp)
 {
-	char node_rel[SYN__PATH_MAX * 2];
-	syn__cg_t *cg;
 	uint32_t stepid;
 
 	if (st.active && st.job_rel[0])
 		cleanup(sp, "step exit");
-	/* The batch step ending is the job ending: its CPUs are free now, not
-	 * only once the epilog runs. */
-	if (lend_enabled() && st.lend_rel[0] && (cg = syn__node_cgroup()) &&
+	/* The batch step ending is the job ending: its CPUs and memory are
+	 * free now, not only once the epilog runs. */
+	if (lend_enabled() && st.lend_rel[0] && syn__node_agent() &&
 	    spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
-	    stepid == SLURM_BATCH_SCRIPT &&
-	    syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) == 0)
-		syn__lend_rebalance(cg, conf.state_dir, node_rel, NULL, st.jobid,
-				    SYN__LEND_MIN_GAIN, syn__spank_log, NULL);
+	    stepid == SLURM_BATCH_SCRIPT)
+		syn__lend_rebalance(syn__node_agent(), NULL, st.jobid);
 	return 0;
 }

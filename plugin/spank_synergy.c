@@ -20,6 +20,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "lend.h"
 #include "spank_int.h"
 
 SPANK_PLUGIN(synergy, 1);
@@ -208,4 +209,31 @@ syn__cg_t *syn__node_cgroup(void)
 	if (!cg)
 		slurm_error("synergy: %s; jobs on node %s run GPU-proportional", err, node);
 	return cg;
+}
+
+const struct syn__agent *syn__node_agent(void)
+{
+	static syn__agent_t agent;
+	static char node_rel[SYN__PATH_MAX * 2];
+	static int tried, ok;
+	char note[400];
+	syn__cg_t *cg;
+
+	if (tried)
+		return ok ? &agent : NULL;
+	tried = 1;
+	cg = syn__node_cgroup();
+	if (!cg)
+		return NULL;
+	if (syn__agent_init(&agent, &syn__spank_conf, cg, NULL, node_rel, sizeof(node_rel), note,
+			    sizeof(note)) < 0) {
+		slurm_error("synergy: %s; nothing is lent", note);
+		return NULL;
+	}
+	if (note[0] && agent.lend)
+		slurm_info("synergy: %s", note);
+	agent.lend = agent.lend && syn__spank_conf_ok;
+	agent.log = syn__spank_log;
+	ok = 1;
+	return &agent;
 }

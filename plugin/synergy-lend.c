@@ -62,9 +62,13 @@ typedef struct status_arg {
 static int print_job(const syn__lend_info_t *i, void *arg)
 {
 	(void)arg;
-	printf("  %-10u %-12s %-12s %-12s %-12s %s\n", (unsigned)i->jobid,
+	char cache[24] = "-";
+
+	if (i->borrow)
+		snprintf(cache, sizeof(cache), "%lluM", (unsigned long long)i->cache_mb);
+	printf("  %-10u %-12s %-12s %-12s %-12s %-9s %s\n", (unsigned)i->jobid,
 	       i->recorded ? i->allotted : "-", i->held[0] ? i->held : "-",
-	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-",
+	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-", cache,
 	       i->borrow ? i->key : i->recorded ? "(does not borrow)" : "(not recorded)");
 	return 0;
 }
@@ -72,7 +76,8 @@ static int print_job(const syn__lend_info_t *i, void *arg)
 static int print_node(const char *node_rel, const char *name, void *arg)
 {
 	status_arg_t *a = arg;
-	char cpus[SYN__CPULIST_MAX], err[300], *text;
+	char cpus[SYN__CPULIST_MAX], err[300], rel[SYN__PATH_MAX * 2], *text;
+	syn__agent_t agent;
 	syn__cg_t *cg;
 
 	/* Records are per NodeName: open the layer as that node. */
@@ -82,13 +87,17 @@ static int print_node(const char *node_rel, const char *name, void *arg)
 		a->failed = 1;
 		return 0;
 	}
+	memset(&agent, 0, sizeof(agent));
+	agent.cg = cg;
+	agent.state_dir = a->conf->state_dir;
+	snprintf(rel, sizeof(rel), "%s", node_rel);
+	agent.node_rel = rel;
 	text = syn__cg_get_cpus_text(cg, node_rel);
 	printf("node %s: cpus %s (cgroup %s)\n", name, text ? text : "?", node_rel);
 	free(text);
-	printf("  %-10s %-12s %-12s %-12s %-12s %s\n", "JOB", "ALLOTTED", "HOLDS", "LIMITS",
-	       "LENT", "PROFILE");
-	if (syn__lend_status(cg, a->conf->state_dir, node_rel, cpus, sizeof(cpus), print_job,
-			     NULL) < 0) {
+	printf("  %-10s %-12s %-12s %-12s %-12s %-9s %s\n", "JOB", "ALLOTTED", "HOLDS", "LIMITS",
+	       "LENT", "CACHE", "PROFILE");
+	if (syn__lend_status(&agent, cpus, sizeof(cpus), print_job, NULL) < 0) {
 		printf("  unreadable: %s\n", strerror(errno));
 		a->failed = 1;
 	}

@@ -87,6 +87,7 @@ int main(int argc, char **argv)
 	double *wall, *cpu, *back;
 	char err[300], node_rel[512];
 	syn__conf_t conf;
+	syn__agent_t agent;
 	syn__cg_t *cg;
 	find_t f;
 
@@ -112,10 +113,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lend-bench: %s\n", err);
 		return 1;
 	}
-	if (syn__cg_node_path(cg, node_rel, sizeof(node_rel)) < 0) {
-		fprintf(stderr, "lend-bench: node %s has no cgroup here\n", argv[2]);
+	if (syn__agent_init(&agent, &conf, cg, NULL, node_rel, sizeof(node_rel), err,
+			    sizeof(err)) < 0) {
+		fprintf(stderr, "lend-bench: %s\n", err);
 		return 1;
 	}
+	agent.log = logf_;
+	agent.arg = &errors;
 	memset(&f, 0, sizeof(f));
 	f.jobid = (uint32_t)jobid;
 	if (flip && (syn__cg_foreach_job(cg, node_rel, find_job, &f) < 0 || !f.rel[0])) {
@@ -133,14 +137,12 @@ int main(int argc, char **argv)
 
 		if (flip) {
 			w0 = now_us();
-			syn__lend_step_start(cg, conf.state_dir, node_rel, f.rel, (uint32_t)jobid,
-					     logf_, &errors);
+			syn__lend_step_start(&agent, f.rel, (uint32_t)jobid);
 			back[i] = now_us() - w0;
 		}
 		w0 = now_us();
 		c0 = cpu_us();
-		syn__lend_rebalance(cg, conf.state_dir, node_rel, NULL, 0, SYN__LEND_MIN_GAIN, logf_,
-				    &errors);
+		syn__lend_rebalance(&agent, NULL, 0);
 		wall[i] = now_us() - w0;
 		cpu[i] = cpu_us() - c0;
 	}

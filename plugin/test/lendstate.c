@@ -87,6 +87,7 @@ int main(void)
 	char err[300], mnt[512];
 	syn__cg_opts_t o;
 	syn__cg_t *cg;
+	syn__agent_t agent;
 	syn__lend_start_t st;
 	int dfd, rv;
 
@@ -110,6 +111,16 @@ int main(void)
 	cg = syn__cg_open(&o, err, sizeof(err));
 	if (!cg)
 		bail_out(err);
+	/* Cores only here (no CacheDir): cache grants are tested on a node. */
+	memset(&agent, 0, sizeof(agent));
+	agent.cg = cg;
+	agent.state_dir = state;
+	agent.node_rel = "slurm_n1";
+	agent.lend = 1;
+	agent.shape.gpus = 4;
+	agent.shape.mem_mb = 8192;
+	agent.shape.process_mem_mb = 512;
+	agent.log = logf_;
 
 	/* Job 1 (Synergy, allotted 0-1) borrows 2-3; job 2 starts on 2. */
 	job("1", "0-3", 1);
@@ -118,11 +129,11 @@ int main(void)
 	st.jobid = 2;
 	st.job_rel = "slurm_n1/uid_0/job_2";
 	errors = 0;
-	rv = syn__lend_rebalance(cg, state, "slurm_n1", &st, 0, SYN__LEND_MIN_GAIN, logf_, NULL);
+	rv = syn__lend_rebalance(&agent, &st, 0);
 	/* Job 1 has no profile copy: it does not borrow again (one error). */
 	ok(rv == -1 && strstr(allmsg, "lend job=1: profile copy") &&
 	   !strstr(allmsg, "lend job=1 borrows"),
-	   "a borrower without a profile copy is reported and does not borrow");
+	   "a borrower without a profile copy is reported and granted nothing");
 	is_str(held("1", 1), "0-1", "the newcomer's CPU was taken back from the child");
 	is_str(held("1", 0), "0-1", "and from the job cgroup");
 	is_str(held("2", 0), "2", "the newcomer keeps what Slurm gave it");
@@ -143,7 +154,7 @@ int main(void)
 	st.jobid = 3;
 	st.job_rel = "slurm_n1/uid_0/job_3";
 	errors = 0;
-	rv = syn__lend_rebalance(cg, state, "slurm_n1", &st, 0, SYN__LEND_MIN_GAIN, logf_, NULL);
+	rv = syn__lend_rebalance(&agent, &st, 0);
 	ok(rv == -1 && errors > 0, "a record that cannot be written fails the call");
 	is_str(held("1", 1), "0-1", "fail-safe: the borrower was shrunk to its allotment first");
 	is_str(held("1", 0), "0-1", "job cgroup too");
@@ -154,7 +165,7 @@ int main(void)
 	job("4", "0-4", 0);
 	st.jobid = 3;
 	errors = 0;
-	syn__lend_rebalance(cg, state, "slurm_n1", &st, 0, SYN__LEND_MIN_GAIN, logf_, NULL);
+	syn__lend_rebalance(&agent, &st, 0);
 	is_str(held("4", 0), "4", "an unrecorded cgroup keeps only what no recorded job owns");
 
 	/* The lock has a deadline: a holder that hangs does not stall a start,
@@ -166,8 +177,7 @@ int main(void)
 		put("mnt/cpuset/slurm_n1/uid_0/job_1/synergy/cpuset.cpus", "0-1,3");
 		errors = 0;
 		diag("waiting for the lock deadline (%d ms)", SYN__LEND_LOCK_MS);
-		rv = syn__lend_rebalance(cg, state, "slurm_n1", &st, 0, SYN__LEND_MIN_GAIN, logf_,
-					 NULL);
+		rv = syn__lend_rebalance(&agent, &st, 0);
 		ok(rv == -1 && strstr(lastmsg, "lend job=1 returns") != NULL &&
 		   strcmp(held("1", 0), "0-1") == 0,
 		   "lock timed out: the newcomer's CPU was still taken back (%s)", lastmsg);
