@@ -156,16 +156,27 @@ bad:
 	return -1;
 }
 
-/* Count the cores this process may run on. */
+/* Count the cores this process may run on. A node with more possible CPUs
+ * than a cpu_set_t holds refuses the fixed-size mask (EINVAL), so the
+ * mask grows until the kernel takes it. */
 static int affinity_cores(void)
 {
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) < 0)
-		return 1;
-	n = CPU_COUNT(&set);
-	return n > 0 ? n : 1;
+	for (size_t ncpus = CPU_SETSIZE; ncpus <= (1u << 20); ncpus *= 2) {
+		size_t size = CPU_ALLOC_SIZE(ncpus);
+		cpu_set_t *set = CPU_ALLOC(ncpus);
+		int n;
+		if (!set)
+			return 1;
+		if (sched_getaffinity(0, size, set) == 0) {
+			n = CPU_COUNT_S(size, set);
+			CPU_FREE(set);
+			return n < 1 ? 1 : n > COORDL__MAX_THREADS ? COORDL__MAX_THREADS : n;
+		}
+		CPU_FREE(set);
+		if (errno != EINVAL)
+			break;
+	}
+	return 1;
 }
 
 /* A "0"/"1" flag variable. */

@@ -706,9 +706,9 @@ static int set_threads_locked(coordl_loader_t *ld, int threads, coordl_error_t *
  * worker per CPU. A thread that cannot be pinned keeps its old affinity
  * (the count still follows); a failed spawn keeps the old count. Neither
  * is retried before the set changes again. */
-static void follow_cpuset(coordl_loader_t *ld, const cpu_set_t *set)
+static void follow_cpuset(coordl_loader_t *ld, const coordl__cpus_t *set)
 {
-	int n = CPU_COUNT(set);
+	int n = coordl__cpus_count(set);
 
 	pthread_mutex_lock(&ld->mu);
 	if (!__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED)) {
@@ -723,13 +723,15 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 	struct slot *s;
 	double t;
 	int rv = -1;
-	cpu_set_t cpus;
+	coordl__cpus_t cpus = { NULL, 0 };
 
 	if (!ld || !out)
 		return coordl__errprintf(err, EINVAL, "coordl_next: NULL argument");
 	if (ld->follow && !__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED) &&
-	    coordl__follow_check(ld->follow, &cpus) == 1)
+	    coordl__follow_check(ld->follow, &cpus) == 1) {
 		follow_cpuset(ld, &cpus);
+		coordl__cpus_free(&cpus);
+	}
 	if (ld->prof)
 		coordl__profmode_enter(ld->prof, ld);
 	pthread_mutex_lock(&ld->mu);
