@@ -20,17 +20,62 @@
 /* Worker threads to run: a decimal integer, 1..1024. */
 #define SYNERGY_ENV_THREADS "SYNERGY_THREADS"
 
-/* Loader cache grant in bytes: a decimal integer >= 0, optional suffix
- * K, M, G, T (powers of 1024). 0 disables the cache. */
+/*
+ * The job's cache grant on this node, in bytes, at the time the task
+ * started: a decimal integer >= 0, optional suffix K, M, G, T (powers of
+ * 1024). 0: no cache.
+ *
+ * The grant is for the whole job on the node, not per loader or per task.
+ * It goes to the job's cache, which the first training-mode loader of a
+ * dataset creates (named SYNERGY_CACHE_NAME, in SYNERGY_CACHE_DIR); every
+ * task of the job on the node that opens a training loader on the same
+ * dataset attaches to that one cache (torchrun ranks share it). Loaders
+ * in other modes (evaluation, raw, synthetic) get no cache from the
+ * environment, and a training loader on another dataset, which finds the
+ * name taken, runs without a cache (libcoordl reports why); a program may
+ * say which loader is the training one (coordl_config_t.cache_use). So the
+ * job's cache memory on the node never exceeds the grant, whatever the
+ * number of loaders.
+ */
 #define SYNERGY_ENV_CACHE_BYTES "SYNERGY_CACHE_BYTES"
 
-/* Directory for the job's cache files (tmpfs or local disk), created by
- * the plugin per job and removed at job end. */
+/* Directory for the job's cache files (tmpfs or local disk able to punch
+ * holes), created by the plugin per job and removed at job end. The job's
+ * cache is the file coordl-<uid>-<SYNERGY_CACHE_NAME>.cache in it (with a
+ * lock file beside it); a file that is not a regular file of the job's
+ * user, mode 0600, one link, is never used. */
 #define SYNERGY_ENV_CACHE_DIR "SYNERGY_CACHE_DIR"
 
-/* Name of the shared cache (one per job and node; ranks of the job on a node
- * share it). Safe charset [A-Za-z0-9_.-], at most 64 characters. */
+/* Name of the job's cache (one per job and node; ranks of the job on a node
+ * share it). Safe charset [A-Za-z0-9_.-], at most 64 characters. Without
+ * SYNERGY_CACHE_DIR the cache is /dev/shm/coordl-<uid>-<name>.cache. */
 #define SYNERGY_ENV_CACHE_NAME "SYNERGY_CACHE_NAME"
+
+/*
+ * Live cache grant: the absolute path of a file, written by the node (root)
+ * and readable by the job, that holds the job's current cache grant on the
+ * node in bytes: ASCII decimal digits (no sign, no suffix, at most 19
+ * digits), optionally followed by one newline. Write it atomically: a
+ * temporary file in the same directory, then rename(2) over the name.
+ *
+ * A loader whose cache bound the program did not fix (cache_bytes = -1 and
+ * the job's cache, see above) takes its initial bound from this file
+ * (SYNERGY_CACHE_BYTES when the file cannot be read), then re-reads it at
+ * least every 100 ms in a thread of its own, whatever the program is
+ * doing, and applies a changed value to the job's cache (every process
+ * attached to it follows; the bound lives in the cache file):
+ * - lower: the items stored beyond the new grant are dropped (the first
+ *   ones stored stay, so nothing is evicted and refilled within an epoch)
+ *   and their memory is released (hole punched in the cache file);
+ * - higher: the cache keeps filling up to the new grant.
+ * Promise to the node: within 200 ms of the file changing, while a loader
+ * of the job is attached, the job's files in SYNERGY_CACHE_DIR occupy at
+ * most max(new grant, 8 KiB) (the sum of st_blocks * 512), the 8 KiB
+ * being the cache's fixed header. A loader only ever applies the file's
+ * value; it never raises its own grant. An unreadable or malformed file
+ * leaves the bound as it is.
+ */
+#define SYNERGY_ENV_CACHE_GRANT "SYNERGY_CACHE_GRANT"
 
 /* Profiling mode: unset or "0" = normal training; "1" = the loader runs the
  * profiling protocol and writes its report to SYNERGY_PROFILE_OUT. */
