@@ -16,6 +16,8 @@
  * The calling thread's affinity is watched as well: a change made with
  * sched_setaffinity() (by the job itself, or where no cpuset file can be
  * read) is followed the same way. Whichever of the two changed last wins.
+ * Cpuset files are read whole and sets are sized for their highest CPU, so
+ * a long fragmented list on a node with many CPUs is never cut short.
  */
 #ifndef COORDL_FOLLOW_H
 #define COORDL_FOLLOW_H

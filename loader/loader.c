@@ -23,6 +23,13 @@
  * A loader whose thread count the caller left unset follows its CPU set
  * (follow.h): coordl_next() looks at most every 100 ms and, on a change,
  * pins every thread to the new set and runs one worker per CPU in it.
+ *
+ * The cache (env.h says which loader takes the job's cache) is opened by
+ * open_cache(), which never fails the loader: a cache that cannot be had
+ * leaves a private one or none, with a note. A loader whose bound is the
+ * job's grant follows SYNERGY_CACHE_GRANT in a thread of its own
+ * (grant.h); a worker that finds its cached item dropped by a shrink while
+ * it used it (coordl__cache_done) redoes the item from storage.
  */
 #include "config.h"
 
