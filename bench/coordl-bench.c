@@ -212,6 +212,8 @@ int main(int argc, char **argv)
 		       gpu_rate > 0 ? "emulated" : "none");
 		if (gpu_rate > 0)
 			printf("# emulated GPU: %.1f images/s\n", gpu_rate);
+		if (coordl_cache_note(ld))
+			printf("# cache: %s\n", coordl_cache_note(ld));
 	}
 	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %8s %7s %8s\n", "epoch", "images", "wall_s",
 	       "img/s", "img/s/thr", "img/cpu-s", "stall%", "hit%", "storageMB", "diskMB", "corrupt",

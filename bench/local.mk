@@ -10,6 +10,15 @@ bench_coordl_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_coordl_bench_LDADD = loader/libcoordl-core.la
 dist_man_MANS += doc/coordl-bench.1
 
+# cache-shrink (issue 13): how long a live shrink of a shared cache takes
+# to give its memory back, directly and through a grant file seen from
+# outside (st_blocks), with readers using the cache meanwhile.
+noinst_PROGRAMS += bench/cache-shrink
+bench_cache_shrink_SOURCES = bench/cache-shrink.c
+bench_cache_shrink_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
+bench_cache_shrink_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+bench_cache_shrink_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
+
 # prep bench (prep helper): prep-bench DIR compares the prep stage with a
 # naive full decode + resize, interleaved, per core.
 noinst_PROGRAMS += bench/prep-bench

@@ -9,6 +9,12 @@ worker threads keep the cores. With --model tiny the step is instead a real
 forward/backward/SGD step of a small CNN on the CPU (which then competes
 with the loader for cores).
 
+With --val DIR a validation loader (mode "eval") runs after each training
+epoch, as in real training scripts. Under Synergy the job's cache grant goes
+to the training loader; the validation loader reads from storage (pass
+--val-cache job to give the grant to validation instead; see
+coordl-python(7)).
+
 After each epoch the loop prints, from the loader's own counters, the
 throughput and the data stall: the share of the epoch the training loop
 spent waiting inside the loader for its next batch. A stall near 0% means
@@ -59,6 +65,13 @@ def parse_args(argv):
                         "a real small CNN trained on the CPU")
     p.add_argument("--max-batches", type=int, default=0,
                    help="stop each epoch after this many batches (0: all)")
+    p.add_argument("--val", metavar="DIR",
+                   help="a validation dataset, run in eval mode after each "
+                        "epoch (its row is labelled 'val')")
+    p.add_argument("--val-cache", choices=("auto", "job", "none"),
+                   default="auto",
+                   help="the validation loader's cache= (default auto: no "
+                        "share of the job's cache)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", choices=("auto", "torch", "numpy"),
                    default="auto",
@@ -94,6 +107,12 @@ def main(argv):
                                threads=args.threads,
                                cache_bytes=args.cache_bytes, seed=args.seed,
                                output=output)
+        val = None
+        if args.val:
+            val = coordl.Loader(args.val, batch_size=args.batch_size,
+                                threads=args.threads, mode="eval",
+                                cache=args.val_cache, seed=args.seed,
+                                output=output)
     except (coordl.CoordlError, OSError) as e:
         print("train_resnet_emulated: %s" % e, file=sys.stderr)
         return 1
@@ -113,6 +132,16 @@ def main(argv):
     print("%5s %8s %8s %8s %9s %8s %8s %9s %10s"
           % ("epoch", "batches", "images", "wall_s", "images/s", "stall%",
              "loss", "hit%", "storageMB"))
+    def row(label, st, loss):
+        wall = st["epoch_wall"] or float("nan")
+        lookups = st["cache_hits"] + st["cache_misses"]
+        print("%5s %8d %8d %8.3f %9.1f %8.1f %8s %9s %10.1f"
+              % (label, st["batches"], st["samples"], wall,
+                 st["samples"] / wall, 100.0 * st["stall"] / wall, loss,
+                 "%.1f" % (100.0 * st["cache_hits"] / lookups)
+                 if lookups else "-",
+                 st["storage_bytes"] / 1e6))
+
     with loader:
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
@@ -130,18 +159,21 @@ def main(argv):
                 steps += 1
                 if args.max_batches and steps >= args.max_batches:
                     break
-            st = loader.stats()
-            wall = st["epoch_wall"] or float("nan")
-            lookups = st["cache_hits"] + st["cache_misses"]
-            print("%5d %8d %8d %8.3f %9.1f %8.1f %8s %9s %10.1f"
-                  % (epoch, st["batches"], st["samples"], wall,
-                     st["samples"] / wall,
-                     100.0 * st["stall"] / wall,
-                     "%.3f" % (loss_sum / steps) if args.model == "tiny"
-                     and steps else "-",
-                     "%.1f" % (100.0 * st["cache_hits"] / lookups)
-                     if lookups else "-",
-                     st["storage_bytes"] / 1e6))
+            row(str(epoch), loader.stats(),
+                "%.3f" % (loss_sum / steps) if args.model == "tiny"
+                and steps else "-")
+            if val is not None:
+                # Evaluation: a forward pass, about a third of a step.
+                val.set_epoch(epoch)
+                for images, _ in val:
+                    if args.model == "tiny":
+                        with torch.no_grad():
+                            model(images)
+                    else:
+                        time.sleep(images.shape[0] / (3 * args.gpu_rate))
+                row("val", val.stats(), "-")
+    if val is not None:
+        val.close()
     return 0
 
 

@@ -57,6 +57,14 @@ enum coordl_mode {
 	COORDL_MODE_SYNTHETIC, /* no fetch, no decode: constant tensors (GPU ingestion rate) */
 };
 
+/* Which loader gets the job's cache (the SYNERGY_CACHE_* environment). */
+enum coordl_cache_use {
+	COORDL_CACHE_AUTO = 0, /* a TRAIN-mode loader takes the job's cache, other modes none */
+	COORDL_CACHE_JOB,      /* take the job's cache whatever the mode (e.g. the loader
+	                          that runs most epochs is not in TRAIN mode) */
+	COORDL_CACHE_NONE,     /* no cache, whatever the environment says */
+};
+
 /*
  * Loader configuration. Initialise with coordl_config_init() and set only
  * what you need; "unset" values come from the environment contract, then
@@ -70,10 +78,13 @@ typedef struct coordl_config {
 	int layout;            /* enum coordl_layout */
 	int mode;              /* enum coordl_mode */
 	int threads;           /* worker threads; 0 = SYNERGY_THREADS, else cores in the cpuset */
-	int64_t cache_bytes;   /* MinIO cache bound; -1 = SYNERGY_CACHE_BYTES, else 0 (off).
-	                          The bound covers the cache's index and data: it never
-	                          occupies more, in memory or in its shm file */
-	const char *cache_name;/* shared cache name; NULL = SYNERGY_CACHE_NAME, else private */
+	int64_t cache_bytes;   /* MinIO cache bound; -1 = the job's grant (SYNERGY_CACHE_GRANT,
+	                          else SYNERGY_CACHE_BYTES) for the loader that takes the
+	                          job's cache (see cache_use), else 0 (off). The bound
+	                          covers the cache's index and data: it never occupies
+	                          more memory, private or in its file */
+	const char *cache_name;/* shared cache name; NULL = SYNERGY_CACHE_NAME for the loader
+	                          that takes the job's cache, else a private cache */
 	uint64_t seed;         /* shuffle and augmentation seed (default 0) */
 	int shuffle;           /* 1 = new random order each epoch (default 1) */
 	int rank;              /* this process's shard, 0..world_size-1 (default 0) */
@@ -90,6 +101,9 @@ typedef struct coordl_config {
 	float flip_prob;       /* horizontal flip probability (default 0.5) */
 	float mean[3], std[3]; /* normalization (default ImageNet) */
 	int pin_memory;        /* 1 = CUDA pinned batch buffers (needs CUDA at build and run time) */
+	int cache_use;         /* enum coordl_cache_use (default AUTO) */
+	int64_t max_item_bytes;/* largest encoded item read; a larger one counts as corrupt
+	                          and is replaced. 0 = default (64 MiB), else 1..2^40 */
 } coordl_config_t;
 
 /* Fill cfg with defaults (all knobs unset). Never fails. */
@@ -100,6 +114,14 @@ void coordl_config_init(coordl_config_t *cfg);
  * workers (they idle until the first coordl_next()). Returns NULL with errno
  * (ENOENT missing dataset, EINVAL bad config or environment value, ENOMEM)
  * and err->text naming the bad input.
+ *
+ * A cache that cannot be had as asked is not an error: when the named
+ * cache is in use for another dataset (EBUSY), the file system has no room
+ * for it (ENOSPC), or its file is not safe to use (not a regular file of
+ * this user with mode 0600 and one link), the loader runs with a private
+ * cache of the bound the program gave, or without a cache when the bound
+ * is the job's grant (a private copy per process could exceed the grant).
+ * coordl_cache_note() then says why.
  */
 coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err);
 
@@ -193,7 +215,7 @@ typedef struct coordl_stats {
 	uint64_t cache_hits;        /* items served from the cache this epoch */
 	uint64_t cache_misses;
 	uint64_t cache_bytes_used;  /* encoded bytes in the cache now (whole job on this node) */
-	uint64_t cache_bytes_limit;
+	uint64_t cache_bytes_limit; /* the cache's bound now (it follows the grant) */
 	uint64_t corrupt;           /* items skipped and replaced this epoch (a replacement
 	                               that is corrupt too counts again) */
 	int threads;
@@ -204,9 +226,24 @@ typedef struct coordl_stats {
 	uint64_t total_corrupt;
 	double total_stall;
 	double total_wall;
+	/* The cache (the whole job's on this node when shared). */
+	uint64_t cache_items;       /* items stored now */
+	uint64_t cache_shrinks;     /* times its bound was lowered (grant followed) */
+	uint64_t cache_grows;       /* times its bound was raised */
+	int cache_shared;           /* 1: a named cache shared between loaders, 0: private or none */
 } coordl_stats_t;
 
 int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
+
+/*
+ * Why the loader's cache is not what the configuration and environment
+ * asked for, or NULL when it is: e.g. "cache 'job_7' is in use for another
+ * dataset or version: running without a cache". Also set, when nothing
+ * else was, by the first problem met while following SYNERGY_CACHE_GRANT
+ * (an unreadable or malformed file). Owned by the loader, valid until
+ * coordl_destroy(). The library never logs: print it if you want it seen.
+ */
+const char *coordl_cache_note(const coordl_loader_t *ld);
 
 /* Description of the last corrupt item (path and reason), or NULL. The text
  * is owned by the loader and may change when the next corrupt item is met. */

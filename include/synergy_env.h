@@ -20,16 +20,35 @@
 /* Worker threads to run: a decimal integer, 1..1024. */
 #define SYNERGY_ENV_THREADS "SYNERGY_THREADS"
 
-/* Loader cache grant in bytes: a decimal integer >= 0, optional suffix
- * K, M, G, T (powers of 1024). 0 disables the cache. */
+/*
+ * The job's cache grant on this node, in bytes, at the time the task
+ * started: a decimal integer >= 0, optional suffix K, M, G, T (powers of
+ * 1024). 0: no cache.
+ *
+ * The grant is for the whole job on the node, not per loader or per task.
+ * It goes to the job's cache, which the first training-mode loader of a
+ * dataset creates (named SYNERGY_CACHE_NAME, in SYNERGY_CACHE_DIR); every
+ * task of the job on the node that opens a training loader on the same
+ * dataset attaches to that one cache (torchrun ranks share it). Loaders
+ * in other modes (evaluation, raw, synthetic) get no cache from the
+ * environment, and a training loader on another dataset, which finds the
+ * name taken, runs without a cache (libcoordl reports why); a program may
+ * say which loader is the training one (coordl_config_t.cache_use). So the
+ * job's cache memory on the node never exceeds the grant, whatever the
+ * number of loaders.
+ */
 #define SYNERGY_ENV_CACHE_BYTES "SYNERGY_CACHE_BYTES"
 
-/* Directory for the job's cache files (tmpfs or local disk), created by
- * the plugin per job and removed at job end. */
+/* Directory for the job's cache files (tmpfs or local disk able to punch
+ * holes), created by the plugin per job and removed at job end. The job's
+ * cache is the file coordl-<uid>-<SYNERGY_CACHE_NAME>.cache in it (with a
+ * lock file beside it); a file that is not a regular file of the job's
+ * user, mode 0600, one link, is never used. */
 #define SYNERGY_ENV_CACHE_DIR "SYNERGY_CACHE_DIR"
 
-/* Name of the shared cache (one per job and node; ranks of the job on a node
- * share it). Safe charset [A-Za-z0-9_.-], at most 64 characters. */
+/* Name of the job's cache (one per job and node; ranks of the job on a node
+ * share it). Safe charset [A-Za-z0-9_.-], at most 64 characters. Without
+ * SYNERGY_CACHE_DIR the cache is /dev/shm/coordl-<uid>-<name>.cache. */
 #define SYNERGY_ENV_CACHE_NAME "SYNERGY_CACHE_NAME"
 
 /*

@@ -1,27 +1,69 @@
 /*
  * cache.c: the MinIO cache (see cache.h).
  *
- * Segment layout: a header, an index entry per dataset item, then the data
- * area. An item is inserted by moving its entry EMPTY -> FILLING with a
- * compare-and-swap (only one process wins, so no item is stored twice),
- * reserving space by compare-and-swap on the header's `used`, copying, and
- * publishing the entry as READY with a release store. Nothing is ever
- * removed, so a reader that saw READY may use the bytes without a lock. A
- * process that dies while FILLING leaves that one item uncached, which
- * costs hits but never correctness.
+ * Segment layout (version 2), offsets in bytes:
+ *   0            header: geometry (written once by the creator), then the
+ *                shared state (allocation offset, bound, counters, phase)
+ *   4096         COORDL__CACHE_MAX_ATTACH slots of 64 bytes, one per
+ *                attached loader: its operations in flight
+ *   8192         index: one 16-byte entry per dataset item
+ *   data_off     data area (64-aligned), data_cap bytes: the whole dataset
+ *                plus slack, so that the cache can grow to any bound
+ * The file is that long but sparse: memory is reserved (fallocate) only
+ * for the header, for the index while the bound allows storing anything,
+ * and for each item as it is stored; a store that finds the file system
+ * full skips the item instead of faulting (SIGBUS) later.
+ *
+ * Trust: every process of the job (the same user) can write the segment, so
+ * nothing read from it is trusted. The geometry is computed here from the
+ * dataset and compared with the header once at attach, then only the
+ * private copy is used; an entry's offset and length are checked against
+ * the private capacity at every lookup; the allocation offset and bound are
+ * clamped. A poisoned segment can give a wrong item (which decoding then
+ * rejects), never an access outside the mapping.
+ *
+ * Insertion: an entry moves EMPTY -> FILLING by compare-and-swap (one
+ * process wins), space is reserved by compare-and-swap on the allocation
+ * offset, the bytes are copied, and the entry is published READY with a
+ * release store. An entry's state word carries a generation in its upper
+ * 30 bits, bumped whenever a READY item is dropped, so a reader can tell
+ * that the item it looked at is gone.
+ *
+ * Bound changes. Raising the bound is one store. Lowering it must not
+ * release bytes a reader in any process may still be decoding, nor let a
+ * new item reuse them. Every lookup and insertion therefore runs as an
+ * "operation" counted in its loader's slot, in one of two phase counters,
+ * like a two-phase RCU: a shrink freezes allocation, flips the phase and
+ * waits until the old phase's counters drain (every operation that could
+ * have seen the old state is over), drops the items beyond the new bound
+ * (those stored first stay: no churn), waits a second grace period for the
+ * readers that found those items, punches the hole (or MADV_DONTNEED for a
+ * private cache), and reopens allocation after the last kept item. A slot
+ * whose loader died does not hold anything up: each attached loader holds
+ * an open-file-description lock on the byte of the file that numbers its
+ * slot, and a slot nobody locks is ignored (and reused by the next
+ * attacher). An operation that stays longer than GRACE_MAX (a long decode,
+ * a stopped process) is not waited for: the items beyond the bound are
+ * still dropped (done() tells their readers to refetch), but nothing is
+ * released or reused and the segment is marked dirty, until a later
+ * change (the grant follower retries every 100 ms) finds everyone gone.
  *
  * Attachment is reference-counted with flock(2) on the segment: every
  * attached loader holds a shared lock, and whoever can take the exclusive
  * lock is alone. Locks die with their process, so a segment left by a
- * crashed job is recognised as unused and reinitialised. Attach and detach
- * are serialised by an exclusive lock on a sibling lock file, re-checked
- * against the path after locking because the last detacher unlinks it.
+ * crashed job is recognised as unused and reinitialised. Attach, detach and
+ * bound changes are serialised by an exclusive lock on a sibling lock file,
+ * re-checked against the path after locking because the last detacher
+ * unlinks it. Both files are opened with O_NOFOLLOW (created with O_EXCL)
+ * and used only when they are regular files of this user, mode 0600, with
+ * one link.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +71,32 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
 #include "util.h"
 
-#define CACHE_MAGIC 0x636f6f72646c4d31ULL /* "coordlM1" */
-#define CACHE_VERSION 1
+#define CACHE_MAGIC 0x636f6f72646c4d32ULL /* "coordlM2" */
+#define CACHE_VERSION 2
+
+#define SLOT_OFF 4096
+#define HDR_BYTES COORDL__CACHE_HEADER_BYTES
+#define NSLOTS COORDL__CACHE_MAX_ATTACH
+
+/* The longest a bound change waits for one grace period, in seconds. */
+#define GRACE_MAX 0.04
+
+/* After the file system refused room for an item, no store is tried for
+ * this long (in ns) by this loader, unless the bound changes. */
+#define NOSPACE_BACKOFF_NS 1000000000ULL
 
 enum { ENTRY_EMPTY = 0, ENTRY_FILLING = 1, ENTRY_READY = 2 };
+#define STATE_MASK 3u
+#define STATE_GEN 4u /* the generation's unit in the state word */
+
+#define ALLOC_FROZEN (1ULL << 63)
+#define ALLOC_USED (ALLOC_FROZEN - 1)
 
 struct header {
 	uint64_t magic;      /* written last: a half-initialised segment is invalid */
@@ -48,110 +107,215 @@ struct header {
 	uint64_t signature;
 	uint64_t data_off;
 	uint64_t data_cap;
-	uint64_t used;       /* atomic: bytes of the data area handed out */
-	uint64_t items;      /* atomic: READY entries */
+	/* Shared state (atomics), never trusted: clamped or checked at use. */
+	uint64_t alloc;      /* data bytes handed out, | ALLOC_FROZEN during a shrink */
+	uint64_t bound;      /* the bound in bytes */
+	uint64_t stored;     /* encoded bytes of READY items */
+	uint64_t items;      /* READY items */
+	uint64_t shrinks, grows;
+	uint32_t phase;      /* grace-period phase, bit 0 */
+	uint32_t dirty;      /* a shrink could not wait for every reader */
+};
+
+struct slot {
+	uint64_t ops[2];     /* operations in flight, per phase */
+	uint8_t pad[48];
 };
 
 struct entry {
 	uint64_t off;
 	uint32_t len;
-	uint32_t state;      /* atomic */
+	uint32_t state;      /* generation << 2 | ENTRY_* */
 };
+
+_Static_assert(sizeof(struct header) <= SLOT_OFF, "header fits before the slots");
+_Static_assert(SLOT_OFF + NSLOTS * sizeof(struct slot) <= HDR_BYTES, "slots fit in the header");
+_Static_assert(sizeof(struct entry) == 16, "entry is 16 bytes");
 
 struct coordl__cache {
-	uint8_t *base;       /* mapping, NULL for a cache that stores nothing */
-	size_t map_len;
+	uint8_t *base;       /* mapping (or image) of seg_size bytes; NULL: stores nothing */
 	struct header *hdr;
+	struct slot *slots, *me;
+	int nslots;          /* slots to wait for: NSLOTS shared, 1 private */
+	int slot_idx;
 	struct entry *ent;
 	uint8_t *data;
-	uint64_t bound;
-	int fd;              /* segment (named caches), else -1 */
-	char *path;          /* segment path */
-	char *lock_path;
-	int shm;             /* 1: POSIX shm names, 0: files in a directory */
-	char *shm_name, *shm_lock_name;
+	/* Geometry, computed from the dataset and checked against the header
+	 * once at attach; the header's copy is never read again. */
+	uint64_t nitems, data_off, data_cap, seg_size;
+	uint64_t init_bound;
+	int fd;              /* named segment, else -1 */
+	int image;           /* works on a caller's memory image */
+	char *path, *lock_path, *name;
+	pthread_mutex_t mu;  /* serialises bound changes of a private cache */
+	uint64_t nospace_until; /* atomic: CLOCK_MONOTONIC ns */
 };
 
-static size_t page_size(void)
+static uint64_t page_size(void)
 {
 	long p = sysconf(_SC_PAGESIZE);
-	return p > 0 ? (size_t)p : 4096;
+	return p > 0 ? (uint64_t)p : 4096;
 }
 
-/* Bytes of header + index, rounded to 64 for aligned data. */
-static uint64_t overhead(size_t nitems)
+static uint64_t page_down(uint64_t x) { return x & ~(page_size() - 1); }
+static uint64_t page_up(uint64_t x) { return page_down(x + page_size() - 1); }
+
+static uint64_t now_ns(void)
 {
-	uint64_t o = sizeof(struct header) + (uint64_t)nitems * sizeof(struct entry);
-	return (o + 63) & ~(uint64_t)63;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static void init_header(coordl__cache_t *c, size_t nitems, uint64_t signature)
+/* The segment's geometry for a dataset. 0, or -1 when it cannot be mapped. */
+static int geometry(coordl__cache_t *c, size_t nitems, uint64_t dataset_bytes)
 {
-	struct header *h = c->hdr;
+	uint64_t slack, cap, end;
 
-	memset(h, 0, sizeof(*h));
-	h->version = CACHE_VERSION;
-	h->header_size = sizeof(*h);
-	h->seg_size = c->map_len;
-	h->nitems = nitems;
-	h->signature = signature;
-	h->data_off = overhead(nitems);
-	h->data_cap = c->map_len - h->data_off;
-	/* A fresh mapping of a truncated file is zero, so every entry is
-	 * EMPTY; a private anonymous mapping is zero as well. */
-	__atomic_store_n(&h->magic, CACHE_MAGIC, __ATOMIC_RELEASE);
+	if ((uint64_t)nitems > (1ULL << 40) || dataset_bytes > (1ULL << 56))
+		return -1;
+	c->nitems = nitems;
+	c->data_off = (HDR_BYTES + (uint64_t)nitems * sizeof(struct entry) + 63) & ~(uint64_t)63;
+	/* Room for the whole dataset and for items that grew since the scan. */
+	slack = dataset_bytes / 16 + (64ULL << 10);
+	cap = dataset_bytes + slack;
+	end = page_up(c->data_off + cap);
+	if (end > SIZE_MAX / 2 || end > (uint64_t)INT64_MAX / 2)
+		return -1;
+	c->data_cap = end - c->data_off;
+	c->seg_size = end;
+	return 0;
+}
+
+/* Data bytes a bound allows: whole pages of header, index and data. */
+static uint64_t limit_of(const coordl__cache_t *c, uint64_t bound)
+{
+	uint64_t b = page_down(bound);
+
+	if (b <= c->data_off)
+		return 0;
+	b -= c->data_off;
+	return b < c->data_cap ? b : c->data_cap;
+}
+
+static uint64_t cur_limit(const coordl__cache_t *c)
+{
+	return limit_of(c, __atomic_load_n(&c->hdr->bound, __ATOMIC_ACQUIRE));
 }
 
 static void set_views(coordl__cache_t *c)
 {
 	c->hdr = (struct header *)c->base;
-	c->ent = (struct entry *)(c->base + sizeof(struct header));
-	c->data = c->base + overhead(c->hdr->nitems);
+	c->slots = (struct slot *)(c->base + SLOT_OFF);
+	c->ent = (struct entry *)(c->base + HDR_BYTES);
+	c->data = c->base + c->data_off;
 }
 
-static int open_seg(coordl__cache_t *c, int lock)
+static void init_header(coordl__cache_t *c, uint64_t bound, uint64_t signature)
 {
-	if (c->shm)
-		return shm_open(lock ? c->shm_lock_name : c->shm_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	return open(lock ? c->lock_path : c->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	struct header *h = c->hdr;
+
+	/* A fresh file or anonymous mapping reads as zero: every entry is
+	 * EMPTY and every slot idle. */
+	h->version = CACHE_VERSION;
+	h->header_size = sizeof(*h);
+	h->seg_size = c->seg_size;
+	h->nitems = c->nitems;
+	h->signature = signature;
+	h->data_off = c->data_off;
+	h->data_cap = c->data_cap;
+	__atomic_store_n(&h->bound, bound, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->magic, CACHE_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* Take the attach/detach lock; returns its fd or -1. */
-static int global_lock(coordl__cache_t *c)
+/* Does the header describe exactly the segment this loader computed? */
+static int header_matches(const coordl__cache_t *c, uint64_t signature)
+{
+	const struct header *h = c->hdr;
+
+	return __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == CACHE_MAGIC &&
+	       h->version == CACHE_VERSION && h->header_size == sizeof(*h) &&
+	       h->seg_size == c->seg_size && h->nitems == c->nitems &&
+	       h->signature == signature && h->data_off == c->data_off &&
+	       h->data_cap == c->data_cap;
+}
+
+/* ---- operations and grace periods ---- */
+
+static unsigned op_enter(coordl__cache_t *c)
 {
 	for (;;) {
-		struct stat a, b;
-		int fd = open_seg(c, 1);
-		if (fd < 0)
-			return -1;
-		if (flock(fd, LOCK_EX) < 0) {
-			int e = errno;
-			close(fd);
-			if (e == EINTR)
-				continue;
-			errno = e;
-			return -1;
-		}
-		/* The last detacher unlinks the lock file while holding it; a
-		 * lock on an unlinked file protects nothing, so retry. */
-		if (fstat(fd, &a) == 0 && stat(c->lock_path, &b) == 0 && a.st_ino == b.st_ino &&
-		    a.st_dev == b.st_dev)
-			return fd;
-		close(fd);
+		unsigned p = __atomic_load_n(&c->hdr->phase, __ATOMIC_SEQ_CST) & 1;
+		__atomic_add_fetch(&c->me->ops[p], 1, __ATOMIC_SEQ_CST);
+		/* The flip may have come between the load and the increment:
+		 * then the shrinker may not wait for this counter. */
+		if ((__atomic_load_n(&c->hdr->phase, __ATOMIC_SEQ_CST) & 1) == p)
+			return p;
+		__atomic_sub_fetch(&c->me->ops[p], 1, __ATOMIC_RELEASE);
 	}
 }
 
-static void free_cache(coordl__cache_t *c)
+static void op_leave(coordl__cache_t *c, unsigned p)
 {
-	free(c->path);
-	free(c->lock_path);
-	free(c->shm_name);
-	free(c->shm_lock_name);
-	free(c);
+	__atomic_sub_fetch(&c->me->ops[p & 1], 1, __ATOMIC_RELEASE);
 }
 
-/* A formatted string, or NULL when out of memory (asprintf leaves its
- * pointer undefined then). */
+/* Is slot k held by a live loader (of another open file description)? */
+static int slot_alive(const coordl__cache_t *c, int k)
+{
+	struct flock fl;
+
+	if (c->fd < 0)
+		return 0;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = k;
+	fl.l_len = 1;
+	if (fcntl(c->fd, F_OFD_GETLK, &fl) < 0)
+		return 1; /* cannot tell: wait for it (up to the deadline) */
+	return fl.l_type != F_UNLCK;
+}
+
+/* Flip the phase and wait until no operation of the old phase is left.
+ * 0, or -1 when a live loader kept one open past GRACE_MAX. */
+static int grace(coordl__cache_t *c)
+{
+	unsigned old = __atomic_load_n(&c->hdr->phase, __ATOMIC_SEQ_CST) & 1;
+	double deadline = coordl__now() + GRACE_MAX;
+
+	__atomic_store_n(&c->hdr->phase, old ^ 1, __ATOMIC_SEQ_CST);
+	for (int k = 0; k < c->nslots; k++) {
+		struct slot *s = &c->slots[k];
+		while (__atomic_load_n(&s->ops[old], __ATOMIC_SEQ_CST) != 0) {
+			struct timespec ts = { 0, 100000 };
+			if (s != c->me && !slot_alive(c, k))
+				break;
+			if (coordl__now() > deadline)
+				return -1;
+			nanosleep(&ts, NULL);
+		}
+	}
+	return 0;
+}
+
+/* Give the memory of [off, seg_size) back; off is page-aligned. */
+static void release_from(coordl__cache_t *c, uint64_t off)
+{
+	if (off >= c->seg_size)
+		return;
+	if (c->image)
+		memset(c->base + off, 0, c->seg_size - off);
+	else if (c->fd >= 0)
+		fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+			  (off_t)(c->seg_size - off));
+	else
+		madvise(c->base + off, c->seg_size - off, MADV_DONTNEED);
+}
+
+/* ---- files ---- */
+
+/* A formatted string, or NULL when out of memory. */
 static char *path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *path_printf(const char *fmt, ...)
 {
@@ -165,87 +329,207 @@ static char *path_printf(const char *fmt, ...)
 	return s;
 }
 
-static int attach_named(coordl__cache_t *c, const char *name, const char *dir, size_t nitems,
-			uint64_t signature, coordl_error_t *err)
+/* Is fd a regular file of this user, mode 0600, one link? 0, or -1 with
+ * errno EPERM and the reason in why. */
+static int check_file(int fd, char *why, size_t whylen)
 {
-	int lfd = -1, rv = -1, e;
 	struct stat st;
 
-	if (dir) {
-		c->path = path_printf("%s/coordl-%s.cache", dir, name);
-		c->lock_path = path_printf("%s/coordl-%s.lock", dir, name);
-	} else {
-		c->shm = 1;
-		c->shm_name = path_printf("/coordl-%s", name);
-		c->shm_lock_name = path_printf("/coordl-%s.lock", name);
-		c->path = path_printf("/dev/shm/coordl-%s", name);
-		c->lock_path = path_printf("/dev/shm/coordl-%s.lock", name);
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, whylen, "fstat: %s", strerror(errno));
+		return -1;
 	}
+	if (!S_ISREG(st.st_mode))
+		snprintf(why, whylen, "not a regular file");
+	else if (st.st_uid != geteuid())
+		snprintf(why, whylen, "owned by uid %u, not %u", (unsigned)st.st_uid,
+			 (unsigned)geteuid());
+	else if ((st.st_mode & 07777) != 0600)
+		snprintf(why, whylen, "mode %04o, not 0600", (unsigned)(st.st_mode & 07777));
+	else if (st.st_nlink != 1)
+		snprintf(why, whylen, "%lu links, not 1", (unsigned long)st.st_nlink);
+	else
+		return 0;
+	errno = EPERM;
+	return -1;
+}
+
+/* Open path, creating it (exclusively) when missing, and check it. Returns
+ * the fd, or -1 with errno and the reason in why. */
+static int open_safe(const char *path, char *why, size_t whylen)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT) {
+			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				  0600);
+			if (fd < 0 && errno == EEXIST)
+				continue; /* created meanwhile: open that one */
+			/* The umask may have taken bits the check wants. */
+			if (fd >= 0 && fchmod(fd, 0600) < 0) {
+				int e = errno;
+				close(fd);
+				errno = e;
+				fd = -1;
+			}
+		}
+		if (fd < 0) {
+			if (errno == ELOOP || errno == EISDIR) {
+				snprintf(why, whylen, "%s",
+					 errno == ELOOP ? "a symbolic link" : "not a regular file");
+				errno = EPERM;
+			} else {
+				snprintf(why, whylen, "%s", strerror(errno));
+			}
+			return -1;
+		}
+		if (check_file(fd, why, whylen) < 0) {
+			close(fd);
+			errno = EPERM;
+			return -1;
+		}
+		return fd;
+	}
+	snprintf(why, whylen, "created and removed repeatedly");
+	errno = EAGAIN;
+	return -1;
+}
+
+/* Take the attach/detach lock; returns its fd, or -1 with errno and why. */
+static int global_lock(coordl__cache_t *c, char *why, size_t whylen)
+{
+	for (;;) {
+		struct stat a, b;
+		int fd = open_safe(c->lock_path, why, whylen);
+		if (fd < 0)
+			return -1;
+		if (flock(fd, LOCK_EX) < 0) {
+			int e = errno;
+			close(fd);
+			if (e == EINTR)
+				continue;
+			snprintf(why, whylen, "flock: %s", strerror(e));
+			errno = e;
+			return -1;
+		}
+		/* The last detacher unlinks the lock file while holding it; a
+		 * lock on an unlinked file protects nothing, so retry. */
+		if (fstat(fd, &a) == 0 && fstatat(AT_FDCWD, c->lock_path, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			return fd;
+		close(fd);
+	}
+}
+
+static void free_cache(coordl__cache_t *c)
+{
+	free(c->path);
+	free(c->lock_path);
+	free(c->name);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+/* Claim a slot nobody holds: lock its byte (an open file description lock,
+ * gone with the process) and clear its counters. Under the global lock. */
+static int claim_slot(coordl__cache_t *c)
+{
+	for (int k = 0; k < NSLOTS; k++) {
+		struct flock fl;
+		if (slot_alive(c, k))
+			continue;
+		memset(&fl, 0, sizeof(fl));
+		fl.l_type = F_WRLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = k;
+		fl.l_len = 1;
+		if (fcntl(c->fd, F_OFD_SETLK, &fl) < 0)
+			continue;
+		c->slot_idx = k;
+		c->me = &c->slots[k];
+		__atomic_store_n(&c->me->ops[0], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->me->ops[1], 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	errno = EBUSY;
+	return -1;
+}
+
+static int attach_named(coordl__cache_t *c, const char *name, const char *dir, uint64_t bound,
+			uint64_t signature, coordl_error_t *err)
+{
+	int lfd = -1, rv = -1, e, created = 0;
+	char why[128];
+	struct stat st;
+
+	c->path = path_printf("%s/coordl-%u-%s.cache", dir, (unsigned)geteuid(), name);
+	c->lock_path = path_printf("%s/coordl-%u-%s.lock", dir, (unsigned)geteuid(), name);
 	/* What was allocated is freed with c by the caller. */
-	if (!c->path || !c->lock_path || (c->shm && (!c->shm_name || !c->shm_lock_name)))
+	if (!c->path || !c->lock_path)
 		return coordl__errprintf(err, ENOMEM, "out of memory");
-	if ((lfd = global_lock(c)) < 0) {
-		coordl__errprintf(err, errno, "cache '%s': lock %s: %s", name, c->lock_path,
-				  strerror(errno));
+	if ((lfd = global_lock(c, why, sizeof(why))) < 0) {
+		coordl__errprintf(err, errno, "cache '%s': lock file %s: %s", name, c->lock_path, why);
 		goto out;
 	}
-	if ((c->fd = open_seg(c, 0)) < 0) {
-		coordl__errprintf(err, errno, "cache '%s': %s: %s", name, c->path, strerror(errno));
+	if ((c->fd = open_safe(c->path, why, sizeof(why))) < 0) {
+		coordl__errprintf(err, errno, "cache '%s': %s: %s", name, c->path, why);
 		goto out;
 	}
 	if (flock(c->fd, LOCK_EX | LOCK_NB) == 0) {
 		/* Nobody is attached: a new segment, or one left by a crashed
-		 * job. Either way start from an empty, zeroed one. */
-		if (ftruncate(c->fd, 0) < 0) {
-			coordl__errprintf(err, errno, "cache '%s': truncate %s: %s", name, c->path,
-					  strerror(errno));
+		 * job. Either way start from an empty, zeroed, sparse one. */
+		uint64_t need = limit_of(c, bound) > 0 ? c->data_off : HDR_BYTES;
+		created = 1;
+		if (ftruncate(c->fd, 0) < 0 || ftruncate(c->fd, (off_t)c->seg_size) < 0) {
+			coordl__errprintf(err, errno, "cache '%s': size %s to %llu bytes: %s", name,
+					  c->path, (unsigned long long)c->seg_size, strerror(errno));
 			goto out_unlink;
 		}
-		/* Size the file by reserving its space now (zero-filled): a
-		 * store into a tmpfs mapping that finds the filesystem full
-		 * would kill the process with SIGBUS. */
-		if ((e = posix_fallocate(c->fd, 0, (off_t)c->map_len)) != 0) {
-			coordl__errprintf(err, e, "cache '%s': reserve %zu bytes in %s: %s", name,
-					  c->map_len, c->path, strerror(e));
+		/* Reserve the header and index now: a store into a tmpfs
+		 * mapping that finds the file system full would kill the
+		 * process with SIGBUS. Items reserve their own room. */
+		if ((e = posix_fallocate(c->fd, 0, (off_t)need)) != 0) {
+			coordl__errprintf(err, e, "cache '%s': reserve %llu bytes in %s: %s", name,
+					  (unsigned long long)need, c->path, strerror(e));
 			goto out_unlink;
 		}
-		c->base = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+		c->base = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
 		if (c->base == MAP_FAILED) {
 			c->base = NULL;
 			coordl__errprintf(err, errno, "cache '%s': mmap: %s", name, strerror(errno));
 			goto out_unlink;
 		}
-		c->hdr = (struct header *)c->base;
-		init_header(c, nitems, signature);
+		set_views(c);
+		init_header(c, bound, signature);
 	} else if (errno == EWOULDBLOCK) {
-		const struct header *h;
 		if (flock(c->fd, LOCK_SH) < 0 || fstat(c->fd, &st) < 0) {
 			coordl__errprintf(err, errno, "cache '%s': %s: %s", name, c->path, strerror(errno));
 			goto out;
 		}
-		if ((uint64_t)st.st_size != c->map_len) {
-			coordl__errprintf(err, EBUSY,
-					  "cache '%s' is in use with a different size (%lld bytes, want %zu)",
-					  name, (long long)st.st_size, c->map_len);
+		if ((uint64_t)st.st_size != c->seg_size) {
+			coordl__errprintf(err, EBUSY, "cache '%s' is in use for another dataset or version",
+					  name);
 			goto out;
 		}
-		c->base = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+		c->base = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
 		if (c->base == MAP_FAILED) {
 			c->base = NULL;
 			coordl__errprintf(err, errno, "cache '%s': mmap: %s", name, strerror(errno));
 			goto out;
 		}
-		h = (const struct header *)c->base;
-		if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != CACHE_MAGIC ||
-		    h->version != CACHE_VERSION || h->header_size != sizeof(*h) ||
-		    h->seg_size != c->map_len || h->nitems != nitems || h->signature != signature ||
-		    h->data_off != overhead(nitems) || h->data_cap != c->map_len - h->data_off) {
-			coordl__errprintf(err, EBUSY,
-					  "cache '%s' is in use for another dataset or version", name);
+		set_views(c);
+		if (!header_matches(c, signature)) {
+			coordl__errprintf(err, EBUSY, "cache '%s' is in use for another dataset or version",
+					  name);
 			goto out;
 		}
 	} else {
 		coordl__errprintf(err, errno, "cache '%s': flock: %s", name, strerror(errno));
+		goto out;
+	}
+	c->nslots = NSLOTS;
+	if (claim_slot(c) < 0) {
+		coordl__errprintf(err, EBUSY, "cache '%s' has %d loaders attached already", name, NSLOTS);
 		goto out;
 	}
 	/* Hold a shared lock for as long as we are attached: conversion from
@@ -254,24 +538,24 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, s
 		coordl__errprintf(err, errno, "cache '%s': flock: %s", name, strerror(errno));
 		goto out;
 	}
-	set_views(c);
 	rv = 0;
 	goto out;
 out_unlink:
 	e = errno;
-	if (c->shm)
-		shm_unlink(c->shm_name);
-	else
-		unlink(c->path);
+	unlink(c->path);
 	errno = e;
 out:
 	if (rv < 0) {
 		e = errno;
 		if (c->base)
-			munmap(c->base, c->map_len);
+			munmap(c->base, c->seg_size);
 		c->base = NULL;
-		if (c->fd >= 0)
+		if (c->fd >= 0) {
+			/* A segment this call made and nobody else uses goes. */
+			if (created && flock(c->fd, LOCK_EX | LOCK_NB) == 0)
+				unlink(c->path);
 			close(c->fd);
+		}
 		c->fd = -1;
 		errno = e;
 	}
@@ -280,50 +564,102 @@ out:
 	return rv;
 }
 
-coordl__cache_t *coordl__cache_attach(const char *name, const char *dir, uint64_t bound,
-				      size_t nitems, uint64_t signature, coordl_error_t *err)
+static coordl__cache_t *new_cache(uint64_t bound)
 {
 	coordl__cache_t *c = calloc(1, sizeof(*c));
-	uint64_t seg;
+
+	if (!c)
+		return NULL;
+	c->fd = -1;
+	c->init_bound = bound;
+	pthread_mutex_init(&c->mu, NULL);
+	return c;
+}
+
+coordl__cache_t *coordl__cache_attach(const char *name, const char *dir, uint64_t bound,
+				      size_t nitems, uint64_t dataset_bytes, uint64_t signature,
+				      coordl_error_t *err)
+{
+	coordl__cache_t *c = new_cache(bound);
 
 	if (!c) {
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		return NULL;
 	}
-	c->fd = -1;
-	c->bound = bound;
-	/* Whole pages only, so the memory the segment can occupy is within
-	 * the bound too, not only its length. */
-	seg = bound & ~(uint64_t)(page_size() - 1);
-	if (seg > SIZE_MAX / 2)
-		seg = 0;
-	if (seg <= overhead(nitems))
-		return c; /* too small to hold anything: a cache that stores nothing */
-	c->map_len = (size_t)seg;
+	if (geometry(c, nitems, dataset_bytes) < 0)
+		return c; /* too large to map: a cache that stores nothing */
 	if (name) {
-		if (attach_named(c, name, dir, nitems, signature, err) < 0) {
-			int e = errno;
+		if (!(c->name = strdup(name)) ||
+		    attach_named(c, name, dir ? dir : "/dev/shm", bound, signature, err) < 0) {
+			int e = c->name ? errno : ENOMEM;
+			if (!c->name)
+				coordl__errprintf(err, ENOMEM, "out of memory");
 			free_cache(c);
 			errno = e;
 			return NULL;
 		}
 		return c;
 	}
-	c->base = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE,
+	c->base = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (c->base == MAP_FAILED) {
 		int e = errno;
-		coordl__errprintf(err, e, "cache: mmap of %zu bytes: %s", c->map_len, strerror(e));
+		coordl__errprintf(err, e, "cache: mmap of %llu bytes: %s",
+				  (unsigned long long)c->seg_size, strerror(e));
+		c->base = NULL;
 		free_cache(c);
 		errno = e;
 		return NULL;
 	}
-	/* Huge pages make filling the cache fault 512x less often; the
-	 * mapping, and so the memory, still ends within the bound. */
-	madvise(c->base, c->map_len, MADV_HUGEPAGE);
-	c->hdr = (struct header *)c->base;
-	init_header(c, nitems, signature);
+	/* Huge pages make filling the cache fault 512x less often; memory
+	 * is still only taken as items are stored. */
+	madvise(c->base, c->seg_size, MADV_HUGEPAGE);
 	set_views(c);
+	init_header(c, bound, signature);
+	c->nslots = 1;
+	c->me = &c->slots[0];
+	return c;
+}
+
+size_t coordl__cache_image_size(size_t nitems, uint64_t dataset_bytes)
+{
+	coordl__cache_t c;
+
+	memset(&c, 0, sizeof(c));
+	return geometry(&c, nitems, dataset_bytes) < 0 ? 0 : (size_t)c.seg_size;
+}
+
+coordl__cache_t *coordl__cache_image(void *image, size_t len, int create, uint64_t bound,
+				     size_t nitems, uint64_t dataset_bytes, uint64_t signature,
+				     coordl_error_t *err)
+{
+	coordl__cache_t *c = new_cache(bound);
+
+	if (!c) {
+		coordl__errprintf(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (!image || geometry(c, nitems, dataset_bytes) < 0 || (uint64_t)len != c->seg_size) {
+		free_cache(c);
+		coordl__errprintf(err, EINVAL, "cache image: %zu bytes, not the size of a segment for %zu items",
+				  len, nitems);
+		return NULL;
+	}
+	c->base = image;
+	c->image = 1;
+	set_views(c);
+	if (create) {
+		memset(c->base, 0, c->data_off);
+		init_header(c, bound, signature);
+	} else if (!header_matches(c, signature)) {
+		free_cache(c);
+		coordl__errprintf(err, EBUSY, "cache image is for another dataset or version");
+		return NULL;
+	}
+	c->nslots = 1;
+	c->me = &c->slots[0];
+	__atomic_store_n(&c->me->ops[0], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->me->ops[1], 0, __ATOMIC_RELAXED);
 	return c;
 }
 
@@ -333,20 +669,16 @@ void coordl__cache_detach(coordl__cache_t *c)
 
 	if (!c)
 		return;
-	if (c->base)
-		munmap(c->base, c->map_len);
+	if (c->base && !c->image)
+		munmap(c->base, c->seg_size);
 	if (c->fd >= 0) {
-		int lfd = global_lock(c);
+		char why[128];
+		int lfd = global_lock(c, why, sizeof(why));
 		flock(c->fd, LOCK_UN);
 		if (flock(c->fd, LOCK_EX | LOCK_NB) == 0) {
 			/* Last one out: remove the segment and the lock file. */
-			if (c->shm) {
-				shm_unlink(c->shm_name);
-				shm_unlink(c->shm_lock_name);
-			} else {
-				unlink(c->path);
-				unlink(c->lock_path);
-			}
+			unlink(c->path);
+			unlink(c->lock_path);
 		}
 		close(c->fd);
 		if (lfd >= 0)
@@ -356,55 +688,226 @@ void coordl__cache_detach(coordl__cache_t *c)
 	errno = e;
 }
 
-const uint8_t *coordl__cache_get(coordl__cache_t *c, size_t i, size_t *len)
+/* ---- lookups and insertions ---- */
+
+const uint8_t *coordl__cache_get(coordl__cache_t *c, size_t i, size_t *len,
+				 coordl__cache_ticket_t *ticket)
 {
 	struct entry *e;
+	uint64_t off, l;
+	uint32_t st;
+	unsigned p;
 
-	if (!c || !c->base || i >= c->hdr->nitems)
+	if (!c || !c->base || i >= c->nitems)
 		return NULL;
+	p = op_enter(c);
+	/* With no room for data the index may be released: never touch it. */
+	if (cur_limit(c) == 0)
+		goto miss;
 	e = &c->ent[i];
-	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != ENTRY_READY)
-		return NULL;
-	*len = e->len;
-	return c->data + e->off;
+	st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+	if ((st & STATE_MASK) != ENTRY_READY)
+		goto miss;
+	off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+	l = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+	if (l == 0 || off > c->data_cap || l > c->data_cap - off)
+		goto miss; /* a poisoned entry */
+	ticket->i = i;
+	ticket->state = st;
+	ticket->phase = p;
+	*len = (size_t)l;
+	return c->data + off;
+miss:
+	op_leave(c, p);
+	return NULL;
+}
+
+int coordl__cache_done(coordl__cache_t *c, const coordl__cache_ticket_t *ticket)
+{
+	uint32_t st;
+
+	/* The bytes cannot have changed while this operation was counted
+	 * (a change waits for it, or releases nothing): only a drop, which
+	 * bumped the generation, can have happened. */
+	st = __atomic_load_n(&c->ent[ticket->i].state, __ATOMIC_SEQ_CST);
+	op_leave(c, ticket->phase);
+	return st == ticket->state;
 }
 
 int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t len)
 {
 	struct entry *e;
-	uint32_t expect = ENTRY_EMPTY;
-	uint64_t used;
+	uint64_t lim, a, used, until;
+	uint32_t st;
+	unsigned p;
+	int rv = 0;
 
 	/* An empty item is not worth an entry (and has no bytes to copy). */
-	if (!c || !c->base || i >= c->hdr->nitems || len == 0 || len > UINT32_MAX)
+	if (!c || !c->base || i >= c->nitems || len == 0 || len > UINT32_MAX)
 		return 0;
+	until = __atomic_load_n(&c->nospace_until, __ATOMIC_RELAXED);
+	if (until && now_ns() < until)
+		return 0;
+	p = op_enter(c);
+	if ((lim = cur_limit(c)) == 0)
+		goto out;
 	e = &c->ent[i];
-	if (__atomic_load_n(&e->state, __ATOMIC_RELAXED) != ENTRY_EMPTY)
-		return 0;
-	if (!__atomic_compare_exchange_n(&e->state, &expect, ENTRY_FILLING, 0, __ATOMIC_ACQ_REL,
+	st = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+	if ((st & STATE_MASK) != ENTRY_EMPTY)
+		goto out;
+	if (!__atomic_compare_exchange_n(&e->state, &st, st | ENTRY_FILLING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
-		return 0;
-	used = __atomic_load_n(&c->hdr->used, __ATOMIC_RELAXED);
+		goto out;
+	a = __atomic_load_n(&c->hdr->alloc, __ATOMIC_ACQUIRE);
 	do {
-		if (len > c->hdr->data_cap - used) {
-			/* Full for this item: never evict. Another, smaller
-			 * item may still fit, and this one may be retried. */
-			__atomic_store_n(&e->state, ENTRY_EMPTY, __ATOMIC_RELEASE);
-			return 0;
-		}
-	} while (!__atomic_compare_exchange_n(&c->hdr->used, &used, used + len, 1, __ATOMIC_ACQ_REL,
-					      __ATOMIC_RELAXED));
+		used = a & ALLOC_USED;
+		/* Frozen by a shrink, or full for this item: never evict.
+		 * Another, smaller item may still fit. */
+		if ((a & ALLOC_FROZEN) || used > lim || len > lim - used)
+			goto undo;
+	} while (!__atomic_compare_exchange_n(&c->hdr->alloc, &a, a + len, 1, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	if (c->fd >= 0 && posix_fallocate(c->fd, (off_t)(c->data_off + used), (off_t)len) != 0) {
+		uint64_t mine = a + len;
+		/* No room in the file system: skip the item rather than
+		 * fault later, hand the space back if nobody took more
+		 * since, and stop trying for a while. */
+		__atomic_compare_exchange_n(&c->hdr->alloc, &mine, a, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+		__atomic_store_n(&c->nospace_until, now_ns() + NOSPACE_BACKOFF_NS, __ATOMIC_RELAXED);
+		goto undo;
+	}
 	memcpy(c->data + used, data, len);
-	e->off = used;
-	e->len = (uint32_t)len;
-	__atomic_store_n(&e->state, ENTRY_READY, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->off, used, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->len, (uint32_t)len, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->state, st | ENTRY_READY, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&c->hdr->items, 1, __ATOMIC_RELAXED);
-	return 1;
+	__atomic_add_fetch(&c->hdr->stored, len, __ATOMIC_RELAXED);
+	rv = 1;
+	goto out;
+undo:
+	__atomic_store_n(&e->state, st, __ATOMIC_RELEASE);
+out:
+	op_leave(c, p);
+	return rv;
 }
+
+/* ---- bound changes ---- */
+
+/*
+ * Lower the bound (or finish a shrink that could not wait for a reader):
+ * see the top of the file. scan: the index may hold items (it is not
+ * released). Called with the bound lock held.
+ */
+static void shrink_locked(coordl__cache_t *c, uint64_t bound, int scan)
+{
+	uint64_t lim = limit_of(c, bound), kept_end = 0, kept_items = 0, kept_bytes = 0, a;
+	int clean;
+
+	__atomic_store_n(&c->hdr->bound, bound, __ATOMIC_SEQ_CST);
+	a = __atomic_load_n(&c->hdr->alloc, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&c->hdr->alloc, &a, a | ALLOC_FROZEN, 1, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED))
+		;
+	/* Every insertion that could have reserved space is over. */
+	clean = grace(c) == 0;
+	if (scan) {
+		for (uint64_t i = 0; i < c->nitems; i++) {
+			struct entry *e = &c->ent[i];
+			uint32_t st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+			uint64_t off, l;
+			if ((st & STATE_MASK) != ENTRY_READY)
+				continue;
+			off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+			l = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+			if (l != 0 && off <= lim && l <= lim - off) {
+				kept_end = off + l > kept_end ? off + l : kept_end;
+				kept_items++;
+				kept_bytes += l;
+				continue;
+			}
+			/* Beyond the new bound (or poisoned): drop it, with a
+			 * new generation so that its readers can tell. */
+			__atomic_compare_exchange_n(&e->state, &st, (st & ~STATE_MASK) + STATE_GEN, 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&c->hdr->items, kept_items, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->hdr->stored, kept_bytes, __ATOMIC_RELAXED);
+	/* Every reader that found a dropped item is done with it. */
+	if (grace(c) < 0)
+		clean = 0;
+	/* Release only when every operation is known to be over. A writer
+	 * that outlived a grace period may still publish an item beyond the
+	 * bound, with its bytes, after the scan: releasing them would let a
+	 * reader take zeros for that item. So a dirty pass releases nothing
+	 * (the next change, at the latest the grant follower's next look,
+	 * does) and reuses nothing. With no room for data the index goes too. */
+	if (clean)
+		release_from(c, lim == 0 ? page_up(HDR_BYTES) : page_up(c->data_off + kept_end));
+	/* Reopen allocation after the last kept item, unless a reader or
+	 * writer may still be using the space beyond it: then nothing is
+	 * reused until a later change finds everyone gone. */
+	a = __atomic_load_n(&c->hdr->alloc, __ATOMIC_RELAXED) & ALLOC_USED;
+	__atomic_store_n(&c->hdr->alloc, clean ? kept_end : a, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c->hdr->dirty, clean ? 0 : 1, __ATOMIC_RELAXED);
+}
+
+int coordl__cache_set_bound(coordl__cache_t *c, uint64_t bound)
+{
+	uint64_t old, old_lim, lim;
+	int lfd = -1, rv = -1, dirty;
+	char why[128];
+
+	if (!c || !c->base) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* The common case, looked at every 100 ms: nothing to do. */
+	if (__atomic_load_n(&c->hdr->bound, __ATOMIC_ACQUIRE) == bound &&
+	    !__atomic_load_n(&c->hdr->dirty, __ATOMIC_RELAXED))
+		return 0;
+	if (c->fd >= 0) {
+		if ((lfd = global_lock(c, why, sizeof(why))) < 0)
+			return -1;
+	} else {
+		pthread_mutex_lock(&c->mu);
+	}
+	old = __atomic_load_n(&c->hdr->bound, __ATOMIC_ACQUIRE);
+	dirty = __atomic_load_n(&c->hdr->dirty, __ATOMIC_RELAXED) != 0;
+	old_lim = limit_of(c, old);
+	lim = limit_of(c, bound);
+	/* Room for the index again if it was released (before any loader
+	 * can see a bound that lets it touch the index). */
+	if (old_lim == 0 && lim > 0 && c->fd >= 0 &&
+	    (errno = posix_fallocate(c->fd, HDR_BYTES, (off_t)(c->data_off - HDR_BYTES))) != 0)
+		goto out;
+	if (lim >= old_lim && !dirty)
+		__atomic_store_n(&c->hdr->bound, bound, __ATOMIC_RELEASE);
+	else
+		/* The index holds items unless the last clean change released
+		 * it (a dirty one never does: a late writer may have published
+		 * an item since, which this pass must see). */
+		shrink_locked(c, bound, old_lim > 0 || dirty);
+	if (bound < old)
+		__atomic_add_fetch(&c->hdr->shrinks, 1, __ATOMIC_RELAXED);
+	else if (bound > old)
+		__atomic_add_fetch(&c->hdr->grows, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->nospace_until, 0, __ATOMIC_RELAXED);
+	rv = 0;
+out:
+	if (lfd >= 0)
+		close(lfd);
+	else if (c->fd < 0)
+		pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+/* ---- counters ---- */
 
 uint64_t coordl__cache_used(const coordl__cache_t *c)
 {
-	return c && c->base ? __atomic_load_n(&c->hdr->used, __ATOMIC_RELAXED) : 0;
+	return c && c->base ? __atomic_load_n(&c->hdr->stored, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t coordl__cache_items(const coordl__cache_t *c)
@@ -414,9 +917,32 @@ uint64_t coordl__cache_items(const coordl__cache_t *c)
 
 uint64_t coordl__cache_capacity(const coordl__cache_t *c)
 {
-	return c && c->base ? c->hdr->data_cap : 0;
+	return c && c->base ? cur_limit(c) : 0;
 }
 
-uint64_t coordl__cache_bound(const coordl__cache_t *c) { return c ? c->bound : 0; }
+uint64_t coordl__cache_bound(const coordl__cache_t *c)
+{
+	if (!c)
+		return 0;
+	return c->base ? __atomic_load_n(&c->hdr->bound, __ATOMIC_RELAXED) : c->init_bound;
+}
+
+uint64_t coordl__cache_shrinks(const coordl__cache_t *c)
+{
+	return c && c->base ? __atomic_load_n(&c->hdr->shrinks, __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t coordl__cache_grows(const coordl__cache_t *c)
+{
+	return c && c->base ? __atomic_load_n(&c->hdr->grows, __ATOMIC_RELAXED) : 0;
+}
 
 const char *coordl__cache_path(const coordl__cache_t *c) { return c ? c->path : NULL; }
+
+const uint8_t *coordl__cache_mapping(const coordl__cache_t *c, size_t *len)
+{
+	if (!c || !c->base)
+		return NULL;
+	*len = (size_t)c->seg_size;
+	return c->base;
+}

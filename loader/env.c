@@ -156,16 +156,27 @@ bad:
 	return -1;
 }
 
-/* Count the cores this process may run on. */
+/* Count the cores this process may run on. A node with more possible CPUs
+ * than a cpu_set_t holds refuses the fixed-size mask (EINVAL), so the
+ * mask grows until the kernel takes it. */
 static int affinity_cores(void)
 {
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) < 0)
-		return 1;
-	n = CPU_COUNT(&set);
-	return n > 0 ? n : 1;
+	for (size_t ncpus = CPU_SETSIZE; ncpus <= (1u << 20); ncpus *= 2) {
+		size_t size = CPU_ALLOC_SIZE(ncpus);
+		cpu_set_t *set = CPU_ALLOC(ncpus);
+		int n;
+		if (!set)
+			return 1;
+		if (sched_getaffinity(0, size, set) == 0) {
+			n = CPU_COUNT_S(size, set);
+			CPU_FREE(set);
+			return n < 1 ? 1 : n > COORDL__MAX_THREADS ? COORDL__MAX_THREADS : n;
+		}
+		CPU_FREE(set);
+		if (errno != EINVAL)
+			break;
+	}
+	return 1;
 }
 
 /* A "0"/"1" flag variable. */
@@ -180,8 +191,8 @@ static int check_flag(const char *name, coordl_error_t *err)
 
 int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_error_t *err)
 {
-	const char *v;
-	int64_t n;
+	const char *v, *env_name = NULL, *grant = NULL;
+	int64_t n, env_bytes = 0;
 	uint64_t bytes;
 	coordl__env_t e = { 0 };
 
@@ -199,14 +210,14 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 			return coordl__errprintf(err, EINVAL,
 						 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T",
 						 SYNERGY_ENV_CACHE_BYTES, v);
-		e.cache_bytes = (int64_t)bytes;
+		env_bytes = (int64_t)bytes;
 	}
 	if ((v = getenv(SYNERGY_ENV_CACHE_NAME))) {
 		if (coordl__valid_cache_name(v) < 0)
 			return coordl__errprintf(err, EINVAL,
 						 "%s='%.40s': expected 1..64 of [A-Za-z0-9_.-]",
 						 SYNERGY_ENV_CACHE_NAME, v);
-		e.cache_name = v;
+		env_name = v;
 	}
 	if ((v = getenv(SYNERGY_ENV_CACHE_DIR))) {
 		if (v[0] != '/')
@@ -214,6 +225,12 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 						 "%s='%.40s': expected an absolute directory",
 						 SYNERGY_ENV_CACHE_DIR, v);
 		e.cache_dir = v;
+	}
+	if ((v = getenv(SYNERGY_ENV_CACHE_GRANT))) {
+		if (v[0] != '/' || strlen(v) >= PATH_MAX)
+			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an absolute file path",
+						 SYNERGY_ENV_CACHE_GRANT, v);
+		grant = v;
 	}
 	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
@@ -246,15 +263,29 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		return coordl__errprintf(err, EINVAL,
 					 "cache_bytes=%lld: expected -1 (unset) or >= 0",
 					 (long long)cfg->cache_bytes);
-	if (cfg->cache_bytes >= 0)
-		e.cache_bytes = cfg->cache_bytes;
+	if (cfg->cache_name && coordl__valid_cache_name(cfg->cache_name) < 0)
+		return coordl__errprintf(err, EINVAL,
+					 "cache_name='%.40s': expected 1..64 of [A-Za-z0-9_.-]",
+					 cfg->cache_name);
+	if (cfg->cache_use < COORDL_CACHE_AUTO || cfg->cache_use > COORDL_CACHE_NONE)
+		return coordl__errprintf(err, EINVAL, "cache_use=%d: expected 0 (auto), 1 (job) or 2 (none)",
+					 cfg->cache_use);
+	if (cfg->max_item_bytes < 0 || cfg->max_item_bytes > COORDL__MAX_ITEM_LIMIT)
+		return coordl__errprintf(err, EINVAL, "max_item_bytes=%lld: expected 0 (default) or 1..%lld",
+					 (long long)cfg->max_item_bytes, (long long)COORDL__MAX_ITEM_LIMIT);
+	e.max_item_bytes = cfg->max_item_bytes ? cfg->max_item_bytes : COORDL__MAX_ITEM_DEFAULT;
 
-	if (cfg->cache_name) {
-		if (coordl__valid_cache_name(cfg->cache_name) < 0)
-			return coordl__errprintf(err, EINVAL,
-						 "cache_name='%.40s': expected 1..64 of [A-Za-z0-9_.-]",
-						 cfg->cache_name);
-		e.cache_name = cfg->cache_name;
+	/* The cache: see env.h. */
+	e.job_cache = cfg->cache_use == COORDL_CACHE_JOB ||
+		      (cfg->cache_use == COORDL_CACHE_AUTO && cfg->mode == COORDL_MODE_TRAIN);
+	if (cfg->cache_use != COORDL_CACHE_NONE) {
+		e.cache_fixed = cfg->cache_bytes >= 0;
+		e.cache_bytes = e.cache_fixed ? cfg->cache_bytes : e.job_cache ? env_bytes : 0;
+		e.cache_name = cfg->cache_name ? cfg->cache_name : e.job_cache ? env_name : NULL;
+		e.grant_path = e.job_cache && !e.cache_fixed ? grant : NULL;
+	} else {
+		e.job_cache = 0;
+		e.cache_fixed = 1;
 	}
 	*out = e;
 	return 0;

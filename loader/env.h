@@ -33,16 +33,31 @@ int coordl__parse_cpulist(const char *s);
 /* Validate a cache name: [A-Za-z0-9_.-], 1..64 characters, not "." or "..". */
 int coordl__valid_cache_name(const char *s);
 
+/* The default and the largest max_item_bytes. */
+#define COORDL__MAX_ITEM_DEFAULT (64LL << 20)
+#define COORDL__MAX_ITEM_LIMIT (1LL << 40)
+
 /*
  * The loader's knobs after the environment and defaults were applied.
  * cache_dir is NULL when the cache lives in POSIX shared memory; strings
  * point into the environment or the caller's config.
+ *
+ * The cache: a loader takes the job's cache (job_cache) when cache_use is
+ * JOB, or AUTO and the mode is TRAIN. The job's cache is named
+ * cache_name, else SYNERGY_CACHE_NAME, and bounded by cache_bytes, else
+ * the grant (SYNERGY_CACHE_GRANT's file, read by the loader, else
+ * SYNERGY_CACHE_BYTES). Any other loader has a cache only when the config
+ * gives a bound (named cache_name, else private). cache_use NONE: none.
  */
 typedef struct coordl__env {
 	int threads;
-	int64_t cache_bytes;
+	int64_t cache_bytes;     /* the bound to start with; 0: no cache unless grant_path */
+	int cache_fixed;         /* 1: the bound is the config's, never the grant's */
+	int job_cache;           /* 1: this loader takes the job's cache */
 	const char *cache_name;
 	const char *cache_dir;
+	const char *grant_path;  /* follow this grant file (job's cache, bound not fixed), else NULL */
+	int64_t max_item_bytes;
 	const char *profile_out; /* SYNERGY_PROFILE_OUT when SYNERGY_PROFILE_MODE=1, else NULL */
 	int follow;        /* 1: threads were not fixed by the API and
 	                      SYNERGY_FOLLOW_CPUSET is not 0: follow the cpuset */

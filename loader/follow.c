@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "follow.h"
@@ -20,70 +21,173 @@
 
 struct coordl__follow {
 	double next;         /* CLOCK_MONOTONIC time of the next look */
-	int have_cg;         /* cg holds the last cpuset read */
-	cpu_set_t cg;        /* the cgroup's CPU set at the last look */
-	int have_aff;
-	cpu_set_t aff;       /* the calling thread's affinity after the last look */
+	coordl__cpus_t cg;   /* the cgroup's CPU set at the last look (empty: none) */
+	coordl__cpus_t aff;  /* the calling thread's affinity after the last look */
 };
 
-/* Read a small text file into buf (NUL-terminated). Returns the length or
- * -1. The files read here are a few dozen bytes. */
-static ssize_t read_small(const char *path, char *buf, size_t len)
+/* A set with room for CPUs 0..ncpus-1 (at least CPU_SETSIZE), zeroed. */
+static int cpus_alloc(coordl__cpus_t *s, size_t ncpus)
 {
-	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
+	if (ncpus < CPU_SETSIZE)
+		ncpus = CPU_SETSIZE;
+	s->size = CPU_ALLOC_SIZE(ncpus);
+	if (!(s->set = CPU_ALLOC(ncpus))) {
+		s->size = 0;
+		errno = ENOMEM;
 		return -1;
-	while ((size_t)got < len - 1 && (n = read(fd, buf + got, len - 1 - (size_t)got)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
+	}
+	CPU_ZERO_S(s->size, s->set);
+	return 0;
+}
+
+void coordl__cpus_free(coordl__cpus_t *s)
+{
+	if (s->set)
+		CPU_FREE(s->set);
+	s->set = NULL;
+	s->size = 0;
+}
+
+int coordl__cpus_count(const coordl__cpus_t *s)
+{
+	return s->set ? CPU_COUNT_S(s->size, s->set) : 0;
+}
+
+int coordl__cpus_equal(const coordl__cpus_t *a, const coordl__cpus_t *b)
+{
+	size_t n = a->size > b->size ? a->size : b->size;
+
+	if (!a->set || !b->set)
+		return !a->set && !b->set;
+	for (size_t c = 0; c < n * 8; c++)
+		if (CPU_ISSET_S(c, a->size, a->set) != CPU_ISSET_S(c, b->size, b->set))
+			return 0;
+	return 1;
+}
+
+int coordl__cpus_parse(const char *s, coordl__cpus_t *out)
+{
+	const char *p = s;
+	unsigned long hi = 0;
+	int pass;
+
+	out->set = NULL;
+	out->size = 0;
+	if (!s)
+		goto bad;
+	/* Pass 0 checks the syntax and finds the highest CPU, pass 1 sets. */
+	for (pass = 0; pass < 2; pass++) {
+		p = s;
+		if (pass == 1 && cpus_alloc(out, hi + 1) < 0)
 			return -1;
+		while (*p && *p != '\n') {
+			char *end;
+			unsigned long a, b;
+			if (!isdigit((unsigned char)*p))
+				goto bad;
+			errno = 0;
+			a = strtoul(p, &end, 10);
+			b = a;
+			p = end;
+			if (*p == '-') {
+				if (!isdigit((unsigned char)p[1]))
+					goto bad;
+				b = strtoul(p + 1, &end, 10);
+				p = end;
+			}
+			if (errno || b < a || b >= COORDL__FOLLOW_MAX_CPUS)
+				goto bad;
+			if (pass == 0)
+				hi = b > hi ? b : hi;
+			else
+				for (unsigned long c = a; c <= b; c++)
+					CPU_SET_S(c, out->size, out->set);
+			if (*p == ',')
+				p++;
+			else if (*p && *p != '\n')
+				goto bad;
 		}
-		got += n;
+	}
+	if (coordl__cpus_count(out) > 0)
+		return coordl__cpus_count(out);
+bad:
+	coordl__cpus_free(out);
+	errno = EINVAL;
+	return -1;
+}
+
+/* Read a whole text file into a malloc'd, NUL-terminated buffer; a file
+ * longer than max is an error (EFBIG), never silently cut. NULL on error. */
+static char *read_text(const char *path, size_t max)
+{
+	size_t cap = 4096, got = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t n;
+	int fd, e;
+
+	if (!buf)
+		return NULL;
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		goto fail;
+	for (;;) {
+		if (got + 1 == cap) {
+			if (cap >= max) {
+				errno = EFBIG;
+				goto fail;
+			}
+			if (!(nb = realloc(buf, cap * 2)))
+				goto fail;
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + got, cap - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		got += (size_t)n;
 	}
 	close(fd);
 	buf[got] = '\0';
-	return got;
+	return buf;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	errno = e;
+	return NULL;
 }
 
-int coordl__follow_parse(const char *s, cpu_set_t *set)
+int coordl__cpus_read(const char *path, coordl__cpus_t *out)
 {
-	const char *p = s;
+	char *text = read_text(path, COORDL__FOLLOW_MAX_TEXT);
+	int n;
 
-	CPU_ZERO(set);
-	if (!s)
-		goto bad;
-	while (*p && *p != '\n') {
-		char *end;
-		unsigned long a, b;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		a = strtoul(p, &end, 10);
-		b = a;
-		p = end;
-		if (*p == '-') {
-			if (!isdigit((unsigned char)p[1]))
-				goto bad;
-			b = strtoul(p + 1, &end, 10);
-			p = end;
-		}
-		if (b < a || b >= CPU_SETSIZE)
-			goto bad;
-		for (unsigned long c = a; c <= b; c++)
-			CPU_SET(c, set);
-		if (*p == ',')
-			p++;
-		else if (*p && *p != '\n')
-			goto bad;
+	out->set = NULL;
+	out->size = 0;
+	if (!text)
+		return -1;
+	n = coordl__cpus_parse(text, out);
+	free(text);
+	return n;
+}
+
+/* The calling thread's affinity, in a set as large as the kernel wants
+ * (a fixed cpu_set_t is refused with EINVAL on nodes with more CPUs). */
+static int read_affinity(coordl__cpus_t *out)
+{
+	for (size_t ncpus = CPU_SETSIZE; ncpus <= COORDL__FOLLOW_MAX_CPUS; ncpus *= 2) {
+		if (cpus_alloc(out, ncpus) < 0)
+			return -1;
+		if (sched_getaffinity(0, out->size, out->set) == 0)
+			return 0;
+		coordl__cpus_free(out);
+		if (errno != EINVAL)
+			return -1;
 	}
-	if (CPU_COUNT(set) > 0)
-		return CPU_COUNT(set);
-bad:
-	CPU_ZERO(set);
-	errno = EINVAL;
 	return -1;
 }
 
@@ -98,41 +202,48 @@ static int clean_path(char *p)
 }
 
 /* The CPU list in file under root/rel (rel "/" is root itself). 0 or -1. */
-static int read_set_at(const char *root, const char *rel, const char *file, cpu_set_t *set)
+static int read_set_at(const char *root, const char *rel, const char *file, coordl__cpus_t *set)
 {
-	char path[1200], text[4096];
+	char *path;
+	int n;
 
-	snprintf(path, sizeof(path), "%s%s/%s", root, strcmp(rel, "/") ? rel : "", file);
-	return read_small(path, text, sizeof(text)) > 0 && coordl__follow_parse(text, set) > 0 ? 0 : -1;
+	if (asprintf(&path, "%s%s/%s", root, strcmp(rel, "/") ? rel : "", file) < 0)
+		return -1;
+	n = coordl__cpus_read(path, set);
+	free(path);
+	return n > 0 ? 0 : -1;
 }
 
 /* The CPU set of the process's cpuset cgroup, v1 then v2. Returns 0 or -1
  * when none can be read. The path is looked up every time: the job may be
  * moved into another cgroup after the loader started. */
-static int read_cgroup_set(cpu_set_t *set)
+static int read_cgroup_set(coordl__cpus_t *set)
 {
-	char rel[1024], text[4096], *line, *nl;
+	char *rel, *text, *line, *nl;
+	int rv = -1;
 
 	/* cgroup v1: /proc/self/cpuset names the path in the cpuset hierarchy. */
-	if (read_small("/proc/self/cpuset", rel, sizeof(rel)) > 0 && clean_path(rel) == 0 &&
-	    read_set_at("/sys/fs/cgroup/cpuset", rel, "cpuset.cpus", set) == 0)
-		return 0;
+	if ((rel = read_text("/proc/self/cpuset", 1 << 16))) {
+		rv = clean_path(rel) == 0 ? read_set_at("/sys/fs/cgroup/cpuset", rel, "cpuset.cpus", set) : -1;
+		free(rel);
+		if (rv == 0)
+			return 0;
+	}
 	/* cgroup v2: the "0::PATH" line of /proc/self/cgroup. */
-	if (read_small("/proc/self/cgroup", text, sizeof(text)) <= 0)
+	if (!(text = read_text("/proc/self/cgroup", 1 << 16)))
 		return -1;
 	line = strstr(text, "0::");
-	if (!line || (line != text && line[-1] != '\n'))
-		return -1;
-	line += 3;
-	if ((nl = strchr(line, '\n')))
-		*nl = '\0';
-	/* (a path longer than any cgroup file name allows is refused) */
-	if (strlen(line) >= sizeof(rel) || clean_path(line) < 0)
-		return -1;
-	if (read_set_at("/sys/fs/cgroup", line, "cpuset.cpus.effective", set) == 0 ||
-	    read_set_at("/sys/fs/cgroup/unified", line, "cpuset.cpus.effective", set) == 0)
-		return 0;
-	return -1;
+	if (line && (line == text || line[-1] == '\n')) {
+		line += 3;
+		if ((nl = strchr(line, '\n')))
+			*nl = '\0';
+		if (clean_path(line) == 0 &&
+		    (read_set_at("/sys/fs/cgroup", line, "cpuset.cpus.effective", set) == 0 ||
+		     read_set_at("/sys/fs/cgroup/unified", line, "cpuset.cpus.effective", set) == 0))
+			rv = 0;
+	}
+	free(text);
+	return rv;
 }
 
 coordl__follow_t *coordl__follow_create(void)
@@ -141,64 +252,83 @@ coordl__follow_t *coordl__follow_create(void)
 
 	if (!f)
 		return NULL;
-	f->have_cg = read_cgroup_set(&f->cg) == 0;
-	f->have_aff = sched_getaffinity(0, sizeof(f->aff), &f->aff) == 0;
+	read_cgroup_set(&f->cg);
+	read_affinity(&f->aff);
 	f->next = coordl__now() + COORDL__FOLLOW_PERIOD;
 	return f;
 }
 
 void coordl__follow_destroy(coordl__follow_t *f)
 {
+	if (!f)
+		return;
+	coordl__cpus_free(&f->cg);
+	coordl__cpus_free(&f->aff);
 	free(f);
 }
 
-int coordl__follow_check(coordl__follow_t *f, cpu_set_t *set)
+/* Replace *dst by a copy of src (dst may be empty). 0 or -1. */
+static int cpus_copy(coordl__cpus_t *dst, const coordl__cpus_t *src)
 {
-	cpu_set_t cg, aff;
-	int have_cg, have_aff, changed = 0;
+	coordl__cpus_t t;
+
+	if (cpus_alloc(&t, src->size * 8) < 0)
+		return -1;
+	memcpy(t.set, src->set, src->size);
+	coordl__cpus_free(dst);
+	*dst = t;
+	return 0;
+}
+
+int coordl__follow_check(coordl__follow_t *f, coordl__cpus_t *set)
+{
+	coordl__cpus_t cg = { NULL, 0 }, aff = { NULL, 0 };
+	int changed = 0;
 	double now = coordl__now();
 
 	if (!f || now < f->next)
 		return 0;
 	f->next = now + COORDL__FOLLOW_PERIOD;
-	have_cg = read_cgroup_set(&cg) == 0;
-	have_aff = sched_getaffinity(0, sizeof(aff), &aff) == 0;
-	if (have_cg && (!f->have_cg || !CPU_EQUAL(&cg, &f->cg))) {
+	read_cgroup_set(&cg);
+	read_affinity(&aff);
+	if (cg.set && (!f->cg.set || !coordl__cpus_equal(&cg, &f->cg))) {
 		/* The cpuset itself moved (the node lent or took back cores):
 		 * it rules, whatever the threads' pins say. */
-		*set = cg;
-		changed = 1;
-	} else if (have_aff && (!f->have_aff || !CPU_EQUAL(&aff, &f->aff))) {
+		changed = cpus_copy(set, &cg) == 0;
+	} else if (aff.set && (!f->aff.set || !coordl__cpus_equal(&aff, &f->aff))) {
 		/* Only the affinity moved: someone pinned the process. */
-		*set = aff;
-		changed = 1;
+		changed = cpus_copy(set, &aff) == 0;
 	}
-	f->have_cg = have_cg;
-	if (have_cg)
+	if (cg.set) {
+		coordl__cpus_free(&f->cg);
 		f->cg = cg;
+		cg.set = NULL;
+	}
 	/* After a change the caller pins this thread to *set; if the kernel
 	 * trims that (offline CPUs), the next look sees the difference and
 	 * follows the trimmed set. */
 	if (changed) {
-		f->aff = *set;
-		f->have_aff = 1;
-	} else if (have_aff) {
+		cpus_copy(&f->aff, set);
+	} else if (aff.set) {
+		coordl__cpus_free(&f->aff);
 		f->aff = aff;
-		f->have_aff = 1;
+		aff.set = NULL;
 	}
+	coordl__cpus_free(&cg);
+	coordl__cpus_free(&aff);
 	return changed;
 }
 
-int coordl__follow_pin(const cpu_set_t *set, const pthread_t *thr, int n)
+int coordl__follow_pin(const coordl__cpus_t *set, const pthread_t *thr, int n)
 {
 	int rv = 0, first = 0;
 
-	if (sched_setaffinity(0, sizeof(*set), set) < 0) {
+	if (sched_setaffinity(0, set->size, set->set) < 0) {
 		first = errno;
 		rv = -1;
 	}
 	for (int i = 0; i < n; i++) {
-		int e = pthread_setaffinity_np(thr[i], sizeof(*set), set);
+		int e = pthread_setaffinity_np(thr[i], set->size, set->set);
 		if (e != 0 && rv == 0) {
 			first = e;
 			rv = -1;

@@ -23,6 +23,13 @@
  * A loader whose thread count the caller left unset follows its CPU set
  * (follow.h): coordl_next() looks at most every 100 ms and, on a change,
  * pins every thread to the new set and runs one worker per CPU in it.
+ *
+ * The cache (env.h says which loader takes the job's cache) is opened by
+ * open_cache(), which never fails the loader: a cache that cannot be had
+ * leaves a private one or none, with a note. A loader whose bound is the
+ * job's grant follows SYNERGY_CACHE_GRANT in a thread of its own
+ * (grant.h); a worker that finds its cached item dropped by a shrink while
+ * it used it (coordl__cache_done) redoes the item from storage.
  */
 #include "config.h"
 
@@ -38,10 +45,12 @@
 #include "cache.h"
 #include "env.h"
 #include "follow.h"
+#include "grant.h"
 #include "prep.h"
 #include "profmode.h"
 #include "rng.h"
 #include "source.h"
+#include "synergy_env.h"
 #include "util.h"
 #ifdef HAVE_CUDA
 #include "cuda.h"
@@ -109,6 +118,9 @@ struct coordl_loader {
 	coordl__follow_t *follow; /* NULL when the thread count is fixed */
 	int follow_off;           /* atomic: coordl_set_threads() took over */
 	coordl__profmode_t *prof; /* SYNERGY_PROFILE_MODE=1, else NULL */
+	coordl__grant_t *grant;   /* following SYNERGY_CACHE_GRANT, else NULL */
+	int cache_shared;         /* the cache is a named, shared one */
+	char cache_note[320];     /* why the cache is not as asked ("" when it is) */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
 #endif
@@ -315,9 +327,10 @@ static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, i
 	coordl__rng_seed(&rng, coordl__hash4(seed, epoch, orig, COORDL__RNG_REPLACE));
 	for (int attempt = 0; attempt <= MAX_REPLACE; attempt++) {
 		uint64_t sseed;
-		const uint8_t *bytes;
+		const uint8_t *bytes = NULL;
 		size_t len = 0;
-		int ok = 1;
+		int ok, from_cache = 0, skip_cache = 0;
+		coordl__cache_ticket_t tk;
 
 		if (attempt > 0)
 			idx = coordl__rng_below(&rng, ld->nitems);
@@ -328,8 +341,10 @@ static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, i
 			coordl__prep_synthetic(&ld->pp, sseed, dst);
 			goto good;
 		}
-		if ((bytes = coordl__cache_get(ld->cache, idx, &len))) {
-			__atomic_add_fetch(&ld->hits, 1, __ATOMIC_RELAXED);
+again:
+		ok = 1;
+		if (!skip_cache && (bytes = coordl__cache_get(ld->cache, idx, &len, &tk))) {
+			from_cache = 1;
 		} else {
 			double t = coordl__now();
 			__atomic_add_fetch(&ld->misses, 1, __ATOMIC_RELAXED);
@@ -349,12 +364,20 @@ static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, i
 		if (ok && ld->cfg.mode == COORDL_MODE_RAW) {
 			uint64_t l64 = len;
 			memcpy(dst, &l64, sizeof(l64));
-			goto good;
-		}
-		if (ok) {
+		} else if (ok) {
 			double t = coordl__now();
 			ok = coordl__prep_item(w->prep, bytes, len, sseed, dst, why, sizeof(why)) == 0;
 			__atomic_add_fetch(&ld->prep_ns, ns_since(t), __ATOMIC_RELAXED);
+		}
+		if (from_cache) {
+			from_cache = 0;
+			if (!coordl__cache_done(ld->cache, &tk)) {
+				/* A bound change dropped the item while it was in
+				 * use and could not wait: redo it from storage. */
+				skip_cache = 1;
+				goto again;
+			}
+			__atomic_add_fetch(&ld->hits, 1, __ATOMIC_RELAXED);
 		}
 		if (ok)
 			goto good;
@@ -498,6 +521,63 @@ static void free_slots(coordl_loader_t *ld)
 	ld->slots = NULL;
 }
 
+/*
+ * Attach the cache the configuration and environment ask for (env.h), and
+ * follow the grant file when the bound is the job's. Never fails: a named
+ * cache that cannot be had (in use for another dataset, no room, an unsafe
+ * file) leaves a private cache of the program's own bound, or no cache
+ * when the bound is the job's grant (a private copy in every process could
+ * exceed it), and cache_note says why.
+ */
+static void open_cache(coordl_loader_t *ld, const coordl__env_t *env)
+{
+	coordl_error_t cerr = { "" };
+	uint64_t bound = (uint64_t)env->cache_bytes, g;
+	size_t nitems = ld->nitems;
+	uint64_t dbytes = coordl__source_bytes(ld->src), sig = coordl__source_signature(ld->src);
+	char why[128];
+
+	if (env->grant_path) {
+		if (coordl__grant_read(env->grant_path, &g, why, sizeof(why)) == 0)
+			bound = g;
+		else
+			snprintf(ld->cache_note, sizeof(ld->cache_note),
+				 "%s=%.100s: %s: starting from %s (%llu bytes)", SYNERGY_ENV_CACHE_GRANT,
+				 env->grant_path, why, SYNERGY_ENV_CACHE_BYTES, (unsigned long long)bound);
+	} else if (bound == 0) {
+		return;
+	}
+	if (ld->cache_name) {
+		ld->cache = coordl__cache_attach(ld->cache_name, env->cache_dir, bound, nitems, dbytes,
+						 sig, &cerr);
+		if (ld->cache) {
+			ld->cache_shared = 1;
+			ld->cfg.cache_name = ld->cache_name;
+		} else if (env->cache_fixed) {
+			snprintf(ld->cache_note, sizeof(ld->cache_note),
+				 "%.200s: using a private cache of %llu bytes", cerr.text,
+				 (unsigned long long)bound);
+			ld->cache = coordl__cache_attach(NULL, NULL, bound, nitems, dbytes, sig, &cerr);
+		} else {
+			snprintf(ld->cache_note, sizeof(ld->cache_note), "%.200s: running without a cache",
+				 cerr.text);
+			bound = 0;
+		}
+	} else {
+		ld->cache = coordl__cache_attach(NULL, NULL, bound, nitems, dbytes, sig, &cerr);
+	}
+	if (!ld->cache && bound > 0) {
+		snprintf(ld->cache_note, sizeof(ld->cache_note), "%.200s: running without a cache",
+			 cerr.text);
+		bound = 0;
+	}
+	ld->cfg.cache_bytes = (int64_t)bound;
+	if (ld->cache && env->grant_path && !(ld->grant = coordl__grant_start(env->grant_path, ld->cache)))
+		snprintf(ld->cache_note, sizeof(ld->cache_note),
+			 "%s: cannot start following the grant: %s", SYNERGY_ENV_CACHE_GRANT,
+			 strerror(errno));
+}
+
 /* Allocate every batch buffer once and touch it, so that page faults are
  * paid here and never on the hot path. */
 static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
@@ -565,13 +645,13 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	ld->cfg = *cfg;
 	ld->cfg.threads = env.threads;
 	ld->cfg.cache_bytes = env.cache_bytes;
+	ld->cfg.cache_name = NULL;
 	if (!(ld->path = strdup(cfg->path)) ||
 	    (env.cache_name && !(ld->cache_name = strdup(env.cache_name)))) {
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	ld->cfg.path = ld->path;
-	ld->cfg.cache_name = ld->cache_name;
 	if (!cfg->prefetch) {
 		/* Workers share batches item by item, so a shallow ring keeps
 		 * all of them busy; the cap bounds the memory of big thread
@@ -599,14 +679,11 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	memcpy(ld->pp.std, cfg->std, sizeof(ld->pp.std));
 	ld->sample_bytes = cfg->mode == COORDL_MODE_RAW ? sizeof(uint64_t)
 							: coordl__prep_sample_bytes(&ld->pp);
+	ld->cfg.max_item_bytes = env.max_item_bytes;
+	coordl__source_set_max_item(ld->src, (uint64_t)env.max_item_bytes);
 
-	if (ld->cfg.cache_bytes > 0 && cfg->mode != COORDL_MODE_SYNTHETIC) {
-		ld->cache = coordl__cache_attach(ld->cache_name, env.cache_dir,
-						 (uint64_t)ld->cfg.cache_bytes, ld->nitems,
-						 coordl__source_signature(ld->src), err);
-		if (!ld->cache)
-			goto out;
-	}
+	if (cfg->mode != COORDL_MODE_SYNTHETIC)
+		open_cache(ld, &env);
 	if (!(ld->perm = malloc(ld->nitems * sizeof(uint64_t))) ||
 	    !(ld->order = malloc(ld->per_rank * sizeof(uint64_t))) ||
 	    !(ld->thr = calloc(COORDL__MAX_THREADS, sizeof(pthread_t))) ||
@@ -651,6 +728,7 @@ void coordl_destroy(coordl_loader_t *ld)
 	if (!ld)
 		return;
 	coordl__profmode_destroy(ld->prof);
+	coordl__grant_stop(ld->grant);
 	pthread_mutex_lock(&ld->mu);
 	ld->stop = 1;
 	pthread_cond_broadcast(&ld->work_cv);
@@ -706,9 +784,9 @@ static int set_threads_locked(coordl_loader_t *ld, int threads, coordl_error_t *
  * worker per CPU. A thread that cannot be pinned keeps its old affinity
  * (the count still follows); a failed spawn keeps the old count. Neither
  * is retried before the set changes again. */
-static void follow_cpuset(coordl_loader_t *ld, const cpu_set_t *set)
+static void follow_cpuset(coordl_loader_t *ld, const coordl__cpus_t *set)
 {
-	int n = CPU_COUNT(set);
+	int n = coordl__cpus_count(set);
 
 	pthread_mutex_lock(&ld->mu);
 	if (!__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED)) {
@@ -723,13 +801,15 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 	struct slot *s;
 	double t;
 	int rv = -1;
-	cpu_set_t cpus;
+	coordl__cpus_t cpus = { NULL, 0 };
 
 	if (!ld || !out)
 		return coordl__errprintf(err, EINVAL, "coordl_next: NULL argument");
 	if (ld->follow && !__atomic_load_n(&ld->follow_off, __ATOMIC_RELAXED) &&
-	    coordl__follow_check(ld->follow, &cpus) == 1)
+	    coordl__follow_check(ld->follow, &cpus) == 1) {
 		follow_cpuset(ld, &cpus);
+		coordl__cpus_free(&cpus);
+	}
 	if (ld->prof)
 		coordl__profmode_enter(ld->prof, ld);
 	pthread_mutex_lock(&ld->mu);
@@ -915,12 +995,25 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st)
 	st->cache_misses = __atomic_load_n(&l->misses, __ATOMIC_RELAXED);
 	st->corrupt = __atomic_load_n(&l->corrupt, __ATOMIC_RELAXED);
 	st->cache_bytes_used = coordl__cache_used(l->cache);
-	st->cache_bytes_limit = l->cfg.cache_bytes > 0 ? (uint64_t)l->cfg.cache_bytes : 0;
+	st->cache_bytes_limit = coordl__cache_bound(l->cache);
+	st->cache_items = coordl__cache_items(l->cache);
+	st->cache_shrinks = coordl__cache_shrinks(l->cache);
+	st->cache_grows = coordl__cache_grows(l->cache);
+	st->cache_shared = l->cache_shared;
 	if (st->epoch_wall > 0) {
 		st->images_per_s = (double)st->samples / st->epoch_wall;
 		st->images_per_s_per_core = st->images_per_s / (st->threads > 0 ? st->threads : 1);
 	}
 	return 0;
+}
+
+const char *coordl_cache_note(const coordl_loader_t *ld)
+{
+	if (!ld)
+		return NULL;
+	if (ld->cache_note[0])
+		return ld->cache_note;
+	return coordl__grant_note(ld->grant);
 }
 
 const char *coordl_last_corrupt(const coordl_loader_t *ld)

@@ -12,6 +12,7 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/profmode.c loader/profmode.h \
 	loader/source.c loader/source.h \
 	loader/cache.c loader/cache.h \
+	loader/grant.c loader/grant.h \
 	loader/loader.c \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
 	loader/rng.h loader/cuda.h
@@ -48,7 +49,9 @@ LOADER_TEST_PROGS = \
 	loader/test/minio.t \
 	loader/test/pack.t \
 	loader/test/cuda.t \
-	loader/test/follow.t
+	loader/test/follow.t \
+	loader/test/multi.t \
+	loader/test/grant.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -56,7 +59,9 @@ LOADER_THREAD_TESTS = \
 	loader/test/pipeline.t \
 	loader/test/minio.t \
 	loader/test/cache.t \
-	loader/test/follow.t
+	loader/test/follow.t \
+	loader/test/multi.t \
+	loader/test/grant.t
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c
 UNIT_TESTS += $(LOADER_TESTS)
@@ -87,6 +92,12 @@ loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_follow_t_SOURCES = loader/test/follow.c loader/test/testdata.c
 loader_test_follow_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_follow_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_multi_t_SOURCES = loader/test/multi.c loader/test/testdata.c
+loader_test_multi_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_multi_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
+loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_cuda_t_SOURCES = loader/test/cuda.c loader/test/testdata.c
 loader_test_cuda_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
 loader_test_cuda_t_LDADD = $(LOADER_TEST_LDADD) $(CUDA_LIBS)

@@ -23,7 +23,11 @@
  *
  * Hostile input: libjpeg errors and also its corrupt-data warnings end in a
  * longjmp back to coordl__prep_item, which returns -1 with the reason;
- * libjpeg never prints. Image dimensions and libjpeg's memory are bounded.
+ * libjpeg never prints. Image dimensions, the scans of a progressive JPEG
+ * (a progress monitor counts them while libjpeg absorbs the file) and
+ * libjpeg's memory are bounded (prep_internal.h), the memory both by a
+ * check of the coefficient buffers a multi-scan image needs, made from its
+ * header before anything is allocated, and by max_memory_to_use.
  */
 #include "config.h"
 
@@ -47,8 +51,6 @@
 #include "prep_internal.h"
 #include "rng.h"
 
-/* libjpeg's own allocations per image (progressive coefficient buffers). */
-#define PREP_JPEG_MAX_MEMORY (512L * 1024 * 1024)
 
 /*
  * libjpeg-turbo's SIMD colour conversion writes an aligned output row with
@@ -88,6 +90,7 @@ struct coordl__prep_ctx {
 	coordl__prep_params_t p;
 	struct jpeg_decompress_struct cinfo;
 	struct prep_jerr jerr;
+	struct jpeg_progress_mgr progress;
 	int cinfo_ok;
 	v4f mul, add;            /* normalisation: value * mul + add */
 	struct prep_axis hx, vy;
@@ -138,6 +141,21 @@ static void prep_output_message(j_common_ptr cinfo)
 	(void)cinfo;
 }
 
+/* Called as libjpeg absorbs a multi-scan file: stop a progressive JPEG
+ * with more scans than any encoder writes (each scan is a pass over the
+ * whole coefficient buffer, so scans cost time without bound). */
+static void prep_progress(j_common_ptr cinfo)
+{
+	j_decompress_ptr d = (j_decompress_ptr)cinfo;
+	struct prep_jerr *e = (struct prep_jerr *)cinfo->err;
+
+	if (d->progressive_mode && d->input_scan_number > COORDL__PREP_MAX_SCANS) {
+		snprintf(e->msg, sizeof(e->msg), "progressive JPEG with more than %d scans",
+			 COORDL__PREP_MAX_SCANS);
+		longjmp(e->jb, 1);
+	}
+}
+
 static int prep_params_ok(const coordl__prep_params_t *p)
 {
 	if (p->out_size < 1 || p->out_size > COORDL__PREP_MAX_OUT)
@@ -184,7 +202,9 @@ coordl__prep_ctx_t *coordl__prep_ctx_create(const coordl__prep_params_t *p)
 		return NULL;
 	}
 	jpeg_create_decompress(&ctx->cinfo);
-	ctx->cinfo.mem->max_memory_to_use = PREP_JPEG_MAX_MEMORY;
+	ctx->cinfo.mem->max_memory_to_use = COORDL__PREP_MAX_MEMORY;
+	ctx->progress.progress_monitor = prep_progress;
+	ctx->cinfo.progress = &ctx->progress;
 	ctx->cinfo_ok = 1;
 	return ctx;
 }
@@ -584,6 +604,27 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		return fail(why, whylen, EINVAL, "image %ux%u is beyond the %dx%d / %ld pixel limit",
 			    ci->image_width, ci->image_height, COORDL__PREP_MAX_SIDE,
 			    COORDL__PREP_MAX_SIDE, COORDL__PREP_MAX_PIXELS);
+	}
+	if (ci->progressive_mode || ci->comps_in_scan < ci->num_components) {
+		/* The whole image's coefficients stay in memory: one JBLOCK per
+		 * block of each component, padded to its sampling factors. */
+		uint64_t need = 0;
+		for (int c = 0; c < ci->num_components; c++) {
+			const jpeg_component_info *cp = &ci->comp_info[c];
+			uint64_t hs = cp->h_samp_factor > 0 ? (uint64_t)cp->h_samp_factor : 1;
+			uint64_t vs = cp->v_samp_factor > 0 ? (uint64_t)cp->v_samp_factor : 1;
+			uint64_t wb = ((uint64_t)cp->width_in_blocks + hs - 1) / hs * hs;
+			uint64_t hb = ((uint64_t)cp->height_in_blocks + vs - 1) / vs * vs;
+			need += wb * hb * sizeof(JBLOCK);
+		}
+		if (need > (uint64_t)COORDL__PREP_MAX_MEMORY) {
+			jpeg_abort_decompress(ci);
+			return fail(why, whylen, EINVAL,
+				    "%s JPEG of %ux%u needs %llu MiB to decode, beyond the %ld MiB limit",
+				    ci->progressive_mode ? "progressive" : "multi-scan", ci->image_width,
+				    ci->image_height, (unsigned long long)(need >> 20),
+				    COORDL__PREP_MAX_MEMORY >> 20);
+		}
 	}
 	switch (ci->jpeg_color_space) {
 	case JCS_GRAYSCALE:

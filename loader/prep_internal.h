@@ -14,6 +14,16 @@
 /* Limits on the images prep accepts (larger ones are rejected as absurd). */
 #define COORDL__PREP_MAX_SIDE 16384
 #define COORDL__PREP_MAX_PIXELS (64L * 1024 * 1024)
+/*
+ * Limits on what one decode may cost (a small crafted file must not take a
+ * worker's memory or minutes): the scans of a progressive JPEG (encoders
+ * write about 10) and libjpeg's memory for the whole-image coefficient
+ * buffers that progressive and multi-scan JPEGs need (2 bytes per sample:
+ * 128 MiB is a 4:2:0 image of about 44 Mpixels). Beyond either, the item
+ * is corrupt.
+ */
+#define COORDL__PREP_MAX_SCANS 100
+#define COORDL__PREP_MAX_MEMORY (128L * 1024 * 1024)
 /* Output sizes accepted by coordl__prep_ctx_create(). */
 #define COORDL__PREP_MAX_OUT 4096
 

@@ -58,6 +58,7 @@ struct coordl__source {
 	int *shard_fd;
 	int nshards;
 	uint64_t bytes;
+	uint64_t max_item;       /* largest item fetched, 0 = no limit */
 	fetch_fn *fetch;
 };
 
@@ -143,6 +144,18 @@ static int read_full(int fd, uint8_t *dst, size_t len, uint64_t off)
 	return 0;
 }
 
+/* Refuse an item beyond the item limit before any byte is read. */
+static int check_size(const coordl__source_t *src, uint64_t size, char *why, size_t whylen)
+{
+	if (src->max_item && size > src->max_item) {
+		snprintf(why, whylen, "%llu bytes, beyond the item limit of %llu bytes",
+			 (unsigned long long)size, (unsigned long long)src->max_item);
+		errno = EFBIG;
+		return -1;
+	}
+	return 0;
+}
+
 /* Make room for want bytes in the caller's per-thread buffer. */
 static int reserve(uint8_t **buf, size_t *cap, size_t want, char *why, size_t whylen)
 {
@@ -162,7 +175,10 @@ static int reserve(uint8_t **buf, size_t *cap, size_t want, char *why, size_t wh
 
 /* Files backend: one open per item, path = root/name. The size comes from
  * fstat at read time, not from the scan, so a file truncated since then is
- * read as it is now (and then fails to decode). */
+ * read as it is now (and then fails to decode). Symbolic links are
+ * followed (datasets use them); O_NONBLOCK keeps a FIFO or a device named
+ * in a file list from blocking the open, and fstat then refuses anything
+ * but a regular file. */
 static int files_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
 		       char *why, size_t whylen)
 {
@@ -178,7 +194,7 @@ static int files_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *c
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		e = errno;
 		snprintf(why, whylen, "open: %s", strerror(e));
 		errno = e;
@@ -195,7 +211,8 @@ static int files_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *c
 		errno = EINVAL;
 		goto out;
 	}
-	if (reserve(buf, cap, (size_t)st.st_size, why, whylen) < 0)
+	if (check_size(src, (uint64_t)st.st_size, why, whylen) < 0 ||
+	    reserve(buf, cap, (size_t)st.st_size, why, whylen) < 0)
 		goto out;
 	if (read_full(fd, *buf, (size_t)st.st_size, 0) < 0) {
 		e = errno;
@@ -218,7 +235,8 @@ static int shards_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *
 {
 	const item_t *it = &src->items[i];
 
-	if (reserve(buf, cap, (size_t)it->size, why, whylen) < 0)
+	if (check_size(src, it->size, why, whylen) < 0 ||
+	    reserve(buf, cap, (size_t)it->size, why, whylen) < 0)
 		return -1;
 	if (read_full(src->shard_fd[it->shard], *buf, (size_t)it->size, it->offset) < 0) {
 		int e = errno;
@@ -230,6 +248,12 @@ static int shards_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *
 	return 0;
 }
 
+void coordl__source_set_max_item(coordl__source_t *src, uint64_t max_bytes)
+{
+	if (src)
+		src->max_item = max_bytes;
+}
+
 int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap,
 			 size_t *len, char *why, size_t whylen)
 {
@@ -238,7 +262,10 @@ int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t 
 		errno = EINVAL;
 		return -1;
 	}
-	return src->fetch(src, i, buf, cap, len, why, whylen);
+	if (src->fetch(src, i, buf, cap, len, why, whylen) < 0)
+		return -1;
+	/* Whatever the backend: nothing beyond the limit goes on. */
+	return check_size(src, *len, why, whylen);
 }
 
 static int is_jpeg_name(const char *n)
@@ -567,7 +594,7 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 			goto out;
 		}
 		snprintf(full, sizeof(full), "%s/%s", s->root, line);
-		if ((s->shard_fd[i] = open(full, O_RDONLY | O_CLOEXEC)) < 0) {
+		if ((s->shard_fd[i] = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
 			coordl__errprintf(err, errno, "%s:%ld: shard %s: %s", path, lineno, full,
 					  strerror(errno));
 			goto out;
@@ -575,6 +602,11 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 		s->nshards++;
 		if (fstat(s->shard_fd[i], &st) < 0) {
 			coordl__errprintf(err, errno, "%s: %s", full, strerror(errno));
+			goto out;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			coordl__errprintf(err, EINVAL, "%s:%ld: shard %s: not a regular file", path,
+					  lineno, full);
 			goto out;
 		}
 		shard_size[i] = (uint64_t)st.st_size;

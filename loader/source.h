@@ -46,12 +46,18 @@ int32_t coordl__source_label(const coordl__source_t *src, size_t i);
 uint64_t coordl__source_item_size(const coordl__source_t *src, size_t i);
 const char *coordl__source_item_name(const coordl__source_t *src, size_t i);
 
+/* The largest item fetch reads (0: no limit, the default). A larger item
+ * fails to fetch, its size and the limit in why. Call before fetching. */
+void coordl__source_set_max_item(coordl__source_t *src, uint64_t max_bytes);
+
 /*
  * Read the encoded bytes of item i into *buf (capacity *cap, grown with
  * realloc when too small: callers keep one buffer per thread, so this
  * allocates only until the largest item was seen). Sets *len. Returns 0, or
  * -1 with errno and a short reason in why when the item cannot be read
- * (missing, unreadable, shorter than indexed). Never touches shared state.
+ * (missing, unreadable, not a regular file, larger than the item limit,
+ * shorter than indexed). Never blocks on a FIFO or a device. Never touches
+ * shared state.
  */
 int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap,
 			 size_t *len, char *why, size_t whylen);

@@ -25,6 +25,7 @@ python_test_abi_layout_SOURCES = python/test/abi-layout.c
 PYTHON_TESTS = \
 	python/test/abi.py \
 	python/test/loader.py \
+	python/test/cache.py \
 	python/test/tensors.py \
 	python/test/example.py \
 	python/test/compare-pytorch.py

@@ -1,6 +1,7 @@
 /*
- * env.t: the environment contract parsers, table-driven, and the
- * precedence API argument > environment > default.
+ * env.t: the environment contract parsers, table-driven, the precedence
+ * API argument > environment > default, and (issue 12) which loader takes
+ * the job's cache.
  */
 #include "config.h"
 
@@ -16,7 +17,7 @@
 static const char *contract_vars[] = {
 	SYNERGY_ENV_CPUS, SYNERGY_ENV_THREADS, SYNERGY_ENV_CACHE_BYTES, SYNERGY_ENV_CACHE_DIR,
 	SYNERGY_ENV_CACHE_NAME, SYNERGY_ENV_PROFILE_MODE, SYNERGY_ENV_PROFILE_OUT,
-	SYNERGY_ENV_PROFILE_KEY, SYNERGY_ENV_ACTIVE,
+	SYNERGY_ENV_PROFILE_KEY, SYNERGY_ENV_ACTIVE, SYNERGY_ENV_CACHE_GRANT,
 };
 
 static void clear_env(void)
@@ -129,6 +130,8 @@ static void test_resolve_bad(void)
 		{ SYNERGY_ENV_CPUS, "0-" },
 		{ SYNERGY_ENV_PROFILE_MODE, "yes" },
 		{ SYNERGY_ENV_ACTIVE, "2" },
+		{ SYNERGY_ENV_CACHE_GRANT, "grant" },
+		{ SYNERGY_ENV_CACHE_GRANT, "" },
 	};
 	coordl_config_t cfg;
 
@@ -200,6 +203,74 @@ static void test_resolve_precedence(void)
 	clear_env();
 }
 
+/* Issue 12: which loader takes the job's cache. */
+static void test_issue12_cache_use(void)
+{
+	static const struct {
+		int mode, use;
+		int64_t bytes;
+		const char *name;
+		int job;
+		int64_t want_bytes;
+		const char *want_name;
+		int grant;
+		const char *what;
+	} t[] = {
+		{ COORDL_MODE_TRAIN, COORDL_CACHE_AUTO, -1, NULL, 1, 2 << 20, "job7", 1,
+		  "a training loader takes the job's cache and follows the grant" },
+		{ COORDL_MODE_EVAL, COORDL_CACHE_AUTO, -1, NULL, 0, 0, NULL, 0,
+		  "an evaluation loader gets no cache from the environment" },
+		{ COORDL_MODE_RAW, COORDL_CACHE_AUTO, -1, NULL, 0, 0, NULL, 0,
+		  "a raw loader gets no cache from the environment" },
+		{ COORDL_MODE_EVAL, COORDL_CACHE_JOB, -1, NULL, 1, 2 << 20, "job7", 1,
+		  "cache_use=job: an evaluation loader takes the job's cache" },
+		{ COORDL_MODE_TRAIN, COORDL_CACHE_NONE, -1, NULL, 0, 0, NULL, 0,
+		  "cache_use=none: no cache" },
+		{ COORDL_MODE_TRAIN, COORDL_CACHE_NONE, 5 << 20, "mine", 0, 0, NULL, 0,
+		  "cache_use=none wins over an explicit bound" },
+		{ COORDL_MODE_TRAIN, COORDL_CACHE_AUTO, 1 << 20, NULL, 1, 1 << 20, "job7", 0,
+		  "an explicit bound on the job's cache is fixed: no grant" },
+		{ COORDL_MODE_EVAL, COORDL_CACHE_AUTO, 1 << 20, NULL, 0, 1 << 20, NULL, 0,
+		  "an explicit bound on another loader: a private cache" },
+		{ COORDL_MODE_EVAL, COORDL_CACHE_AUTO, 1 << 20, "val", 0, 1 << 20, "val", 0,
+		  "an explicit bound and name on another loader: that named cache" },
+	};
+
+	clear_env();
+	setenv(SYNERGY_ENV_CACHE_BYTES, "2M", 1);
+	setenv(SYNERGY_ENV_CACHE_NAME, "job7", 1);
+	setenv(SYNERGY_ENV_CACHE_GRANT, "/run/grant", 1);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		coordl_config_t cfg;
+		coordl__env_t e;
+		coordl_error_t err = { "" };
+		coordl_config_init(&cfg);
+		cfg.mode = t[i].mode;
+		cfg.cache_use = t[i].use;
+		cfg.cache_bytes = t[i].bytes;
+		cfg.cache_name = t[i].name;
+		ok(coordl__env_resolve(&cfg, &e, &err) == 0 && e.job_cache == t[i].job &&
+		   e.cache_bytes == t[i].want_bytes &&
+		   (t[i].want_name ? e.cache_name && strcmp(e.cache_name, t[i].want_name) == 0
+				   : e.cache_name == NULL) &&
+		   (t[i].grant ? e.grant_path && strcmp(e.grant_path, "/run/grant") == 0
+			       : e.grant_path == NULL),
+		   "issue 12: %s", t[i].what);
+	}
+	{
+		coordl_config_t cfg;
+		coordl__env_t e;
+		coordl_error_t err = { "" };
+		coordl_config_init(&cfg);
+		ok(coordl__env_resolve(&cfg, &e, &err) == 0 && e.max_item_bytes == 64 << 20,
+		   "max_item_bytes 0: the 64 MiB default");
+		cfg.max_item_bytes = 4096;
+		ok(coordl__env_resolve(&cfg, &e, &err) == 0 && e.max_item_bytes == 4096,
+		   "max_item_bytes given: used");
+	}
+	clear_env();
+}
+
 /* The public entry point reports a bad variable too, and creates nothing. */
 static void test_create_rejects(void)
 {
@@ -226,6 +297,7 @@ int main(void)
 	test_cpulist_and_name();
 	test_resolve_bad();
 	test_resolve_precedence();
+	test_issue12_cache_use();
 	test_create_rejects();
 	return done_testing();
 }

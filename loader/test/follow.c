@@ -82,14 +82,15 @@ static int tasks_pinned_to(const cpu_set_t *set)
 		if (!(f = fopen(path, "r")))
 			continue;
 		while (fgets(line, sizeof(line), f)) {
-			cpu_set_t s;
+			coordl__cpus_t s, want = { (cpu_set_t *)set, sizeof(*set) };
 			if (strncmp(line, "Cpus_allowed_list:", 18))
 				continue;
 			const char *v = line + 18;
 			while (*v == ' ' || *v == '\t')
 				v++;
-			if (coordl__follow_parse(v, &s) > 0 && CPU_EQUAL(&s, set))
+			if (coordl__cpus_parse(v, &s) > 0 && coordl__cpus_equal(&s, &want))
 				n++;
+			coordl__cpus_free(&s);
 		}
 		fclose(f);
 	}
@@ -211,8 +212,10 @@ static void test_cgroup_v1(int n, const cpu_set_t *one_set)
 		skip(4, "no cgroup v1 cpuset hierarchy");
 		return;
 	}
-	cpu_set_t all;
-	if (coordl__follow_parse(cpus, &all) < 0 || !CPU_EQUAL(&all, &orig)) {
+	coordl__cpus_t all, mine = { &orig, sizeof(orig) };
+	int same = coordl__cpus_parse(cpus, &all) > 0 && coordl__cpus_equal(&all, &mine);
+	coordl__cpus_free(&all);
+	if (!same) {
 		skip(4, "the process's affinity differs from its cpuset");
 		return;
 	}
@@ -267,7 +270,7 @@ static void test_parse(void)
 		{ "0,,1", -1 }, { "0 1", -1 }, { "99999", -1 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cpu_set_t s;
+		coordl__cpus_t s;
 		char name[64];
 		char shown[32];
 		size_t k = 0;
@@ -282,8 +285,61 @@ static void test_parse(void)
 		}
 		shown[k] = '\0';
 		snprintf(name, sizeof(name), "cpu list '%s' -> %d", shown, cases[i].n);
-		is_int(coordl__follow_parse(cases[i].s, &s), cases[i].n, name);
+		is_int(coordl__cpus_parse(cases[i].s, &s), cases[i].n, name);
+		coordl__cpus_free(&s);
 	}
+}
+
+/* Issue 12: nodes with many CPUs. A cpuset file holding a long fragmented
+ * list (every other CPU of 8192: 19 KB of text) is read whole, never cut at
+ * a fixed buffer, and CPUs beyond a cpu_set_t's 1024 count; a file beyond
+ * the reader's limit is an error, not a silently shorter list. */
+static void test_issue12_long_lists(const char *dir)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *text = malloc(cap), path[1200];
+	coordl__cpus_t s;
+	int n;
+
+	if (!text)
+		bail_out("out of memory");
+	for (int c = 0; c < 8192; c += 2)
+		len += (size_t)snprintf(text + len, cap - len, "%s%d", c ? "," : "", c);
+	text[len++] = '\n';
+	text[len] = '\0';
+	snprintf(path, sizeof(path), "%s/cpus-long", dir);
+	if (td_write_file(path, text, len) < 0)
+		bail_out("cannot write the cpu list");
+	n = coordl__cpus_read(path, &s);
+	ok(n == 4096 && s.set && CPU_ISSET_S(8190, s.size, s.set) && !CPU_ISSET_S(8191, s.size, s.set) &&
+	   CPU_ISSET_S(0, s.size, s.set),
+	   "issue 12: a %zu-byte fragmented cpuset file is read whole: %d CPUs, up to 8190", len, n);
+	coordl__cpus_free(&s);
+	is_int(coordl__cpus_parse("1500-1503,2047", &s), 5, "issue 12: CPUs beyond 1023 are kept");
+	coordl__cpus_free(&s);
+	/* Cut where a short buffer would cut: the list must not parse as a
+	 * shorter, valid one. */
+	text[4095] = '\0';
+	n = coordl__cpus_parse(text, &s);
+	coordl__cpus_free(&s);
+	ok(n != 4096, "a list cut at 4095 bytes does not pass for the whole one (%d)", n);
+	/* A file beyond the limit. */
+	{
+		FILE *f = fopen(path, "w");
+		for (size_t k = 0; f && k < (COORDL__FOLLOW_MAX_TEXT / 2) + 16; k++)
+			fputs("0,", f);
+		if (f)
+			fputs("1\n", f);
+		if (!f || fclose(f) != 0)
+			bail_out("cannot write the long file");
+		errno = 0;
+		n = coordl__cpus_read(path, &s);
+		ok(n == -1 && errno == EFBIG, "a cpuset file beyond %d bytes is an error (EFBIG), not cut",
+		   COORDL__FOLLOW_MAX_TEXT);
+		coordl__cpus_free(&s);
+	}
+	unlink(path);
+	free(text);
 }
 
 int main(void)
@@ -294,13 +350,16 @@ int main(void)
 	coordl_loader_t *ld;
 
 	test_parse();
+	dir = td_tmpdir("follow");
+	test_issue12_long_lists(dir);
 	unsetenv(SYNERGY_ENV_THREADS);
 	unsetenv(SYNERGY_ENV_FOLLOW_CPUSET);
 	if (sched_getaffinity(0, sizeof(orig), &orig) < 0 || (n = CPU_COUNT(&orig)) < 2) {
 		skip(17, "fewer than 2 CPUs to narrow the CPU set");
+		td_rmrf(dir);
+		free(dir);
 		return done_testing();
 	}
-	dir = td_tmpdir("follow");
 	snprintf(root, sizeof(root), "%s/ds", dir);
 	if (td_imagefolder(root, NCLS, NPER) < 0)
 		bail_out("cannot write the test dataset");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "coordl.h"
+#include "cache.h"
 #include "tap.h"
 #include "testdata.h"
 
@@ -41,9 +42,10 @@ static coordl_loader_t *make(int mode, int threads, int64_t cache)
 
 static void run(uint64_t total, double frac, int threads)
 {
-	/* Index of N entries (16 bytes each) plus header: add it so that
-	 * the data area is about frac of the dataset. */
-	int64_t bound = (int64_t)(frac * (double)total) + 4096 + N * 16;
+	/* Index of N entries (16 bytes each) plus header, and a page less
+	 * one for the rounding down to whole pages: add them so that the
+	 * data area is about frac of the dataset. */
+	int64_t bound = (int64_t)(frac * (double)total) + COORDL__CACHE_HEADER_BYTES + N * 16 + 4095;
 	coordl_loader_t *ld = make(COORDL_MODE_RAW, threads, bound);
 	coordl_stats_t st;
 	uint64_t used, items;

@@ -228,7 +228,8 @@ static void test_bad_config(void)
 	} t[] = {
 		{ "batch_size", 0 }, { "out_size", 1 }, { "layout", 2 }, { "mode", 3 },
 		{ "rank", 4 }, { "prefetch", 5 }, { "scale", 6 }, { "ratio", 7 },
-		{ "flip_prob", 8 }, { "std", 9 }, { "path", 10 },
+		{ "flip_prob", 8 }, { "std", 9 }, { "path", 10 }, { "cache_use", 11 },
+		{ "max_item_bytes", 12 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		coordl_config_t cfg;
@@ -248,6 +249,8 @@ static void test_bad_config(void)
 		case 8: cfg.flip_prob = 2; break;
 		case 9: cfg.std[1] = 0; break;
 		case 10: cfg.path = NULL; break;
+		case 11: cfg.cache_use = 3; break;
+		case 12: cfg.max_item_bytes = -1; break;
 		}
 		errno = 0;
 		ld = coordl_create(&cfg, &err);
@@ -255,6 +258,48 @@ static void test_bad_config(void)
 		   t[i].field, err.text);
 		coordl_destroy(ld);
 	}
+}
+
+/* Issue 12: an item beyond max_item_bytes is never read whole: it counts as
+ * corrupt, is replaced, and the report names it and the limit. */
+static void test_issue12_item_limit(const char *dir)
+{
+	char p[1200], flist[1200];
+	coordl_config_t cfg;
+	coordl_error_t err = { "" };
+	coordl_loader_t *ld;
+	coordl_stats_t st;
+	char *big = calloc(1, 200000);
+
+	snprintf(p, sizeof(p), "%s/big.jpg", dir);
+	if (!big || td_write_file(p, big, 200000) < 0)
+		bail_out("cannot write the big item");
+	free(big);
+	snprintf(flist, sizeof(flist), "%s/limit.txt", dir);
+	snprintf(p, sizeof(p), "data/c00/img0000.jpg 0\nbig.jpg 1\ndata/c01/img0001.jpg 1\n");
+	td_write_file(flist, p, strlen(p));
+	coordl_config_init(&cfg);
+	cfg.path = flist;
+	cfg.out_size = 16;
+	cfg.batch_size = 3;
+	cfg.threads = 1;
+	cfg.cache_bytes = 0;
+	ld = coordl_create(&cfg, &err);
+	ok(ld && coordl_config(ld)->max_item_bytes == 64LL << 20, "the default item limit is 64 MiB");
+	coordl_destroy(ld);
+	cfg.max_item_bytes = 100000;
+	ld = coordl_create(&cfg, &err);
+	if (!ld) {
+		skip(2, "no loader");
+		return;
+	}
+	ok(td_run_epoch(ld, 0, NULL, 0, NULL, 0) == 3 && coordl_get_stats(ld, &st) == 0 &&
+	   st.corrupt == 1, "issue 12: an item beyond max_item_bytes is replaced and counted corrupt");
+	ok(coordl_last_corrupt(ld) && strstr(coordl_last_corrupt(ld), "big.jpg") &&
+	   strstr(coordl_last_corrupt(ld), "item limit of 100000"),
+	   "the report names the item and the limit: %s",
+	   coordl_last_corrupt(ld) ? coordl_last_corrupt(ld) : "(none)");
+	coordl_destroy(ld);
 }
 
 int main(void)
@@ -269,6 +314,7 @@ int main(void)
 	test_modes_and_stats();
 	test_bad_config();
 	test_corrupt();
+	test_issue12_item_limit(dir);
 	td_rmrf(dir);
 	free(dir);
 	return done_testing();

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -615,6 +616,173 @@ static void test_datagen(void)
 	free(o);
 }
 
+/* A progressive JPEG with a scan script of nscans scans (2..190): the DC of
+ * all components, then one scan per AC coefficient, Y first, then Cb, Cr,
+ * as far as nscans goes (a valid script: only the DC must be complete). */
+static uint8_t *encode_scans(const uint8_t *rgb, int w, int h, int nscans, size_t *len)
+{
+	struct jpeg_compress_struct c;
+	struct tj_err e;
+	jpeg_scan_info *scans = calloc((size_t)nscans, sizeof(*scans));
+	unsigned char *out = NULL;
+	unsigned long outlen = 0;
+	uint8_t *res = NULL;
+
+	if (!scans)
+		return NULL;
+	scans[0].comps_in_scan = 3;
+	for (int k = 0; k < 3; k++)
+		scans[0].component_index[k] = k;
+	for (int i = 1; i < nscans; i++) {
+		scans[i].comps_in_scan = 1;
+		scans[i].component_index[0] = (i - 1) / 63;
+		scans[i].Ss = scans[i].Se = (i - 1) % 63 + 1;
+	}
+	c.err = jpeg_std_error(&e.pub);
+	e.pub.error_exit = tj_error_exit;
+	e.pub.emit_message = tj_quiet;
+	if (setjmp(e.jb)) {
+		jpeg_destroy_compress(&c);
+		free(out);
+		free(scans);
+		return NULL;
+	}
+	jpeg_create_compress(&c);
+	jpeg_mem_dest(&c, &out, &outlen);
+	c.image_width = (JDIMENSION)w;
+	c.image_height = (JDIMENSION)h;
+	c.input_components = 3;
+	c.in_color_space = JCS_RGB;
+	jpeg_set_defaults(&c);
+	c.scan_info = scans;
+	c.num_scans = nscans;
+	jpeg_start_compress(&c, TRUE);
+	while (c.next_scanline < c.image_height) {
+		JSAMPROW rp = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
+		jpeg_write_scanlines(&c, &rp, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	free(scans);
+	if ((res = malloc(outlen))) {
+		memcpy(res, out, outlen);
+		*len = outlen;
+	}
+	free(out);
+	return res;
+}
+
+/*
+ * A valid progressive JPEG of side x side pixels, 3 components at 4:4:4,
+ * with one scan: the DC of every block, each coded as "no change" in one
+ * bit (a Huffman table with a single 1-bit code). Tiny for its size (3 bits
+ * per 8x8 block), yet a decoder holds a coefficient for every block of the
+ * image and writes each one while absorbing the scan.
+ */
+static uint8_t *make_huge_progressive(int side, size_t *len)
+{
+	size_t blocks = (size_t)(side / 8) * (size_t)(side / 8), bits = blocks * 3;
+	size_t data = (bits + 7) / 8, n = 0;
+	uint8_t *b = malloc(data + 512);
+
+	if (!b || side % 8)
+		return NULL;
+#define PUT(x) (b[n++] = (uint8_t)(x))
+	PUT(0xFF); PUT(0xD8);
+	PUT(0xFF); PUT(0xDB); PUT(0); PUT(67); PUT(0);          /* DQT: table 0, all ones */
+	for (int i = 0; i < 64; i++)
+		PUT(1);
+	PUT(0xFF); PUT(0xC2); PUT(0); PUT(17); PUT(8);          /* SOF2 */
+	PUT(side >> 8); PUT(side & 0xff); PUT(side >> 8); PUT(side & 0xff); PUT(3);
+	for (int c = 1; c <= 3; c++) {
+		PUT(c); PUT(0x11); PUT(0);
+	}
+	PUT(0xFF); PUT(0xC4); PUT(0); PUT(20); PUT(0x00);       /* DHT: DC 0, one code of 1 bit */
+	PUT(1);
+	for (int i = 1; i < 16; i++)
+		PUT(0);
+	PUT(0);
+	PUT(0xFF); PUT(0xDA); PUT(0); PUT(12); PUT(3);          /* SOS: DC first scan, all */
+	for (int c = 1; c <= 3; c++) {
+		PUT(c); PUT(0x00);
+	}
+	PUT(0); PUT(0); PUT(0);
+	memset(b + n, 0, data);                                  /* every DC: code '0' */
+	n += data;
+	if (bits % 8)
+		b[n - 1] = (uint8_t)(0xFF >> (bits % 8));        /* pad with 1-bits */
+	PUT(0xFF); PUT(0xD9);
+#undef PUT
+	*len = n;
+	return b;
+}
+
+/*
+ * Issue 12: a small crafted JPEG must not take a worker's memory or time.
+ * A progressive file with more scans than the limit is refused (one at
+ * the limit decodes); a valid 143 KiB progressive file of 5000x5000 at
+ * 4:4:4 (150 MB of coefficient buffers, all written) is refused from its
+ * header, and the worker's peak memory does not grow by that.
+ */
+static void test_issue12_limits(void)
+{
+	coordl__prep_params_t p = params(COORDL_MODE_TRAIN, COORDL_LAYOUT_NHWC_U8, 64);
+	coordl__prep_ctx_t *ctx = coordl__prep_ctx_create(&p);
+	uint8_t *rgb = tj_make_rgb(96, 80, 4), *o = malloc(64 * 64 * 3);
+	size_t len = 0, plen = 0;
+	uint8_t *at = rgb ? encode_scans(rgb, 96, 80, COORDL__PREP_MAX_SCANS, &len) : NULL;
+	size_t olen = 0;
+	uint8_t *over = rgb ? encode_scans(rgb, 96, 80, COORDL__PREP_MAX_SCANS + 1, &olen) : NULL;
+	uint8_t *prog = rgb ? tj_encode(rgb, 96, 80, TJ_RGB, 90, 1, &plen) : NULL;
+	char why[160] = "";
+	pid_t pid;
+	int st;
+
+	if (!ctx || !o || !at || !over || !prog)
+		bail_out("cannot make the crafted JPEGs");
+	ok(coordl__prep_item(ctx, at, len, 1, o, why, sizeof(why)) == 0,
+	   "a progressive JPEG of %d scans decodes (%s)", COORDL__PREP_MAX_SCANS, why);
+	why[0] = '\0';
+	ok(coordl__prep_item(ctx, over, olen, 1, o, why, sizeof(why)) < 0 && strstr(why, "scans"),
+	   "issue 12: one of %d scans is refused: %s", COORDL__PREP_MAX_SCANS + 1, why);
+	free(over);
+	over = encode_scans(rgb, 96, 80, 190, &len);
+	why[0] = '\0';
+	ok(over && coordl__prep_item(ctx, over, len, 1, o, why, sizeof(why)) < 0 && strstr(why, "scans"),
+	   "issue 12: one of 190 scans is refused: %s", why);
+
+	free(prog);
+	if (!(prog = make_huge_progressive(5000, &plen)))
+		bail_out("cannot make the crafted JPEG");
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		struct rusage r0, r1;
+		int rc;
+		getrusage(RUSAGE_SELF, &r0);
+		rc = coordl__prep_item(ctx, prog, plen, 1, o, why, sizeof(why));
+		getrusage(RUSAGE_SELF, &r1);
+		if (rc == 0)
+			_exit(1);
+		if (!strstr(why, "MiB")) {
+			fprintf(stderr, "why: %s\n", why);
+			_exit(2);
+		}
+		/* Peak memory (KiB) may not grow by the 150 MB the image needs. */
+		_exit(r1.ru_maxrss - r0.ru_maxrss > 64 * 1024 ? 3 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		st = -1;
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "issue 12: a %zu-byte progressive JPEG of 5000x5000 is refused from its header, "
+	   "without taking the memory (status %d)", plen, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	free(prog);
+	free(over);
+	free(at);
+	free(rgb);
+	free(o);
+	coordl__prep_ctx_destroy(ctx);
+}
+
 int main(void)
 {
 	uint8_t *rgb = tj_make_rgb(500, 375, 9);
@@ -632,6 +800,7 @@ int main(void)
 	test_layouts(jpg, len);
 	test_synthetic_and_params();
 	test_datagen();
+	test_issue12_limits();
 	free(rgb);
 	free(jpg);
 	return done_testing();

@@ -1,7 +1,8 @@
 /*
  * source.t: ImageFolder scan (labels, sorting, extensions), file lists
  * (relative paths, comments, bad lines), shard indexes (good and damaged),
- * and the fetch interface returning the exact file bytes.
+ * and the fetch interface returning the exact file bytes; issue 12: a FIFO
+ * in a file list, symlinked items, the item size limit.
  */
 #include "config.h"
 
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "source.h"
@@ -212,6 +215,87 @@ static void test_errors(const char *dir)
 	ok(!s && strstr(err.text, "empty"), "directory without classes rejected (%s)", err.text);
 }
 
+/*
+ * Issue 12: hostile items. A FIFO named in a file list must not hang the
+ * worker that fetches it (the fetch runs in a child with an alarm, so a
+ * hang fails the test instead of stalling it); a symlinked item is read
+ * (datasets use them); an item beyond the item limit is refused before it
+ * is read, with its size and the limit, from files and from shards.
+ */
+static void test_issue12_hostile(const char *dir)
+{
+	char list[1024], p[1200], q[1200];
+	coordl_error_t err = { "" };
+	coordl__source_t *s;
+	uint8_t *buf = NULL;
+	size_t cap = 0, len = 0, tlen = 0;
+	char why[128];
+	char *target;
+	pid_t pid;
+	int st;
+
+	snprintf(p, sizeof(p), "%s/h-real.jpg", dir);
+	td_write_jpeg(p, 32, 32, 9);
+	snprintf(q, sizeof(q), "%s/h-link.jpg", dir);
+	if (symlink(p, q) < 0)
+		bail_out("symlink");
+	snprintf(p, sizeof(p), "%s/h-fifo.jpg", dir);
+	if (mkfifo(p, 0600) < 0)
+		bail_out("mkfifo");
+	snprintf(list, sizeof(list), "%s/h-list.txt", dir);
+	snprintf(p, sizeof(p), "h-fifo.jpg 0\nh-link.jpg 1\nh-real.jpg 1\n");
+	td_write_file(list, p, strlen(p));
+	s = coordl__source_open(list, COORDL_SOURCE_FILELIST, &err);
+	ok(s != NULL, "a file list naming a FIFO opens (%s)", s ? "ok" : err.text);
+	if (!s) {
+		skip(5, "no source");
+		return;
+	}
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		alarm(10);
+		if (coordl__source_fetch(s, 0, &buf, &cap, &len, why, sizeof(why)) == 0)
+			_exit(1);
+		_exit(strstr(why, "not a regular file") ? 0 : 2);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		st = -1;
+	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "issue 12: fetching a FIFO fails at once as not a regular file (status %d%s)",
+	   WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+	   WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? ", hung" : "");
+	snprintf(p, sizeof(p), "%s/h-real.jpg", dir);
+	target = slurp(p, &tlen);
+	ok(target && coordl__source_fetch(s, 1, &buf, &cap, &len, why, sizeof(why)) == 0 &&
+	   len == tlen && memcmp(buf, target, len) == 0, "a symlinked item is followed and read");
+	coordl__source_set_max_item(s, (uint64_t)tlen - 1);
+	errno = 0;
+	ok(coordl__source_fetch(s, 2, &buf, &cap, &len, why, sizeof(why)) == -1 && errno == EFBIG &&
+	   strstr(why, "item limit"),
+	   "issue 12: an item one byte beyond the item limit is refused: %s", why);
+	coordl__source_set_max_item(s, (uint64_t)tlen);
+	ok(coordl__source_fetch(s, 2, &buf, &cap, &len, why, sizeof(why)) == 0 && len == tlen,
+	   "an item at the limit is read");
+	coordl__source_destroy(s);
+	free(target);
+
+	/* Shards: the limit applies to an item's indexed length. */
+	snprintf(p, sizeof(p), "%s/h-00000.cds", dir);
+	td_write_file(p, "0123456789abcdef", 16);
+	snprintf(p, sizeof(p), "%s/h.cdx", dir);
+	const char *idx = "coordl-index 1\nclasses 1\nc\nshards 1\nh-00000.cds\nitems 2\n"
+			  "0 0 4 0 c/a.jpg\n0 4 12 0 c/b.jpg\n";
+	td_write_file(p, idx, strlen(idx));
+	s = coordl__source_open(p, COORDL_SOURCE_SHARDS, &err);
+	if (s)
+		coordl__source_set_max_item(s, 8);
+	ok(s && coordl__source_fetch(s, 0, &buf, &cap, &len, why, sizeof(why)) == 0 &&
+	   coordl__source_fetch(s, 1, &buf, &cap, &len, why, sizeof(why)) == -1 && strstr(why, "12 bytes"),
+	   "issue 12: a shard item beyond the limit is refused, the small one read (%s)", why);
+	coordl__source_destroy(s);
+	free(buf);
+}
+
 int main(void)
 {
 	char *dir = td_tmpdir("source");
@@ -220,6 +304,7 @@ int main(void)
 	test_filelist(dir);
 	test_shards(dir);
 	test_errors(dir);
+	test_issue12_hostile(dir);
 	td_rmrf(dir);
 	free(dir);
 	return done_testing();

@@ -3,12 +3,15 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jpeglib.h>
@@ -102,6 +105,40 @@ long long td_file_size(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+double td_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+long long td_file_blocks(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_blocks * 512 : -1;
+}
+
+long long td_dir_blocks(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	long long sum = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (e->d_name[0] == '.')
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			sum += (long long)st.st_blocks * 512;
+	}
+	closedir(d);
+	return sum;
 }
 
 long long td_imagefolder(const char *root, int ncls, int nper)

@@ -32,8 +32,17 @@ int td_write_file(const char *path, const void *data, size_t len);
  */
 long long td_imagefolder(const char *root, int ncls, int nper);
 
+/* Monotonic time in seconds. */
+double td_now(void);
+
 /* Size of a file in bytes, or -1. */
 long long td_file_size(const char *path);
+
+/* Memory or disk a file occupies (st_blocks * 512), or -1. */
+long long td_file_blocks(const char *path);
+
+/* The same summed over the files directly in dir, or -1. */
+long long td_dir_blocks(const char *dir);
 
 /*
  * Run one epoch of ld (after coordl_set_epoch(epoch)) and append every

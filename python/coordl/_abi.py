@@ -35,6 +35,10 @@ MODE_EVAL = 1
 MODE_RAW = 2
 MODE_SYNTHETIC = 3
 
+CACHE_AUTO = 0
+CACHE_JOB = 1
+CACHE_NONE = 2
+
 
 class Error(Structure):
     """coordl_error_t: caller-owned text of the last failure."""
@@ -67,6 +71,8 @@ class Config(Structure):
         ("mean", c_float * 3),
         ("std", c_float * 3),
         ("pin_memory", c_int),
+        ("cache_use", c_int),
+        ("max_item_bytes", c_int64),
     ]
 
 
@@ -119,6 +125,10 @@ class Stats(Structure):
         ("total_corrupt", c_uint64),
         ("total_stall", c_double),
         ("total_wall", c_double),
+        ("cache_items", c_uint64),
+        ("cache_shrinks", c_uint64),
+        ("cache_grows", c_uint64),
+        ("cache_shared", c_int),
     ]
 
 
@@ -145,6 +155,7 @@ _PROTOTYPES = [
     ("coordl_set_state", c_int, [_LOADER_P, POINTER(State), POINTER(Error)]),
     ("coordl_get_stats", c_int, [_LOADER_P, POINTER(Stats)]),
     ("coordl_last_corrupt", c_char_p, [_LOADER_P]),
+    ("coordl_cache_note", c_char_p, [_LOADER_P]),
     ("coordl_to_device", c_int, [_LOADER_P, POINTER(Batch), POINTER(Error)]),
     ("coordl_version", c_char_p, []),
 ]

@@ -28,6 +28,7 @@ import errno as _errno
 import os
 import sys
 import threading
+import warnings
 
 import ctypes
 
@@ -47,6 +48,13 @@ class CoordlError(OSError):
         return self.strerror
 
 
+class CacheWarning(RuntimeWarning):
+    """The loader's cache is not what was asked for (the named cache is in
+    use for another dataset, has no room, or its file is unsafe; or the
+    grant file cannot be read): the loader runs on with a private cache or
+    none. The message is libcoordl's coordl_cache_note()."""
+
+
 def _raise(call, err_struct):
     e = ctypes.get_errno() or _errno.EIO
     text = err_struct.text.decode("utf-8", "replace") if err_struct else ""
@@ -58,7 +66,10 @@ _SOURCES = {"auto": _abi.SOURCE_AUTO, "imagefolder": _abi.SOURCE_IMAGEFOLDER,
 _LAYOUTS = {"nchw_f32": _abi.LAYOUT_NCHW_F32, "nhwc_u8": _abi.LAYOUT_NHWC_U8}
 _MODES = {"train": _abi.MODE_TRAIN, "eval": _abi.MODE_EVAL,
           "raw": _abi.MODE_RAW, "synthetic": _abi.MODE_SYNTHETIC}
-_ENUMS = {"source": _SOURCES, "layout": _LAYOUTS, "mode": _MODES}
+_CACHE_USES = {"auto": _abi.CACHE_AUTO, "job": _abi.CACHE_JOB,
+               "none": _abi.CACHE_NONE}
+_ENUMS = {"source": _SOURCES, "layout": _LAYOUTS, "mode": _MODES,
+          "cache_use": _CACHE_USES}
 _STATE_KEYS = ("seed", "epoch", "position", "rank", "world_size")
 
 
@@ -184,6 +195,15 @@ class Loader:
     also take names: source="auto"|"imagefolder"|"filelist"|"shards",
     layout="nchw_f32"|"nhwc_u8", mode="train"|"eval"|"raw"|"synthetic".
 
+    cache="auto"|"job"|"none" (the cache_use field) says which loader gets
+    the job's cache under Synergy: "auto" (default) gives it to a training
+    loader (mode "train") and none to others, "job" to this loader
+    whatever its mode, "none" to no loader. With a training loader and a
+    validation loader, the default does the right thing; say cache="job"
+    on the loader that runs most epochs when it is not in "train" mode. A
+    loader that cannot have the cache it asked for still runs (with a
+    private cache or none) and emits a coordl.CacheWarning saying why.
+
     output="numpy" yields numpy arrays, "torch" torch tensors (sharing the
     memory, via torch.from_numpy), "auto" torch tensors if torch is already
     imported by the program, else numpy. Images are zero-copy views, valid
@@ -195,8 +215,13 @@ class Loader:
     `for e in range(E): for b in loader: ...` work.
     """
 
-    def __init__(self, path, output="auto", copy=False, **config):
+    def __init__(self, path, output="auto", copy=False, cache=None,
+                 **config):
         self._handle = None
+        if cache is not None:
+            if "cache_use" in config:
+                raise TypeError("Loader: give cache= or cache_use=, not both")
+            config["cache_use"] = cache
         if output not in ("auto", "numpy", "torch"):
             raise ValueError("output=%r: expected 'auto', 'numpy' or "
                              "'torch'" % (output,))
@@ -231,6 +256,9 @@ class Loader:
         if not ptr:
             _raise("coordl_create", err)
         self._handle = _Handle(self._lib, ptr, keep)
+        note = self.cache_note()
+        if note is not None:
+            warnings.warn(note, CacheWarning, stacklevel=2)
         self._copy = bool(copy)
         self._torch = None
         if output == "torch" or (output == "auto" and "torch" in sys.modules):
@@ -339,6 +367,12 @@ class Loader:
         if self._lib.coordl_get_stats(self._ptr(), ctypes.byref(st)) != 0:
             _raise("coordl_get_stats", None)
         return {name: getattr(st, name) for name, _ in _abi.Stats._fields_}
+
+    def cache_note(self):
+        """Why the cache is not what was asked for (see CacheWarning), or
+        None when it is."""
+        s = self._lib.coordl_cache_note(self._ptr())
+        return s.decode("utf-8", "replace") if s is not None else None
 
     def last_corrupt(self):
         """Path and reason of the last corrupt item skipped, or None."""

@@ -49,6 +49,8 @@ int main(void)
 	FIELD(coordl_config_t, mean);
 	FIELD(coordl_config_t, std);
 	FIELD(coordl_config_t, pin_memory);
+	FIELD(coordl_config_t, cache_use);
+	FIELD(coordl_config_t, max_item_bytes);
 
 	SIZE(coordl_batch_t);
 	FIELD(coordl_batch_t, data);
@@ -89,6 +91,10 @@ int main(void)
 	FIELD(coordl_stats_t, total_corrupt);
 	FIELD(coordl_stats_t, total_stall);
 	FIELD(coordl_stats_t, total_wall);
+	FIELD(coordl_stats_t, cache_items);
+	FIELD(coordl_stats_t, cache_shrinks);
+	FIELD(coordl_stats_t, cache_grows);
+	FIELD(coordl_stats_t, cache_shared);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);
@@ -100,6 +106,9 @@ int main(void)
 	ENUM(COORDL_MODE_EVAL);
 	ENUM(COORDL_MODE_RAW);
 	ENUM(COORDL_MODE_SYNTHETIC);
+	ENUM(COORDL_CACHE_AUTO);
+	ENUM(COORDL_CACHE_JOB);
+	ENUM(COORDL_CACHE_NONE);
 	printf("COORDL_VERSION %d.%d\n", COORDL_VERSION_MAJOR, COORDL_VERSION_MINOR);
 	return 0;
 }

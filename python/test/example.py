@@ -54,6 +54,28 @@ with taputil.Dataset(classes=2, images=16, seed=5) as ds:
        float(rows[0][4]) <=
        float(rows[0][2]) / max(float(rows[0][3]) - 0.0005, 1e-9) * 1.01,
        "images / wall_s = images/s: %s" % (rows[0] if rows else out))
+    # A validation loader beside the training one (issue 12), under the
+    # environment the plugin sets: both run, the training one is cached.
+    with taputil.Dataset(classes=2, images=8, seed=6) as vds:
+        cdir = os.path.join(vds.dir, "cache")
+        os.mkdir(cdir)
+        venv = dict(env, SYNERGY_CACHE_NAME="job_9", SYNERGY_CACHE_BYTES="8M",
+                    SYNERGY_CACHE_DIR=cdir)
+        r = subprocess.run([sys.executable, EXAMPLE, ds.root, "--epochs", "2",
+                            "--batch-size", "4", "--threads", "1",
+                            "--gpu-rate", "4000", "--output", "numpy",
+                            "--val", vds.root], env=venv,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        vrows = [line.split() for line in r.stdout.splitlines()
+                 if line.split() and line.split()[0] == "val"]
+        rows = epoch_rows(r.stdout)
+        ok(r.returncode == 0 and len(rows) == 2 and len(vrows) == 2 and
+           rows[1][7] == "100.0" and vrows[1][7] == "0.0",
+           "issue 12: --val under the Synergy environment: train and val "
+           "rows, epoch 1 all hits, validation uncached")
+        if r.returncode:
+            diag(r.stderr)
     if not HAVE_TORCH:
         diag("torch is not installed for this Python: torch runs not tried")
         done_testing()

@@ -6,10 +6,11 @@
  *
  * The input is split at newlines: the first line goes through each of the
  * single-value parsers (whose results are checked against their documented
- * ranges), and the first seven lines become SYNERGY_THREADS,
+ * ranges), and the first eight lines become SYNERGY_THREADS,
  * SYNERGY_CACHE_BYTES, SYNERGY_CACHE_NAME, SYNERGY_CACHE_DIR, SYNERGY_CPUS,
- * SYNERGY_PROFILE_MODE and SYNERGY_ACTIVE for coordl__env_resolve(), in
- * that order; a missing line leaves its variable unset.
+ * SYNERGY_PROFILE_MODE, SYNERGY_ACTIVE and SYNERGY_CACHE_GRANT for
+ * coordl__env_resolve(), in that order; a missing line leaves its variable
+ * unset.
  *
  * Built and run by tests/fuzz/run-fuzz.sh.
  */
@@ -29,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char *const vars[] = {
 	SYNERGY_ENV_THREADS, SYNERGY_ENV_CACHE_BYTES, SYNERGY_ENV_CACHE_NAME,
 	SYNERGY_ENV_CACHE_DIR, SYNERGY_ENV_CPUS, SYNERGY_ENV_PROFILE_MODE, SYNERGY_ENV_ACTIVE,
+	SYNERGY_ENV_CACHE_GRANT,
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
@@ -112,6 +114,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (e.cache_name && coordl__valid_cache_name(e.cache_name) < 0)
 			abort();
 		if (e.cache_dir && e.cache_dir[0] != '/')
+			abort();
+		if (e.grant_path && (e.grant_path[0] != '/' || !e.job_cache || e.cache_fixed))
+			abort();
+		if (e.max_item_bytes < 1 || e.max_item_bytes > COORDL__MAX_ITEM_LIMIT)
 			abort();
 	} else if (errno != EINVAL || err.text[0] == '\0') {
 		abort();

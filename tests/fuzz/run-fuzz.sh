@@ -10,7 +10,7 @@
 #               configure a private one under WORKDIR)
 #   -o WORKDIR  where binaries, grown corpora and crash artifacts go
 #               (default: a new directory under ${TMPDIR:-/tmp})
-#   TARGET      any of: prep profile conf trace env spank source node (default: all)
+#   TARGET      any of: prep profile conf trace env spank source node cache (default: all)
 #
 # The checked-in seeds under tests/fuzz/corpus/<target>/ are only read; new
 # inputs the fuzzer finds go to WORKDIR/corpus/<target>/. A crash, leak or
@@ -37,7 +37,7 @@ case $secs in
 esac
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-all="prep profile conf trace env spank source node"
+all="prep profile conf trace env spank source node cache"
 targets=${*:-$all}
 for t in $targets; do
 	case " $all " in
@@ -90,6 +90,7 @@ sources() {
 	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/shapes.c plugin/cpulist.c" \
 		"plugin/tuner.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/env.c loader/util.c" ;;
+	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c" ;;
 	esac
 }
 libs() {
@@ -97,6 +98,7 @@ libs() {
 	prep) echo "-ljpeg -lm" ;;
 	profile|trace) echo "-ljansson -lm" ;;
 	spank) echo "-lcgroup" ;;
+	cache) echo "-lpthread" ;;
 	*) echo "" ;;
 	esac
 }
