@@ -112,7 +112,7 @@ pids_in() {
 	done
 }
 
-f_scancel=0 f_task=0 f_stepd=0 f_slurmd=0 killed_batch=
+f_scancel=0 f_task=0 f_stepd=0 f_slurmd=0 killed_batch= history=
 # restart_slurmd NODE: stop the node's slurmd by its PID and start it again;
 # running jobs survive (their slurmstepds are not its children).
 restart_slurmd() {
@@ -138,10 +138,12 @@ inject() {
 	if [ "$kind" -lt 4 ]; then
 		scancel "$id" 2>/dev/null || return 1
 		f_scancel=$((f_scancel + 1))
+		history="$history $id:scancel"
 	elif [ "$kind" -lt 7 ]; then
 		p=$(pids_in "$id" "$node" task | head -n1)
 		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null || return 1
 		f_task=$((f_task + 1))
+		history="$history $id:task"
 	elif [ "$kind" -lt 9 ]; then
 		# Mostly a job step's slurmstepd (its end hooks never run); now
 		# and then the batch step's, which Slurm itself never recovers
@@ -157,9 +159,11 @@ inject() {
 		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null || return 1
 		f_stepd=$((f_stepd + 1))
 		[ "$batch" = 1 ] && killed_batch="$killed_batch $id"
+		history="$history $id:stepd$([ "$batch" = 1 ] && echo -batch)"
 	else
 		restart_slurmd "$node" || return 1
 		f_slurmd=$((f_slurmd + 1))
+		history="$history $id:slurmd-restart($node)"
 	fi
 	return 0
 }
@@ -210,11 +214,15 @@ done
 # A job whose batch slurmstepd was killed is Slurm's to recover (it does
 # not, without an admin): counted apart, then cancelled so that what it
 # leaves can be counted.
-stuck=0 stuck_list= stuck_slurm=0
+stuck=0 stuck_list= stuck_slurm=0 stuck_info=
 for id in $(squeue -h -o %i 2>/dev/null); do
 	case " $killed_batch " in
 	*" $id "*) stuck_slurm=$((stuck_slurm + 1)) ;;
-	*) stuck=$((stuck + 1)); stuck_list="$stuck_list $id:$(cluster_job_state "$id")" ;;
+	*) stuck=$((stuck + 1)); stuck_list="$stuck_list $id:$(cluster_job_state "$id")"
+	   # What happened to it, for the report.
+	   stuck_info="$stuck_info
+  stuck job $id: faults:$(tr ' ' '\n' <<<"$history" | grep "^$id:" | tr '\n' ' ') steps: $(squeue -h -s -j "$id" -o '%i:%T' 2>/dev/null | tr '\n' ' ')
+$(grep -h "\[$id\.\|job $id\b\|job=$id\b\|JobId=$id\b" "$C"/log/slurmd.*.log "$C/log/slurmctld.log" 2>/dev/null | tail -n 15 | sed 's/^/    /')" ;;
 	esac
 done
 if [ -n "$(squeue -h -o %i 2>/dev/null)" ]; then
@@ -258,6 +266,7 @@ ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
 		"left: coordl segments in /dev/shm" "$lo_shm" \
 		"left: job cgroups (Slurm's own)" "$lo_job"
 	[ ! -s "$C/overlaps.log" ] || sed 's/^/  /' "$C/overlaps.log" | head -20
+	[ -z "$stuck_info" ] || echo "$stuck_info"
 	[ "$lo_rec" = 0 ] || ls "$state" | grep '\.job_' | sed 's/^/  record: /' | head
 	[ "$lo_syn" = 0 ] || for n in $CLUSTER_NODES; do find /sys/fs/cgroup/*/slurm_"$n" -mindepth 1 -type d -name synergy; done | sed 's/^/  cgroup: /' | head
 } | tee ${report:+"$report"}
