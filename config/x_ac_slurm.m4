@@ -75,6 +75,7 @@ AC_DEFUN([_X_AC_SLURM_FIND_PLUGINDIR], [
 
 	AC_MSG_CHECKING([for Slurm's plugin directory])
 	slurmplugindir=
+	x_ac_slurm_warn=
 	AS_IF([test -n "$x_ac_slurm_libdir"], [
 		dnl The candidate that already holds Slurm's own plugins wins.
 		for d in "$x_ac_slurm_libdir/slurm-wlm" "$x_ac_slurm_libdir/slurm"; do
@@ -96,11 +97,12 @@ AC_DEFUN([_X_AC_SLURM_FIND_PLUGINDIR], [
 				[*-linux-gnu*], [slurmplugindir=$x_ac_slurm_libdir/slurm-wlm],
 				[slurmplugindir=$x_ac_slurm_libdir/slurm])])
 			 x_ac_slurm_plugindir_how="beside libslurm; holds no Slurm plugins yet"
-			 AC_MSG_WARN([no Slurm plugins found beside $x_ac_slurm_libdir; check PluginDir in slurm.conf or use --with-slurm-plugindir])])
+			 x_ac_slurm_warn="no Slurm plugins found beside $x_ac_slurm_libdir; check PluginDir in slurm.conf or use --with-slurm-plugindir"])
 	], [
 		slurmplugindir='${libdir}/slurm'
 		x_ac_slurm_plugindir_how="libslurm not located; a guess"
-		AC_MSG_WARN([cannot locate libslurm.so; installing plugins into ${libdir}/slurm (use --with-slurm-plugindir)])
+		x_ac_slurm_warn="cannot locate libslurm.so; installing plugins into \${libdir}/slurm (use --with-slurm-plugindir)"
 	])
 	AC_MSG_RESULT([$slurmplugindir])
+	AS_IF([test -n "$x_ac_slurm_warn"], [AC_MSG_WARN([$x_ac_slurm_warn])])
 ])
