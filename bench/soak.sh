@@ -53,7 +53,7 @@ bench=$top_builddir/bench/coordl-bench
 gen=$top_builddir/tools/coordl-datagen
 [ -x "$bench" ] && [ -x "$gen" ] || { echo "soak: build bench/coordl-bench and tools/coordl-datagen first" >&2; exit 1; }
 shm_before=$(ls /dev/shm | grep '^coordl-' | sort)
-CLUSTER_ON_STOP='rm -rf "$CLUSTER_CACHE_DIR"'
+CLUSTER_EXIT_HOOK='rm -rf "$CLUSTER_CACHE_DIR"'
 cluster_start "$nnodes"
 if [ "$control" = 0 ]; then
 	printf 'LendIdleCores=yes\n' >>"$C/etc/synergy.conf"

@@ -77,16 +77,25 @@ plugin_job_submit_synergy_la_LIBADD = plugin/libsynplugin.la \
 	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
 EXTRA_DIST += plugin/job_submit_synergy.lds
 
+# Slurm dlopens <PluginDir>/<type>_<name>.so and has no use for libtool's
+# .la files, which would only clutter its plugin directory: drop them after
+# install. Without them `libtool --mode=uninstall` cannot name the .so, so
+# uninstall removes those itself.
+SLURM_PLUGIN_NAMES = spank_synergy job_submit_synergy
+install-data-hook: install-data-hook-slurmplugins
+install-data-hook-slurmplugins:
+	for p in $(SLURM_PLUGIN_NAMES); do rm -f "$(DESTDIR)$(slurmplugindir)/$$p.la"; done
+uninstall-hook: uninstall-hook-slurmplugins
+uninstall-hook-slurmplugins:
+	for p in $(SLURM_PLUGIN_NAMES); do rm -f "$(DESTDIR)$(slurmplugindir)/$$p.so"; done
+.PHONY: install-data-hook-slurmplugins uninstall-hook-slurmplugins
+
 check_PROGRAMS += plugin/test/submit.t
 UNIT_TESTS += plugin/test/submit.t
 plugin_test_submit_t_SOURCES = plugin/test/submit.c plugin/submit.c
 plugin_test_submit_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_submit_t_LDADD = plugin/libsynplugin.la \
 	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
-
-# Example configuration (etc/): synergy.conf, the plugstack snippet, slurm.conf lines.
-EXTRA_DIST += etc/synergy.conf etc/plugstack.conf etc/plugstack.conf.d/synergy.conf \
-	etc/slurm.conf.synergy
 
 # synergyd: the tuner daemon on the controller host (libslurm).
 sbin_PROGRAMS += plugin/synergyd
@@ -95,7 +104,6 @@ plugin_synergyd_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_synergyd_LDFLAGS = $(SLURM_LDFLAGS)
 plugin_synergyd_LDADD = plugin/libsynplugin.la profiler/libsynstore.la \
 	policy/libsynpolicy.la $(SLURM_LIBS) $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
-EXTRA_DIST += etc/synergyd.service
 
 check_PROGRAMS += plugin/test/tuner.t
 UNIT_TESTS += plugin/test/tuner.t

@@ -10,7 +10,7 @@ profiler_libsynstore_la_SOURCES = \
 	profiler/profile_json.c profiler/store.c profiler/conf.c
 profiler_libsynstore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 profiler_libsynstore_la_LIBADD = $(JANSSON_LIBS)
-noinst_HEADERS += include/synergy_store.h include/synergy_conf.h
+noinst_HEADERS += include/synergy_store.h include/synergy_conf.h include/synergy_profile.h
 
 # The what-if model (pure arithmetic).
 noinst_LTLIBRARIES += profiler/libsynmodel.la

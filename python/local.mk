@@ -1,10 +1,10 @@
 # python: the ctypes binding (included from the top Makefile.am)
 #
-# The package is plain Python over the C ABI, installed as data files. The
-# default directory is on Debian's sys.path when prefix=/usr; for another
-# prefix add $(libdir)/python3/dist-packages to PYTHONPATH, or override
-# coordlpythondir at make install time.
-coordlpythondir = $(libdir)/python3/dist-packages/coordl
+# The package is plain Python over the C ABI, installed as data files into
+# $(python_sitedir) (configure: --with-python-sitedir; the default is on the
+# interpreter's sys.path when prefix=/usr). For another prefix add that
+# directory to PYTHONPATH.
+coordlpythondir = $(python_sitedir)/coordl
 dist_coordlpython_DATA = \
 	python/coordl/__init__.py \
 	python/coordl/_abi.py \

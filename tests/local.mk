@@ -2,15 +2,17 @@
 # Integration tests: each starts its own throwaway Slurm cluster through
 # tests/lib/cluster.sh (root only; skipped otherwise). The profiling test
 # runs the real profiler (needs tools/ and profiler/); demo.sh runs the
-# README's main job, quick mode, on the built tree (minutes).
+# README's main job, quick mode, on the built tree (minutes); packaging.sh
+# builds the Debian packages from a clean copy of the source, installs them,
+# runs a job on the installed plugins and purges them (minutes).
 SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
 	tests/integration/synergy-lending.sh tests/integration/synergy-trust.sh \
 	tests/integration/synergy-shapes.sh tests/integration/synergy-soak.sh \
-	tests/integration/synergy-live.sh \
-	tests/integration/demo.sh
+	tests/integration/synergy-live.sh tests/integration/demo.sh \
+	tests/integration/packaging.sh
 EXTRA_DIST += tests/lib/cluster.sh
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report

@@ -26,7 +26,7 @@ gen=$top_builddir/tools/coordl-datagen
 [ -f "$lib" ] && [ -x "$gen" ] || bail "build libcoordl and tools/coordl-datagen first"
 tag=$(printf '%04x' $((RANDOM % 65536)))
 CLUSTER_CACHE_DIR=/dev/shm/synergy-live-$tag
-CLUSTER_ON_STOP='rm -rf "$CLUSTER_CACHE_DIR"'
+CLUSTER_EXIT_HOOK='rm -rf "$CLUSTER_CACHE_DIR"'
 cluster_start 1
 echo "LendIdleCores=yes" >>"$C/etc/synergy.conf"
 node=${CLUSTER_TAG}n1

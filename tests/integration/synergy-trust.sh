@@ -29,7 +29,7 @@ cleanup_users() {
 	done
 	rm -rf "$shmdir" "$shmdir".unsafe.* 2>/dev/null
 }
-CLUSTER_ON_STOP=cleanup_users
+CLUSTER_EXIT_HOOK=cleanup_users
 trap cleanup_users EXIT
 for u in $ua $ub; do
 	useradd --system --no-create-home --shell /usr/sbin/nologin "$u" ||

@@ -4,7 +4,7 @@
 # (own socket and key), one slurmctld and N slurmd (multiple-slurmd, all on
 # 127.0.0.1) on free ports, with fake GPUs (character devices listed in
 # gres.conf), cgroup v1 enforcement, and the Synergy plugins from the build
-# tree. Node names carry a random tag so that the cgroup paths of two
+# tree (or CLUSTER_PLUGIN_DIR). Node names carry a random tag so that the cgroup paths of two
 # clusters, or of a leftover earlier run, never collide. Everything is torn
 # down on EXIT/INT/TERM, whatever happened: daemons are stopped by their
 # recorded PIDs, processes left in our nodes' cgroups are killed and those
@@ -33,6 +33,16 @@
 #                           exports them, see shapes.h)
 #   CLUSTER_CACHE_DIR       synergy.conf CacheDir (default $C/cache; a tmpfs
 #                           such as /dev/shm/NAME keeps loader caches in RAM)
+#   CLUSTER_PLUGIN_DIR      where spank_synergy.so and job_submit_synergy.so
+#                           are loaded from (default: the build tree's
+#                           plugin/.libs; packaging.sh: the installed ones).
+#                           PluginDir lists it before Slurm's own directory,
+#                           so that it wins over installed copies there, and
+#                           plugstack.conf names its spank_synergy.so
+#   CLUSTER_EXIT_HOOK       a command the EXIT/INT/TERM traps run after the
+#                           teardown, also when the test called cluster_stop
+#                           itself (for tests that change the machine outside
+#                           $C and must undo it whatever happens)
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
 # CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
 
@@ -52,13 +62,31 @@ CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
+CLUSTER_PLUGIN_DIR=${CLUSTER_PLUGIN_DIR:-$top_builddir/plugin/.libs}
+CLUSTER_EXIT_HOOK=${CLUSTER_EXIT_HOOK:-}
+# Where Debian's Slurm keeps its own plugins (select, proctrack, task...).
+cluster__slurm_plugindir=/usr/lib/x86_64-linux-gnu/slurm-wlm
 C=
 CLUSTER_NODES=
 CLUSTER_TAG=
 cluster_pids=
 
-# cluster_require: skip the whole file when a prerequisite is missing.
+# cluster_require: skip the whole file when a prerequisite is missing, and
+# bail out when the plugins to load are not there.
 cluster_require() {
+	cluster_require_system
+	if [ "$CLUSTER_SYNERGY" = 1 ]; then
+		[ -f "$CLUSTER_PLUGIN_DIR/spank_synergy.so" ] ||
+			bail "$CLUSTER_PLUGIN_DIR/spank_synergy.so not there (not built?)"
+		[ -f "$CLUSTER_PLUGIN_DIR/job_submit_synergy.so" ] ||
+			bail "$CLUSTER_PLUGIN_DIR/job_submit_synergy.so not there (not built?)"
+	fi
+}
+
+# cluster_require_system: skip the whole file unless this machine can run a
+# throwaway cluster (root, Slurm's daemons and clients, cgroup v1); a test
+# that prepares long before cluster_start calls it first.
+cluster_require_system() {
 	[ "$(id -u)" = 0 ] || skip_all "needs root (cgroups, munged, slurmd)"
 	local p
 	for p in munged slurmctld slurmd sbatch srun scontrol squeue scancel; do
@@ -67,12 +95,6 @@ cluster_require() {
 	done
 	[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] ||
 		skip_all "needs cgroup v1 cpuset and memory controllers"
-	if [ "$CLUSTER_SYNERGY" = 1 ]; then
-		[ -f "$top_builddir/plugin/.libs/spank_synergy.so" ] ||
-			bail "plugin/.libs/spank_synergy.so not built"
-		[ -f "$top_builddir/plugin/.libs/job_submit_synergy.so" ] ||
-			bail "plugin/.libs/job_submit_synergy.so not built"
-	fi
 }
 
 bail() { echo "Bail out! $*"; exit 1; }
@@ -176,7 +198,11 @@ SchedulerParameters=bf_interval=1
 PlugStackConfig=$C/etc/plugstack.conf
 EOF
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
-		echo "PluginDir=/usr/lib/x86_64-linux-gnu/slurm-wlm:$top_builddir/plugin/.libs" >>"$C/etc/slurm.conf"
+		if [ "$CLUSTER_PLUGIN_DIR" -ef "$cluster__slurm_plugindir" ]; then
+			echo "PluginDir=$cluster__slurm_plugindir" >>"$C/etc/slurm.conf"
+		else
+			echo "PluginDir=$CLUSTER_PLUGIN_DIR:$cluster__slurm_plugindir" >>"$C/etc/slurm.conf"
+		fi
 		echo "JobSubmitPlugins=synergy" >>"$C/etc/slurm.conf"
 	fi
 	nodelist=
@@ -224,7 +250,7 @@ EOF
 	[ -z "$CLUSTER_SYNERGY_CONF_EXTRA" ] ||
 		printf '%s\n' "$CLUSTER_SYNERGY_CONF_EXTRA" >>"$C/etc/synergy.conf"
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
-		echo "required $top_builddir/plugin/.libs/spank_synergy.so conf=$C/etc/synergy.conf $CLUSTER_PLUGSTACK_ARGS" \
+		echo "required $CLUSTER_PLUGIN_DIR/spank_synergy.so conf=$C/etc/synergy.conf $CLUSTER_PLUGSTACK_ARGS" \
 			>"$C/etc/plugstack.conf"
 	else
 		: >"$C/etc/plugstack.conf"
@@ -241,9 +267,9 @@ cluster_start() {
 	C=$(mktemp -d /tmp/syncl.XXXXXX) || bail "mktemp failed"
 	chmod 0755 "$C"
 	CLUSTER_TAG=c$(printf '%04x' $((RANDOM % 65536)))
-	trap cluster_stop EXIT
-	trap 'cluster_stop; exit 130' INT
-	trap 'cluster_stop; exit 143' TERM
+	trap 'cluster_stop; cluster__exit_hook' EXIT
+	trap 'cluster_stop; cluster__exit_hook; exit 130' INT
+	trap 'cluster_stop; cluster__exit_hook; exit 143' TERM
 	cluster__write_conf "$cluster_n" || bail "no free ports"
 	export SLURM_CONF=$C/etc/slurm.conf
 	# Jobs must not inherit the outer test environment's Slurm state.
@@ -318,14 +344,26 @@ cluster__cgroup_pids() {
 cluster_extra_pids=
 cluster_atexit() { cluster_extra_pids="$cluster_extra_pids $1"; }
 
+# cluster__exit_hook: run CLUSTER_EXIT_HOOK once.
+cluster__exit_hook_done=
+cluster__exit_hook() {
+	[ -n "$CLUSTER_EXIT_HOOK" ] && [ -z "$cluster__exit_hook_done" ] || return 0
+	cluster__exit_hook_done=1
+	eval "$CLUSTER_EXIT_HOOK"
+}
+
 # cluster_stop: tear everything down (idempotent; installed as EXIT trap).
+# Afterwards only CLUSTER_EXIT_HOOK, if any, is left to run at exit.
 cluster_stop() {
 	local pid i d
-	if [ -z "$C" ]; then
-		cluster__on_stop
-		return 0
+	[ -n "$C" ] || return 0
+	if [ -n "$CLUSTER_EXIT_HOOK" ]; then
+		trap cluster__exit_hook EXIT
+		trap 'cluster__exit_hook; exit 130' INT
+		trap 'cluster__exit_hook; exit 143' TERM
+	else
+		trap - EXIT INT TERM
 	fi
-	trap - EXIT INT TERM
 	if [ -n "$cluster_extra_pids" ]; then
 		# shellcheck disable=SC2086
 		kill -TERM $cluster_extra_pids 2>/dev/null
@@ -367,15 +405,6 @@ cluster_stop() {
 	C=
 	cluster_stopped_pids=$cluster_pids
 	cluster_pids=
-	cluster__on_stop
-}
-
-# CLUSTER_ON_STOP: a command the teardown runs last, once every process of
-# the cluster is gone (e.g. removing throwaway user accounts).
-cluster__on_stop() {
-	local cmd=${CLUSTER_ON_STOP:-}
-	CLUSTER_ON_STOP=
-	[ -z "$cmd" ] || eval "$cmd"
 }
 
 cluster__no_jobs() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
