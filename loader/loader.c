@@ -23,6 +23,11 @@
  * A loader whose thread count the caller left unset follows its CPU set
  * (follow.h): coordl_next() looks at most every 100 ms and, on a change,
  * pins every thread to the new set and runs one worker per CPU in it.
+ *
+ * Over a remote dataset a fetch engine (fetch.h) reads ahead along the
+ * epoch's order with many requests in flight; a worker takes its item's
+ * bytes from it instead of reading them itself. The engine learns the
+ * order whenever it is (re)computed and only changes when bytes arrive.
  */
 #include "config.h"
 
@@ -37,6 +42,7 @@
 #include "coordl.h"
 #include "cache.h"
 #include "env.h"
+#include "fetch.h"
 #include "follow.h"
 #include "prep.h"
 #include "profmode.h"
@@ -109,6 +115,7 @@ struct coordl_loader {
 	coordl__follow_t *follow; /* NULL when the thread count is fixed */
 	int follow_off;           /* atomic: coordl_set_threads() took over */
 	coordl__profmode_t *prof; /* SYNERGY_PROFILE_MODE=1, else NULL */
+	coordl__fetch_t *fetch;   /* remote datasets: the fetch engine, else NULL */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
 #endif
@@ -188,6 +195,15 @@ static int check_config(const coordl_config_t *c, coordl_error_t *err)
 						 (double)c->std[i]);
 	if (c->pin_memory != 0 && c->pin_memory != 1)
 		return coordl__errprintf(err, EINVAL, "pin_memory=%d: expected 0 or 1", c->pin_memory);
+	if (c->io_window < -1 || c->io_window > COORDL_IO_WINDOW_MAX)
+		return coordl__errprintf(err, EINVAL, "io_window=%d: expected -1 (no read-ahead), "
+					 "0 (automatic) or 1..%d", c->io_window, COORDL_IO_WINDOW_MAX);
+	if (c->io_deadline_ms < 0 || c->io_deadline_ms > 86400000)
+		return coordl__errprintf(err, EINVAL, "io_deadline_ms=%d: expected 0 (default) or "
+					 "1..86400000", c->io_deadline_ms);
+	if (c->max_item_bytes < 0 || c->max_item_bytes > (int64_t)1 << 40)
+		return coordl__errprintf(err, EINVAL, "max_item_bytes=%lld: expected 0 (default) or "
+					 "1..2^40", (long long)c->max_item_bytes);
 #ifndef HAVE_CUDA
 	if (c->pin_memory)
 		return coordl__errprintf(err, ENOTSUP, "pin_memory=1: libcoordl was built without CUDA");
@@ -246,6 +262,8 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 	ld->total_stall += ld->stall;
 	ld->epoch = epoch;
 	compute_order(ld);
+	if (ld->fetch)
+		coordl__fetch_restart(ld->fetch, ld->order, ld->per_rank, pos);
 	ld->base_pos = pos;
 	ld->position = pos;
 	ld->next_start = ld->next_hand = 0;
@@ -291,6 +309,16 @@ static uint64_t ns_since(double t)
 	return (uint64_t)((coordl__now() - t) * 1e9);
 }
 
+/* Item bytes from storage: from the fetch engine for a remote dataset (read
+ * ahead when pos is the item's position in the order), else from the source. */
+static int fetch_item(coordl_loader_t *ld, uint64_t pos, uint64_t idx, uint8_t **buf, size_t *cap,
+		      size_t *len, char *why, size_t whylen)
+{
+	if (ld->fetch)
+		return coordl__fetch_get(ld->fetch, pos, (size_t)idx, buf, cap, len, why, whylen);
+	return coordl__source_fetch(ld->src, (size_t)idx, buf, cap, len, why, whylen);
+}
+
 /* Per-thread state of a worker: its prep context and fetch buffer. */
 struct wstate {
 	coordl__prep_ctx_t *prep;
@@ -330,10 +358,13 @@ static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, i
 		}
 		if ((bytes = coordl__cache_get(ld->cache, idx, &len))) {
 			__atomic_add_fetch(&ld->hits, 1, __ATOMIC_RELAXED);
+			if (ld->fetch && attempt == 0)
+				coordl__fetch_forget(ld->fetch, pos);
 		} else {
 			double t = coordl__now();
 			__atomic_add_fetch(&ld->misses, 1, __ATOMIC_RELAXED);
-			if (coordl__source_fetch(ld->src, idx, &w->buf, &w->cap, &len, why, sizeof(why)) < 0) {
+			if (fetch_item(ld, attempt ? COORDL__NOPOS : pos, idx, &w->buf, &w->cap, &len, why,
+				       sizeof(why)) < 0) {
 				ok = 0;
 			} else {
 				__atomic_add_fetch(&ld->storage_bytes, len, __ATOMIC_RELAXED);
@@ -607,6 +638,12 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 		if (!ld->cache)
 			goto out;
 	}
+	if (coordl__source_remote(ld->src) && cfg->mode != COORDL_MODE_SYNTHETIC) {
+		coordl__fetch_opts_t fo = { cfg->io_window, cfg->io_deadline_ms,
+					    (uint64_t)cfg->max_item_bytes };
+		if (!(ld->fetch = coordl__fetch_create(ld->src, ld->cache, &fo, err)))
+			goto out;
+	}
 	if (!(ld->perm = malloc(ld->nitems * sizeof(uint64_t))) ||
 	    !(ld->order = malloc(ld->per_rank * sizeof(uint64_t))) ||
 	    !(ld->thr = calloc(COORDL__MAX_THREADS, sizeof(pthread_t))) ||
@@ -620,6 +657,8 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	locked = 1;
 	ld->epoch = 0;
 	compute_order(ld);
+	if (ld->fetch)
+		coordl__fetch_restart(ld->fetch, ld->order, ld->per_rank, 0);
 	ld->end_batches = batches_from(ld, 0);
 	ld->nthreads = env.threads;
 	if (spawn_locked(ld, env.threads, err) < 0)
@@ -660,6 +699,7 @@ void coordl_destroy(coordl_loader_t *ld)
 #ifdef HAVE_CUDA
 	coordl__cuda_destroy(ld->cuda);
 #endif
+	coordl__fetch_destroy(ld->fetch);
 	free_slots(ld);
 	coordl__cache_detach(ld->cache);
 	coordl__source_destroy(ld->src);
@@ -916,6 +956,8 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st)
 	st->corrupt = __atomic_load_n(&l->corrupt, __ATOMIC_RELAXED);
 	st->cache_bytes_used = coordl__cache_used(l->cache);
 	st->cache_bytes_limit = l->cfg.cache_bytes > 0 ? (uint64_t)l->cfg.cache_bytes : 0;
+	if (l->fetch)
+		coordl__fetch_stats(l->fetch, st);
 	if (st->epoch_wall > 0) {
 		st->images_per_s = (double)st->samples / st->epoch_wall;
 		st->images_per_s_per_core = st->images_per_s / (st->threads > 0 ? st->threads : 1);

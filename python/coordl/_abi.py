@@ -67,6 +67,9 @@ class Config(Structure):
         ("mean", c_float * 3),
         ("std", c_float * 3),
         ("pin_memory", c_int),
+        ("io_window", c_int),
+        ("io_deadline_ms", c_int),
+        ("max_item_bytes", c_int64),
     ]
 
 
@@ -119,6 +122,14 @@ class Stats(Structure):
         ("total_corrupt", c_uint64),
         ("total_stall", c_double),
         ("total_wall", c_double),
+        ("requests", c_uint64),
+        ("retries", c_uint64),
+        ("req_latency_p50", c_double),
+        ("req_latency_p90", c_double),
+        ("req_latency_p99", c_double),
+        ("io_window", c_int),
+        ("io_inflight", c_int),
+        ("io_bytes_in_flight", c_uint64),
     ]
 
 
