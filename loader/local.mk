@@ -51,7 +51,8 @@ LOADER_TEST_PROGS = \
 	loader/test/minio.t \
 	loader/test/pack.t \
 	loader/test/cuda.t \
-	loader/test/follow.t
+	loader/test/follow.t \
+	loader/test/remote.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -62,7 +63,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/follow.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
-EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c \
+EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
 	loader/test/remote-server.sh loader/test/sigv4_check.py
 UNIT_TESTS += $(LOADER_TESTS)
 THREAD_TESTS += $(LOADER_THREAD_TESTS)
@@ -89,6 +90,9 @@ loader_test_minio_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_pack_t_SOURCES = loader/test/pack.c loader/test/testdata.c
 loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_remote_t_SOURCES = loader/test/remote.c
+loader_test_remote_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_remote_t_LDADD = $(LOADER_TEST_LDADD) $(LIBCURL_LIBS)
 loader_test_follow_t_SOURCES = loader/test/follow.c loader/test/testdata.c
 loader_test_follow_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_follow_t_LDADD = $(LOADER_TEST_LDADD)

@@ -1063,6 +1063,42 @@ int coordl__remote_wants(const char *path, int kind)
 	return want;
 }
 
+coordl__source_t *coordl__remote_parse(int kind, const char *base, const char *body, size_t len,
+				       coordl_error_t *err)
+{
+	coordl__remote_t *r = calloc(1, sizeof(*r));
+	coordl__source_t *src = NULL;
+	char *copy = malloc(len + 1);
+	int has_s3 = 0, rc = -1;
+
+	if (!r || !copy || !(r->base_url = strdup(base)) || !(src = coordl__source_new(kind, base))) {
+		coordl__errprintf(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	coordl__source_set_remote(src, r, -1);
+	r = NULL;
+	memcpy(copy, body, len);
+	copy[len] = '\0';
+	if (kind == COORDL_SOURCE_IMAGEFOLDER)
+		rc = coordl__parse_manifest(src, copy, len, "manifest", err);
+	else if (kind == COORDL_SOURCE_SHARDS)
+		rc = parse_index(coordl__source_remote(src), src, copy, len, "index", err);
+	else if (kind == COORDL_SOURCE_FILELIST)
+		rc = parse_list(coordl__source_remote(src), src, copy, len, "list", &has_s3, err);
+	else
+		coordl__errprintf(err, EINVAL, "source=%d: unknown source kind", kind);
+out:
+	free(copy);
+	coordl__remote_destroy(r);
+	if (rc < 0) {
+		int e = errno;
+		coordl__source_destroy(src);
+		errno = e;
+		return NULL;
+	}
+	return src;
+}
+
 void coordl__remote_destroy(coordl__remote_t *r)
 {
 	int e = errno;

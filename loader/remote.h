@@ -112,6 +112,16 @@ int coordl__remote_fetch_sync(const coordl__remote_t *r, const coordl__source_t 
 
 /* ---- Pieces exposed for the unit tests ---------------------------------- */
 
+/*
+ * Parse a listing already read, without requests: a manifest (kind
+ * IMAGEFOLDER), a shard index (SHARDS) or a file list (FILELIST), as
+ * coordl__remote_open() would for a dataset under the http(s) URL base.
+ * Returns the source (S3 items in a list are accepted, but no S3 settings
+ * are loaded: preparing their requests fails), or NULL with errno and err.
+ */
+coordl__source_t *coordl__remote_parse(int kind, const char *base, const char *body, size_t len,
+				       coordl_error_t *err);
+
 /* S3 settings (see the top of the file). Strings are owned. */
 typedef struct coordl__s3conf {
 	char *endpoint;     /* "http://127.0.0.1:9000" (path-style), or NULL: AWS,

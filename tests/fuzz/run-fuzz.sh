@@ -10,7 +10,7 @@
 #               configure a private one under WORKDIR)
 #   -o WORKDIR  where binaries, grown corpora and crash artifacts go
 #               (default: a new directory under ${TMPDIR:-/tmp})
-#   TARGET      any of: prep profile conf trace env spank source (default: all)
+#   TARGET      any of: prep profile conf trace env spank source remote (default: all)
 #
 # The checked-in seeds under tests/fuzz/corpus/<target>/ are only read; new
 # inputs the fuzzer finds go to WORKDIR/corpus/<target>/. A crash, leak or
@@ -37,7 +37,7 @@ case $secs in
 esac
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-all="prep profile conf trace env spank source"
+all="prep profile conf trace env spank source remote"
 targets=${*:-$all}
 for t in $targets; do
 	case " $all " in
@@ -86,13 +86,17 @@ sources() {
 		"profiler/errprintf.c policy/profile.c policy/builtin.c" ;;
 	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c" ;;
 	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
-	source) echo "loader/test/fuzz_source.c loader/source.c loader/env.c loader/util.c" ;;
+	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
+		"loader/env.c loader/util.c" ;;
+	remote) echo "loader/test/fuzz_remote.c loader/remote.c loader/s3.c loader/source.c" \
+		"loader/env.c loader/util.c" ;;
 	esac
 }
 libs() {
 	case $1 in
 	prep) echo "-ljpeg -lm" ;;
 	profile|trace) echo "-ljansson -lm" ;;
+	source|remote) echo "-lcurl" ;;
 	*) echo "" ;;
 	esac
 }
