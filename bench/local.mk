@@ -27,3 +27,7 @@ EXTRA_DIST += bench/profiler-accuracy.sh
 # loader benches (loader helper): thread scaling, interleaved; MinIO versus
 # the page cache under one memory cgroup limit (root).
 EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh
+
+# remote datasets (issue 16): coordl over HTTP at 0/20/50 ms per request versus
+# local disk, one request per worker, and torch with an HTTP Dataset.
+EXTRA_DIST += bench/remote-bench.sh

@@ -50,6 +50,8 @@ static const char usage_text[] =
 	"\n"
 	"Commands:\n"
 	"  run [OPTIONS] DATASET     profile a dataset + pipeline with the embedded loader\n"
+	"                            (a directory, file list, shard index, or its http://,\n"
+	"                            https:// or s3:// URL)\n"
 	"  run [OPTIONS] -- CMD ARGS profile a training command through its own coordl\n"
 	"                            loader (SYNERGY_PROFILE_MODE=1)\n"
 	"  show KEY|FILE             print a profile as a table\n"
