@@ -8,7 +8,7 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
 	tests/integration/synergy-lending.sh tests/integration/demo.sh
-EXTRA_DIST += tests/lib/cluster.sh
+EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report
 
