@@ -241,6 +241,17 @@ static uint64_t batches_from(const coordl_loader_t *ld, uint64_t base)
 	return ld->cfg.drop_last ? rem / bs : (rem + bs - 1) / bs;
 }
 
+/* Tell the fetch engine the order it reads ahead in: the positions the
+ * epoch's batches will use (drop_last leaves a tail unread). */
+static void restart_fetch(coordl_loader_t *ld)
+{
+	uint64_t end = ld->base_pos + ld->end_batches * (uint64_t)ld->cfg.batch_size;
+
+	if (ld->fetch)
+		coordl__fetch_restart(ld->fetch, ld->order, end < ld->per_rank ? end : ld->per_rank,
+				      ld->base_pos);
+}
+
 /*
  * Stop all work in flight and restart the sample order at `pos` of `epoch`.
  * Called with mu held. Slots the caller still holds stay HANDED until
@@ -262,12 +273,11 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 	ld->total_stall += ld->stall;
 	ld->epoch = epoch;
 	compute_order(ld);
-	if (ld->fetch)
-		coordl__fetch_restart(ld->fetch, ld->order, ld->per_rank, pos);
 	ld->base_pos = pos;
 	ld->position = pos;
 	ld->next_start = ld->next_hand = 0;
 	ld->end_batches = batches_from(ld, pos);
+	restart_fetch(ld);
 	ld->t0 = ld->t1 = 0;
 	ld->stall = 0;
 	ld->samples = ld->batches = 0;
@@ -657,9 +667,8 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	locked = 1;
 	ld->epoch = 0;
 	compute_order(ld);
-	if (ld->fetch)
-		coordl__fetch_restart(ld->fetch, ld->order, ld->per_rank, 0);
 	ld->end_batches = batches_from(ld, 0);
+	restart_fetch(ld);
 	ld->nthreads = env.threads;
 	if (spawn_locked(ld, env.threads, err) < 0)
 		goto out;
