@@ -39,7 +39,9 @@ enum { E_FREE = 0, E_QUEUED, E_ACTIVE, E_BACKOFF, E_DONE, E_FAILED };
 #define WINDOW_START 16
 #define WINDOW_MIN 4
 #define ADJUST_PERIOD 0.1       /* s between window adjustments */
-#define MARGIN 1.5              /* window = rate x latency x MARGIN + 4 */
+#define MARGIN 2.0              /* window = rate x base latency x MARGIN + 4 */
+#define RATE_PERIODS 30         /* the delivery rate is the best of the last 3 s */
+#define LAT_PERIODS 100         /* the base latency the lowest of the last 10 s */
 #define HELD_BUDGET (256ULL << 20) /* bytes the read-ahead may hold, fetched but not taken */
 #define BUF_KEEP (4u << 20)     /* a free entry keeps a buffer up to this size */
 #define DOWN_PAUSE 1.0          /* s that requests fail at once when storage is down */
@@ -95,9 +97,12 @@ struct coordl__fetch {
 	uint64_t held;          /* bytes of DONE entries */
 	double deadline;
 	uint64_t max_item;
-	/* Window sizing. */
-	double lat, p_t0;
-	uint64_t p_gets, p_waits;
+	/* Window sizing: per adjustment period, items delivered and the
+	 * lowest latency seen, kept for the last periods. */
+	double p_t0, p_lmin;
+	uint64_t p_done;
+	double rate_hist[RATE_PERIODS], lat_hist[LAT_PERIODS];
+	unsigned n_periods;
 	/* Storage health. */
 	double fail_since, down_until;
 	int fails;              /* transient failures since the last success */
@@ -302,6 +307,12 @@ static void start(struct coordl__fetch *f, struct ent *e, double now)
 		fail(f, e, EINVAL);
 		return;
 	}
+	if (e->want > f->max_item) {
+		snprintf(e->why, sizeof(e->why), "larger than the item cap (%llu bytes)",
+			 (unsigned long long)f->max_item);
+		fail(f, e, EINVAL);
+		return;
+	}
 	e->max = e->want ? e->want : f->max_item;
 	e->len = 0;
 	e->overflow = e->oom = 0;
@@ -384,7 +395,9 @@ static void finish(struct coordl__fetch *f, struct ent *e, CURLcode rc, double n
 	if (v == COORDL__DONE) {
 		double lat = now - e->t_start;
 		hist_add(f, lat);
-		f->lat = f->lat > 0 ? 0.9 * f->lat + 0.1 * lat : lat;
+		f->p_done++;
+		if (lat < f->p_lmin)
+			f->p_lmin = lat;
 		f->fail_since = f->down_until = 0;
 		f->fails = 0;
 		leave(f, e);
@@ -450,26 +463,40 @@ static void fill(struct coordl__fetch *f, double now)
 	}
 }
 
-/* Little's law: requests in flight = items taken per second x latency. */
+/*
+ * Little's law sizes the window: requests in flight = items per second x
+ * latency. Both are taken where they are not inflated by the window
+ * itself: the rate is the best delivered over the last seconds, the
+ * latency the lowest seen (the storage's own, without queueing), and the
+ * window is twice their product. While the window is what limits, each
+ * period delivers W/L items/s and the next window doubles; once the
+ * workers (or the server) are the limit, the rate stops growing and so
+ * does the window: a saturated server sees its queue held at about one
+ * window, not flooded up to the cap.
+ */
 static void adjust(struct coordl__fetch *f, double now)
 {
-	double dt = now - f->p_t0;
+	double dt = now - f->p_t0, rate = 0, lbase = INFINITY;
+	unsigned k;
 
 	if (dt < ADJUST_PERIOD)
 		return;
+	k = f->n_periods++;
+	f->rate_hist[k % RATE_PERIODS] = (double)f->p_done / dt;
+	f->lat_hist[k % LAT_PERIODS] = f->p_lmin;
 	if (!f->fixed && f->readahead) {
-		int w = f->window;
-		if (f->p_gets >= 4 && f->p_waits * 5 > f->p_gets) {
-			/* Workers keep finding their items missing. */
-			w = w * 3 / 2 > w + 2 ? w * 3 / 2 : w + 2;
-		} else if (f->lat > 0 && f->p_gets > 0) {
-			int target = (int)ceil((double)f->p_gets / dt * f->lat * MARGIN) + 4;
-			w = target >= w ? target : (target > w - w / 8 ? target : w - w / 8);
+		for (unsigned i = 0; i < RATE_PERIODS && i < f->n_periods; i++)
+			rate = fmax(rate, f->rate_hist[i]);
+		for (unsigned i = 0; i < LAT_PERIODS && i < f->n_periods; i++)
+			lbase = fmin(lbase, f->lat_hist[i]);
+		if (rate > 0 && isfinite(lbase)) {
+			double w = ceil(rate * lbase * MARGIN) + 4;
+			f->window = w < WINDOW_MIN ? WINDOW_MIN : w > f->wmax ? f->wmax : (int)w;
 		}
-		f->window = w < WINDOW_MIN ? WINDOW_MIN : w > f->wmax ? f->wmax : w;
 	}
 	f->p_t0 = now;
-	f->p_gets = f->p_waits = 0;
+	f->p_done = 0;
+	f->p_lmin = INFINITY;
 }
 
 static void *io_main(void *arg)
@@ -558,6 +585,7 @@ coordl__fetch_t *coordl__fetch_create(coordl__source_t *src, coordl__cache_t *ca
 	f->max_item = o->max_item > 0 ? o->max_item : COORDL__ITEM_MAX;
 	f->seed = (unsigned)(coordl__now() * 1e6);
 	f->p_t0 = coordl__now();
+	f->p_lmin = INFINITY;
 	/* Read-ahead entries (2 x window), cancelled ones still in transfer
 	 * (at most one window), and one urgent entry per worker thread. */
 	f->ne = 3 * f->wmax + COORDL__MAX_THREADS + 8;
@@ -656,8 +684,6 @@ int coordl__fetch_restart(coordl__fetch_t *f, const uint64_t *order, size_t n, u
 	f->next = f->base = base;
 	f->requests = f->retries = f->hist_n = 0;
 	memset(f->hist, 0, sizeof(f->hist));
-	f->p_t0 = coordl__now();
-	f->p_gets = f->p_waits = 0;
 out:
 	pthread_mutex_unlock(&f->mu);
 	curl_multi_wakeup(f->multi);
@@ -671,7 +697,7 @@ int coordl__fetch_get(coordl__fetch_t *f, uint64_t pos, size_t idx, uint8_t **bu
 {
 	struct pos_ref *r;
 	struct ent *e = NULL;
-	int waited = 0, rv, err = 0;
+	int rv, err = 0;
 
 	pthread_mutex_lock(&f->mu);
 	if (pos != COORDL__NOPOS && f->n_ra && (r = ix_find(f, pos))) {
@@ -697,10 +723,7 @@ int coordl__fetch_get(coordl__fetch_t *f, uint64_t pos, size_t idx, uint8_t **bu
 		enter(f, e, E_QUEUED);
 		if (pos != COORDL__NOPOS && pos >= f->next)
 			f->next = pos + 1;
-		waited = 1;
 		curl_multi_wakeup(f->multi);
-	} else if (busy(e)) {
-		waited = 1;
 	}
 	if (e->ra) {
 		/* Taken: no longer part of the read-ahead. */
@@ -714,8 +737,6 @@ int coordl__fetch_get(coordl__fetch_t *f, uint64_t pos, size_t idx, uint8_t **bu
 	while (e->state != E_DONE && e->state != E_FAILED)
 		pthread_cond_wait(&f->cv, &f->mu);
 	e->waiters--;
-	f->p_gets++;
-	f->p_waits += (uint64_t)waited;
 	if (e->state == E_DONE) {
 		uint8_t *b = *buf;
 		size_t c = *cap;

@@ -8,9 +8,9 @@
  * in all. The engine walks the epoch's order ahead of the workers
  * ("read-ahead"), skipping items the cache holds, and keeps at most a
  * window of requests in flight and twice as many items fetched but not
- * yet taken. The window follows Little's law: items the workers take per
- * second x the measured request latency, with a margin, grown while
- * workers find their items missing, capped and overridable.
+ * yet taken. The window follows Little's law: twice the items delivered
+ * per second (the best of the last seconds) x the storage's latency (the
+ * lowest seen lately, free of queueing), capped and overridable.
  *
  * A worker asks for the item at a position of the order (or for an
  * arbitrary item, a replacement) and waits until it has arrived; the

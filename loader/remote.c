@@ -464,6 +464,13 @@ static int get_blocking(const coordl__remote_t *r, setup_fn *setup, const void *
 			verdict = COORDL__FAIL;
 			break;
 		}
+		if (want > max) {
+			snprintf(why, whylen, "larger than the item cap (%llu bytes)",
+				 (unsigned long long)max);
+			curl_slist_free_all(hdrs);
+			verdict = COORDL__FAIL;
+			break;
+		}
 		if (want)
 			k.max = want;
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);

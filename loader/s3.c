@@ -304,7 +304,9 @@ int coordl__s3_prepare(const coordl__s3conf_t *c, CURL *h, const char *bucket, c
 		snprintf(why, whylen, "out of memory");
 		return -1;
 	}
-	if (c->virtual_host) {
+	/* A bucket name with dots would not match the TLS certificate of
+	 * *.s3.REGION.amazonaws.com: such buckets go path-style. */
+	if (c->virtual_host && !strchr(bucket, '.')) {
 		/* scheme://BUCKET.host/KEY */
 		char *scheme = strndup(c->endpoint, (size_t)(hs - c->endpoint) + 3);
 		if (scheme)
