@@ -15,9 +15,16 @@
 # of the medians. Targets (issue 16), at 50 ms: coordl >= 0.8x its local
 # rate and >= 10x the one-request-per-worker rate.
 #
+# --profile runs, instead, the profiler on the dataset at the highest
+# latency: `synergy-profile run` on the URL (the fetch step records the
+# request latency and the requests in flight), then its what-if
+# predictions against direct measurements (`synergy-profile measure`: a
+# fresh loader at that many threads and cache size, the emulated GPU in
+# front) at a few points.
+#
 # Usage: bench/remote-bench.sh [--data DIR] [--images N] [--classes C]
 #            [--reps R] [--latencies "0 20 50"] [--slow-batches B]
-#            [--cores N] [--builddir DIR]
+#            [--cores N] [--builddir DIR] [--profile [--gpu-rate R]]
 #   --data DIR        an ImageFolder (its manifest is written if missing);
 #                     default: N images in C classes from coordl-datagen
 #                     (2000, 10) in a temporary directory
@@ -30,10 +37,10 @@
 set -u
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${top_builddir:-.}
-data='' images=2000 classes=10 reps=3 lats="0 20 50" slow=6 cores=2
+data='' images=2000 classes=10 reps=3 lats="0 20 50" slow=6 cores=2 profile=0 gpu=1500
 PY=${PYTHON3:-/usr/bin/python3}
 
-usage() { sed -n '2,30s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,37s/^# \{0,1\}//p' "$0"; }
 die() { echo "remote-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -45,6 +52,8 @@ while [ $# -gt 0 ]; do
 	--slow-batches) slow=$2; shift ;;
 	--cores) cores=$2; shift ;;
 	--builddir) builddir=$2; shift ;;
+	--profile) profile=1; shift; continue ;;
+	--gpu-rate) gpu=$2; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -90,6 +99,35 @@ $locs
 nginx_start "$tmp/ng" || { cat "$tmp/ng/error.log" >&2; die "nginx did not start"; }
 
 echo "data: $data ($(du -sh "$data" | cut -f1), $(find "$data" -name '*.jpg' | wc -l) images)" >&2
+if [ "$profile" = 1 ]; then
+	sp=$builddir/profiler/synergy-profile
+	[ -x "$sp" ] || die "$sp not built"
+	lat=$(echo "$lats" | tr ' ' '\n' | sort -n | tail -1)
+	url=http://127.0.0.1:$port/l$lat/
+	bytes=$(find "$data" -name '*.jpg' -printf '%s\n' | awk '{ s += $1 } END { printf "%d", s }')
+	half=$((bytes / 2))
+	gh=$(awk -v b="$half" 'BEGIN { printf "%.9f", b / 1073741824 }')
+	gf=$(awk -v b="$bytes" 'BEGIN { printf "%.9f", b / 1073741824 }')
+	echo "profiling $url at $lat ms; gpu $gpu samples/s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+	"$sp" run -q --out "$tmp/p.json" --key remote --gpu-rate "$gpu" --batch-size 32 \
+		--max-threads "$cores" --grid-cpus "$(seq -s, 1 "$cores")" --grid-mem "0,$gh,$gf" \
+		--prop-cpus 1 --prop-mem "$gh" "$url" >"$tmp/run.out" || die "synergy-profile run failed"
+	sed -n '/^measured in/,/^$/p' "$tmp/run.out"
+	printf '%-8s %-10s %10s %10s %10s %10s %8s\n' threads cache predicted measured min max err_%
+	for pt in "1 0" "$cores 0" "1 $half" "$cores $half" "$cores $bytes"; do
+		set -- $pt
+		pred=$("$sp" what-if "$tmp/p.json" --cpus "$1" --cache "$2" | awk '/^throughput/ { print $2 }')
+		meas=$("$sp" measure -q --threads "$1" --cache "$2" --gpu-rate "$gpu" --batch-size 32 \
+			--epochs 2 "$url") || die "synergy-profile measure failed"
+		set -- $meas # threads T cache C hit_rate H samples_per_s X min Y max Z
+		awk -v t="$2" -v c="$4" -v x="$8" -v lo="${10}" -v hi="${12}" -v p="$pred" 'BEGIN {
+			printf "%-8s %-10s %10.1f %10.1f %10.1f %10.1f %+8.1f\n", t,
+				c == 0 ? "0" : sprintf("%.0fMiB", c / 1048576), p, x, lo, hi, 100 * (p - x) / x }'
+	done
+	"$sp" what-if "$tmp/p.json" --cpus 1 --cache 0 | grep '^remote fetch'
+	echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	exit 0
+fi
 echo "cores: $cores; latencies: $lats ms; $reps reps; slow configurations: $slow batches/epoch" >&2
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 results=$tmp/results
