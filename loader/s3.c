@@ -101,7 +101,7 @@ static int read_cred_file(coordl__s3conf_t *c, const char *path, const char *pro
 {
 	int fd = -1, rv = -1, in = 0, found = 0, lineno = 0;
 	struct stat st;
-	char *data = NULL, *line, *save = NULL;
+	char *data = NULL, *line, *next;
 	ssize_t n;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0) {
@@ -124,8 +124,12 @@ static int read_cred_file(coordl__s3conf_t *c, const char *path, const char *pro
 		goto out;
 	}
 	data[n] = '\0';
-	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *l = trim(line), *eq, *k, *v, **dst = NULL;
+	for (line = data; line; line = next) {
+		char *l, *eq, *k, *v, **dst = NULL;
+		/* Line by line, blank ones included, so errors name the right line. */
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		l = trim(line);
 		lineno++;
 		if (!*l || *l == '#' || *l == ';')
 			continue;

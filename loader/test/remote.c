@@ -261,10 +261,11 @@ static void test_s3conf(void)
 	   "environment variables win over the file");
 	coordl__s3conf_clear(&c);
 	clear_aws();
-	snprintf(text, sizeof(text), "[default]\naws_access_key_id = AKID\nthis line %s is bad\n", secret);
+	snprintf(text, sizeof(text), "[default]\n\naws_access_key_id = AKID\nthis line %s is bad\n",
+		 secret);
 	write_file("creds-bad", text);
 	setenv(COORDL_ENV_AWS_SHARED_CREDENTIALS_FILE, tpath("creds-bad"), 1);
-	ok(coordl__s3conf_from_env(&c, &err) < 0 && strstr(err.text, "creds-bad:3") &&
+	ok(coordl__s3conf_from_env(&c, &err) < 0 && strstr(err.text, "creds-bad:4") &&
 	   !strstr(err.text, secret), "a malformed file is refused by line, without its contents (%s)",
 	   err.text);
 	snprintf(text, sizeof(text), "[default]\naws_secret_access_key = %s\n", secret);
