@@ -13,6 +13,9 @@
  * really read from the block device for this process (/proc/self/io
  * read_bytes): storageMB minus what the page cache served, which is how the
  * page cache is compared with the MinIO cache under the same memory limit.
+ * For a remote dataset (a URL) four more columns give the requests of the
+ * epoch, the median and 99th percentile request latency and the fetch
+ * engine's window at the end of the epoch.
  */
 #include "config.h"
 
@@ -50,6 +53,9 @@ static void usage(FILE *f)
 		"  -n, --max-batches=N    stop each epoch after N batches (default: whole epoch)\n"
 		"      --seed=S           shuffle seed (default 0)\n"
 		"      --rank=R --world-size=W  this process's shard (default 0 of 1)\n"
+		"      --io-window=N      remote datasets: requests in flight (default 0: sized\n"
+		"                         automatically; -1: one per worker, no read-ahead)\n"
+		"      --io-deadline=MS   remote datasets: give up on an item after MS of retries\n"
 		"  -h, --help             show this help and exit\n"
 		"\n"
 		"See coordl-bench(1).\n",
@@ -120,7 +126,7 @@ static void add_seconds(struct timespec *t, double s)
 
 int main(int argc, char **argv)
 {
-	enum { O_SEED = 256, O_RANK, O_WORLD, O_CACHE_NAME };
+	enum { O_SEED = 256, O_RANK, O_WORLD, O_CACHE_NAME, O_IO_WINDOW, O_IO_DEADLINE };
 	static const struct option opts[] = {
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "threads", required_argument, NULL, 't' },
@@ -135,6 +141,8 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "rank", required_argument, NULL, O_RANK },
 		{ "world-size", required_argument, NULL, O_WORLD },
+		{ "io-window", required_argument, NULL, O_IO_WINDOW },
+		{ "io-deadline", required_argument, NULL, O_IO_DEADLINE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -145,7 +153,7 @@ int main(int argc, char **argv)
 	int64_t epochs = 2, max_batches = 0;
 	double gpu_rate = 0;
 	uint64_t bytes;
-	int c;
+	int c, remote;
 
 	coordl_config_init(&cfg);
 	while ((c = getopt_long(argc, argv, "e:t:c:b:s:m:l:g:n:h", opts, NULL)) != -1) {
@@ -190,6 +198,12 @@ int main(int argc, char **argv)
 		case O_SEED: cfg.seed = (uint64_t)int_arg("seed", optarg, 0, INT64_MAX); break;
 		case O_RANK: cfg.rank = (int)int_arg("rank", optarg, 0, 1 << 20); break;
 		case O_WORLD: cfg.world_size = (int)int_arg("world-size", optarg, 1, 1 << 20); break;
+		case O_IO_WINDOW:
+			cfg.io_window = (int)int_arg("io-window", optarg, -1, COORDL_IO_WINDOW_MAX);
+			break;
+		case O_IO_DEADLINE:
+			cfg.io_deadline_ms = (int)int_arg("io-deadline", optarg, 1, 86400000);
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -215,9 +229,13 @@ int main(int argc, char **argv)
 		if (coordl_cache_note(ld))
 			printf("# cache: %s\n", coordl_cache_note(ld));
 	}
-	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %8s %7s %8s\n", "epoch", "images", "wall_s",
+	remote = strstr(cfg.path, "://") != NULL;
+	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %8s %7s %8s", "epoch", "images", "wall_s",
 	       "img/s", "img/s/thr", "img/cpu-s", "stall%", "hit%", "storageMB", "diskMB", "corrupt",
 	       "rssMB");
+	if (remote)
+		printf(" %8s %7s %7s %6s", "requests", "p50ms", "p99ms", "window");
+	putchar('\n');
 	for (int64_t e = 0; e < epochs; e++) {
 		coordl_batch_t *b;
 		coordl_stats_t st;
@@ -259,13 +277,17 @@ int main(int argc, char **argv)
 			char dbuf[32] = "-";
 			if (disk0 >= 0 && disk >= disk0)
 				snprintf(dbuf, sizeof(dbuf), "%.1f", (double)(disk - disk0) / 1e6);
-			printf("%5lld %8llu %8.2f %9.1f %9.1f %10.1f %7.1f %7.1f %10.1f %8s %7llu %8.1f\n",
+			printf("%5lld %8llu %8.2f %9.1f %9.1f %10.1f %7.1f %7.1f %10.1f %8s %7llu %8.1f",
 			       (long long)e, (unsigned long long)st.samples, st.epoch_wall,
 			       st.images_per_s, st.images_per_s_per_core,
 			       cpu > 0 ? (double)st.samples / cpu : 0.0, 100.0 * st.stall / wall,
 			       lookups ? 100.0 * (double)st.cache_hits / (double)lookups : 0.0,
 			       (double)st.storage_bytes / 1e6, dbuf, (unsigned long long)st.corrupt,
 			       peak_rss_mb());
+			if (remote)
+				printf(" %8llu %7.1f %7.1f %6d", (unsigned long long)st.requests,
+				       1e3 * st.req_latency_p50, 1e3 * st.req_latency_p99, st.io_window);
+			putchar('\n');
 			fflush(stdout);
 		}
 	}

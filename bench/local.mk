@@ -41,3 +41,7 @@ EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh
 # as tests/integration/synergy-soak.sh): jobs, faults, overlaps, stuck jobs
 # and leftovers.
 EXTRA_DIST += bench/soak.sh bench/soak-sampler.py
+
+# remote datasets (issue 16): coordl over HTTP at 0/20/50 ms per request versus
+# local disk, one request per worker, and torch with an HTTP Dataset.
+EXTRA_DIST += bench/remote-bench.sh

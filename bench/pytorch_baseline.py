@@ -10,9 +10,17 @@ shuffle=True, num_workers=cores, persistent_workers=True).
 Python binding, with threads=cores, no cache, and float32 NCHW torch
 tensors (zero-copy torch.from_numpy of the loader's buffers).
 
+DATA may also be an http(s):// URL of an ImageFolder served with its
+coordl manifest (coordl-pack --manifest): coordl reads it with its fetch
+engine (--io-window as coordl_config_t.io_window), torch with
+HTTPImageFolder below, the Dataset a PyTorch user would write: the same
+listing, one blocking GET per item over a keep-alive connection per
+worker process, decoded with PIL.
+
 Both run --epochs + 1 epochs and time the last --epochs of them: the first,
 untimed, starts the workers and warms the page cache, so the timed epochs
-measure the steady state a training job sees. The consumer only receives
+measure the steady state a training job sees. --max-batches N ends every
+epoch after N batches (for slow configurations). The consumer only receives
 each batch (an infinitely fast GPU). Reports images/s (wall clock) and
 images per CPU-second (this process's threads plus torch's worker
 processes, during the timed epochs), which other load on the machine
@@ -22,11 +30,14 @@ table.
 """
 
 import argparse
+import http.client
+import io
 import json
 import os
 import resource
 import sys
 import time
+import urllib.parse
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -34,7 +45,8 @@ STD = (0.229, 0.224, 0.225)
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("data", help="ImageFolder root (root/<class>/<file>.jpg)")
+    p.add_argument("data", help="ImageFolder root (root/<class>/<file>.jpg), "
+                   "or its http(s):// URL")
     p.add_argument("--loader", choices=("torch", "coordl"), default="torch")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--cores", type=int, default=0,
@@ -43,6 +55,11 @@ def parse_args(argv):
     p.add_argument("--epochs", type=int, default=1,
                    help="timed epochs after one untimed warm-up epoch")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--io-window", type=int, default=0,
+                   help="coordl over a URL: requests in flight (0 auto, "
+                        "-1 one per worker)")
+    p.add_argument("--max-batches", type=int, default=0,
+                   help="end each epoch after this many batches (0: whole)")
     p.add_argument("--json", action="store_true")
     return p.parse_args(argv)
 
@@ -55,7 +72,10 @@ def torch_epochs(args, cores):
     torch.manual_seed(args.seed)
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                     T.ToTensor(), T.Normalize(MEAN, STD)])
-    ds = datasets.ImageFolder(args.data, transform=tf)
+    if "://" in args.data:
+        ds = http_dataset(args.data, tf)
+    else:
+        ds = datasets.ImageFolder(args.data, transform=tf)
     dl = torch.utils.data.DataLoader(ds, batch_size=args.batch_size,
                                      shuffle=True, num_workers=cores,
                                      persistent_workers=cores > 0,
@@ -65,8 +85,10 @@ def torch_epochs(args, cores):
         pids = [w.pid for w in getattr(it, "_workers", [])]
         start, cpu = time.perf_counter(), cpu_seconds(pids)
         n = 0
-        for images, labels in it:
+        for b, (images, labels) in enumerate(it):
             n += images.shape[0]
+            if args.max_batches and b + 1 >= args.max_batches:
+                break
         yield (epoch, n, time.perf_counter() - start,
                cpu_seconds(pids) - cpu)
 
@@ -78,14 +100,79 @@ def coordl_epochs(args, cores):
 
     with coordl.Loader(args.data, batch_size=args.batch_size, threads=cores,
                        cache_bytes=0, seed=args.seed, layout="nchw_f32",
-                       mean=MEAN, std=STD, output="torch") as ld:
+                       mean=MEAN, std=STD, output="torch",
+                       io_window=args.io_window) as ld:
         for epoch in range(args.epochs + 1):
             start, cpu = time.perf_counter(), cpu_seconds([])
             ld.set_epoch(epoch)
             n = 0
-            for images, labels in ld:
+            for b, (images, labels) in enumerate(ld):
                 n += images.shape[0]
+                if args.max_batches and b + 1 >= args.max_batches:
+                    break
             yield epoch, n, time.perf_counter() - start, cpu_seconds([]) - cpu
+
+
+def http_dataset(url, transform):
+    """An ImageFolder over HTTP as a PyTorch user would write it: the
+    listing from the dataset's manifest (classes and files sorted, as
+    torchvision's ImageFolder and coordl do), then one GET per item."""
+    import torch
+    from PIL import Image
+
+    base = url.rstrip("/")
+    u = urllib.parse.urlsplit(base)
+
+    class HTTPImageFolder(torch.utils.data.Dataset):
+        def __init__(self):
+            self.conn = None
+            body = self.get(u.path + "/coordl.manifest").decode()
+            lines = body.splitlines()
+            if not lines or lines[0] != "coordl-manifest 1":
+                raise ValueError("%s/coordl.manifest: not a manifest" % base)
+            items = []
+            for line in lines[1:]:
+                if not line or line.startswith("#"):
+                    continue
+                name = line.split(" ", 1)[1]
+                cls, _, fname = name.partition("/")
+                if fname.lower().endswith((".jpg", ".jpeg")):
+                    items.append((cls, fname))
+            items.sort()
+            classes = sorted({c for c, _ in items})
+            index = {c: i for i, c in enumerate(classes)}
+            self.samples = [("%s/%s/%s" % (u.path, c, urllib.parse.quote(f)),
+                             index[c]) for c, f in items]
+            self.conn = None  # each worker process opens its own
+
+        def get(self, path):
+            for attempt in range(3):
+                if self.conn is None:
+                    cls = (http.client.HTTPSConnection if u.scheme == "https"
+                           else http.client.HTTPConnection)
+                    self.conn = cls(u.hostname, u.port, timeout=60)
+                try:
+                    self.conn.request("GET", path)
+                    r = self.conn.getresponse()
+                    data = r.read()
+                    if r.status != 200:
+                        raise OSError("%s: HTTP %d" % (path, r.status))
+                    return data
+                except (http.client.HTTPException, ConnectionError):
+                    self.conn.close()
+                    self.conn = None
+                    if attempt == 2:
+                        raise
+
+        def __len__(self):
+            return len(self.samples)
+
+        def __getitem__(self, i):
+            path, label = self.samples[i]
+            img = Image.open(io.BytesIO(self.get(path))).convert("RGB")
+            return transform(img), label
+
+    return HTTPImageFolder()
 
 
 def cpu_seconds(pids):
@@ -107,7 +194,7 @@ def cpu_seconds(pids):
 
 def main(argv):
     args = parse_args(argv)
-    if not os.path.isdir(args.data):
+    if "://" not in args.data and not os.path.isdir(args.data):
         print("pytorch_baseline: %s: not a directory" % args.data,
               file=sys.stderr)
         return 2

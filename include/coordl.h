@@ -2,7 +2,8 @@
  * coordl.h: libcoordl, a CoorDL-style data loader for DNN training.
  *
  * A loader reads a dataset of JPEG images (an ImageFolder tree, a file list,
- * or a packed shard set), keeps encoded items in a no-eviction (MinIO) cache
+ * or a packed shard set; on local storage, an HTTP(S) server or an S3
+ * object store), keeps encoded items in a no-eviction (MinIO) cache
  * bounded in bytes, decodes and augments them with libjpeg-turbo on worker
  * threads, and hands out batches from pre-allocated buffers.
  *
@@ -37,7 +38,9 @@ typedef struct coordl_error {
 typedef struct coordl_loader coordl_loader_t;
 
 enum coordl_source_kind {
-	COORDL_SOURCE_AUTO = 0,    /* directory -> imagefolder, *.cdx -> shards, else file list */
+	COORDL_SOURCE_AUTO = 0,    /* directory -> imagefolder, *.cdx -> shards, else file list;
+	                              URLs: *.cdx -> shards, *.txt or *.lst -> file list,
+	                              else imagefolder */
 	COORDL_SOURCE_IMAGEFOLDER, /* root/<class>/<file>.jpg, labels from sorted class names */
 	COORDL_SOURCE_FILELIST,    /* text file: "<path> <label>" per line, paths relative to the list */
 	COORDL_SOURCE_SHARDS,      /* packed shards: path of the .cdx index written by coordl-pack */
@@ -102,9 +105,53 @@ typedef struct coordl_config {
 	float mean[3], std[3]; /* normalization (default ImageNet) */
 	int pin_memory;        /* 1 = CUDA pinned batch buffers (needs CUDA at build and run time) */
 	int cache_use;         /* enum coordl_cache_use (default AUTO) */
+	/* Remote datasets only (see "Remote datasets" below). */
+	int io_window;         /* read-ahead: requests in flight for the items of the
+	                          current and upcoming batches. 0 = sized from the
+	                          measured request latency x item rate, at most
+	                          COORDL_IO_WINDOW_AUTO_MAX; 1..COORDL_IO_WINDOW_MAX =
+	                          exactly that many; -1 = no read-ahead (each worker
+	                          fetches its own item when it needs it) */
+	int io_deadline_ms;    /* retries of one item (timeouts, 5xx) stop after this
+	                          long and it counts as corrupt (0 = 30000) */
 	int64_t max_item_bytes;/* largest encoded item read; a larger one counts as corrupt
 	                          and is replaced. 0 = default (64 MiB), else 1..2^40 */
 } coordl_config_t;
+
+/*
+ * Remote datasets. An http(s) URL or s3://BUCKET/PREFIX names the dataset:
+ *  - ImageFolder: over HTTP the object COORDL_MANIFEST_NAME under the URL
+ *    lists the items (COORDL_MANIFEST_MAGIC, then "<bytes> <class>/<file>"
+ *    per line; coordl-pack --manifest writes it); on S3, ListObjectsV2
+ *    under the prefix. Labels and order are those of the same tree on disk.
+ *  - Shards: the .cdx index and its shards side by side; items are read
+ *    with range GETs.
+ *  - File list: "<url> <label>" lines (a local list may name URLs too;
+ *    relative paths in a remote list are relative to it).
+ * Many requests stay in flight (libcurl multi: connections reused, HTTP/2
+ * where offered) apart from the worker threads, so few cores keep up with
+ * high-latency storage. Timeouts and 5xx are retried with backoff until
+ * io_deadline_ms; a 404 or a bad body is a corrupt item (counted, replaced).
+ * S3 requests are signed with AWS Signature V4 when credentials are found
+ * (the variables below, else the shared credentials file); the library
+ * never prints or returns them.
+ */
+#define COORDL_MANIFEST_NAME "coordl.manifest"
+#define COORDL_MANIFEST_MAGIC "coordl-manifest 1"
+#define COORDL_IO_WINDOW_AUTO_MAX 256
+#define COORDL_IO_WINDOW_MAX 4096
+/* The AWS environment read for s3:// datasets (names as the AWS CLI uses). */
+#define COORDL_ENV_AWS_ACCESS_KEY_ID "AWS_ACCESS_KEY_ID"
+#define COORDL_ENV_AWS_SECRET_ACCESS_KEY "AWS_SECRET_ACCESS_KEY"
+#define COORDL_ENV_AWS_SESSION_TOKEN "AWS_SESSION_TOKEN"
+#define COORDL_ENV_AWS_REGION "AWS_REGION"                 /* else AWS_DEFAULT_REGION, us-east-1 */
+#define COORDL_ENV_AWS_DEFAULT_REGION "AWS_DEFAULT_REGION"
+#define COORDL_ENV_AWS_ENDPOINT_URL_S3 "AWS_ENDPOINT_URL_S3" /* else AWS_ENDPOINT_URL; path-style */
+#define COORDL_ENV_AWS_ENDPOINT_URL "AWS_ENDPOINT_URL"
+#define COORDL_ENV_AWS_PROFILE "AWS_PROFILE"               /* section of the credentials file */
+#define COORDL_ENV_AWS_SHARED_CREDENTIALS_FILE "AWS_SHARED_CREDENTIALS_FILE" /* else ~/.aws/credentials */
+#define COORDL_ENV_AWS_CA_BUNDLE "AWS_CA_BUNDLE"           /* CA certificates for https (S3) */
+#define COORDL_ENV_CURL_CA_BUNDLE "CURL_CA_BUNDLE"         /* CA certificates for https */
 
 /* Fill cfg with defaults (all knobs unset). Never fails. */
 void coordl_config_init(coordl_config_t *cfg);
@@ -231,6 +278,16 @@ typedef struct coordl_stats {
 	uint64_t cache_shrinks;     /* times its bound was lowered (grant followed) */
 	uint64_t cache_grows;       /* times its bound was raised */
 	int cache_shared;           /* 1: a named cache shared between loaders, 0: private or none */
+	/* Remote datasets (all 0 for local ones). */
+	uint64_t requests;          /* transfers finished this epoch, retries included */
+	uint64_t retries;           /* transfers retried after a timeout, 408, 429 or 5xx */
+	double req_latency_p50;     /* latency of this epoch's successful transfers, s */
+	double req_latency_p90;
+	double req_latency_p99;
+	int io_window;              /* read-ahead window now (requests; 0 = none) */
+	int io_inflight;            /* requests in flight now */
+	uint64_t io_bytes_in_flight;/* bytes fetched or being fetched that no worker
+	                               has taken yet (the read-ahead's memory) */
 } coordl_stats_t;
 
 int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);

@@ -22,7 +22,9 @@
  *     "base_tput": 812.5,                -- images/s per GPU at the proportional share
  *     "rates": { "gpu": ..., "prep_per_core": ..., "fetch_storage_bps": ...,
  *                "fetch_memory_bps": ...,
- *                "fetch_overlap": 0.6 },   -- optional, 0..1; absent = 0
+ *                "fetch_overlap": 0.6,     -- optional, 0..1; absent = 0
+ *                "fetch_latency_s": 0.05,  -- optional: remote storage, seconds per
+ *                "fetch_concurrency": 60 },-- request and requests in flight; absent = 0
  *     "dataset": { "bytes": ..., "items": ... },
  *     "machine": "...", "date": "2026-11-22T15:00:00Z", "tool": "synergy-profile 0.1.0"
  *   }
@@ -58,6 +60,10 @@ typedef struct syn_profile {
 	double fetch_overlap;                 /* fraction (0..1) of the shorter of fetch and prep
 	                                         time per item hidden under the longer, fitted
 	                                         at the most threads profiled; 0 = serial */
+	double fetch_latency_s;               /* remote storage: seconds per request (median);
+	                                         0 = local storage or unknown */
+	double fetch_concurrency;             /* remote storage: requests in flight on average
+	                                         while fetch_storage_bps was measured */
 	uint64_t dataset_bytes, dataset_items;
 	char machine[128];
 	char date[32];

@@ -30,6 +30,11 @@
  * job's grant follows SYNERGY_CACHE_GRANT in a thread of its own
  * (grant.h); a worker that finds its cached item dropped by a shrink while
  * it used it (coordl__cache_done) redoes the item from storage.
+ *
+ * Over a remote dataset a fetch engine (fetch.h) reads ahead along the
+ * epoch's order with many requests in flight; a worker takes its item's
+ * bytes from it instead of reading them itself. The engine learns the
+ * order whenever it is (re)computed and only changes when bytes arrive.
  */
 #include "config.h"
 
@@ -44,6 +49,7 @@
 #include "coordl.h"
 #include "cache.h"
 #include "env.h"
+#include "fetch.h"
 #include "follow.h"
 #include "grant.h"
 #include "prep.h"
@@ -121,6 +127,7 @@ struct coordl_loader {
 	coordl__grant_t *grant;   /* following SYNERGY_CACHE_GRANT, else NULL */
 	int cache_shared;         /* the cache is a named, shared one */
 	char cache_note[320];     /* why the cache is not as asked ("" when it is) */
+	coordl__fetch_t *fetch;   /* remote datasets: the fetch engine, else NULL */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
 #endif
@@ -200,6 +207,12 @@ static int check_config(const coordl_config_t *c, coordl_error_t *err)
 						 (double)c->std[i]);
 	if (c->pin_memory != 0 && c->pin_memory != 1)
 		return coordl__errprintf(err, EINVAL, "pin_memory=%d: expected 0 or 1", c->pin_memory);
+	if (c->io_window < -1 || c->io_window > COORDL_IO_WINDOW_MAX)
+		return coordl__errprintf(err, EINVAL, "io_window=%d: expected -1 (no read-ahead), "
+					 "0 (automatic) or 1..%d", c->io_window, COORDL_IO_WINDOW_MAX);
+	if (c->io_deadline_ms < 0 || c->io_deadline_ms > 86400000)
+		return coordl__errprintf(err, EINVAL, "io_deadline_ms=%d: expected 0 (default) or "
+					 "1..86400000", c->io_deadline_ms);
 #ifndef HAVE_CUDA
 	if (c->pin_memory)
 		return coordl__errprintf(err, ENOTSUP, "pin_memory=1: libcoordl was built without CUDA");
@@ -237,6 +250,17 @@ static uint64_t batches_from(const coordl_loader_t *ld, uint64_t base)
 	return ld->cfg.drop_last ? rem / bs : (rem + bs - 1) / bs;
 }
 
+/* Tell the fetch engine the order it reads ahead in: the positions the
+ * epoch's batches will use (drop_last leaves a tail unread). */
+static void restart_fetch(coordl_loader_t *ld)
+{
+	uint64_t end = ld->base_pos + ld->end_batches * (uint64_t)ld->cfg.batch_size;
+
+	if (ld->fetch)
+		coordl__fetch_restart(ld->fetch, ld->order, end < ld->per_rank ? end : ld->per_rank,
+				      ld->base_pos);
+}
+
 /*
  * Stop all work in flight and restart the sample order at `pos` of `epoch`.
  * Called with mu held. Slots the caller still holds stay HANDED until
@@ -262,6 +286,7 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 	ld->position = pos;
 	ld->next_start = ld->next_hand = 0;
 	ld->end_batches = batches_from(ld, pos);
+	restart_fetch(ld);
 	ld->t0 = ld->t1 = 0;
 	ld->stall = 0;
 	ld->samples = ld->batches = 0;
@@ -301,6 +326,16 @@ static void note_corrupt(coordl_loader_t *ld, size_t idx, const char *why)
 static uint64_t ns_since(double t)
 {
 	return (uint64_t)((coordl__now() - t) * 1e9);
+}
+
+/* Item bytes from storage: from the fetch engine for a remote dataset (read
+ * ahead when pos is the item's position in the order), else from the source. */
+static int fetch_item(coordl_loader_t *ld, uint64_t pos, uint64_t idx, uint8_t **buf, size_t *cap,
+		      size_t *len, char *why, size_t whylen)
+{
+	if (ld->fetch)
+		return coordl__fetch_get(ld->fetch, pos, (size_t)idx, buf, cap, len, why, whylen);
+	return coordl__source_fetch(ld->src, (size_t)idx, buf, cap, len, why, whylen);
 }
 
 /* Per-thread state of a worker: its prep context and fetch buffer. */
@@ -345,10 +380,14 @@ again:
 		ok = 1;
 		if (!skip_cache && (bytes = coordl__cache_get(ld->cache, idx, &len, &tk))) {
 			from_cache = 1;
+			if (ld->fetch && attempt == 0)
+				coordl__fetch_forget(ld->fetch, pos);
 		} else {
 			double t = coordl__now();
 			__atomic_add_fetch(&ld->misses, 1, __ATOMIC_RELAXED);
-			if (coordl__source_fetch(ld->src, idx, &w->buf, &w->cap, &len, why, sizeof(why)) < 0) {
+			if (fetch_item(ld, attempt || skip_cache ? COORDL__NOPOS : pos, idx, &w->buf,
+				       &w->cap, &len, why,
+				       sizeof(why)) < 0) {
 				ok = 0;
 			} else {
 				__atomic_add_fetch(&ld->storage_bytes, len, __ATOMIC_RELAXED);
@@ -684,6 +723,12 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 
 	if (cfg->mode != COORDL_MODE_SYNTHETIC)
 		open_cache(ld, &env);
+	if (coordl__source_remote(ld->src) && cfg->mode != COORDL_MODE_SYNTHETIC) {
+		coordl__fetch_opts_t fo = { cfg->io_window, cfg->io_deadline_ms,
+					    (uint64_t)ld->cfg.max_item_bytes };
+		if (!(ld->fetch = coordl__fetch_create(ld->src, ld->cache, &fo, err)))
+			goto out;
+	}
 	if (!(ld->perm = malloc(ld->nitems * sizeof(uint64_t))) ||
 	    !(ld->order = malloc(ld->per_rank * sizeof(uint64_t))) ||
 	    !(ld->thr = calloc(COORDL__MAX_THREADS, sizeof(pthread_t))) ||
@@ -698,6 +743,7 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	ld->epoch = 0;
 	compute_order(ld);
 	ld->end_batches = batches_from(ld, 0);
+	restart_fetch(ld);
 	ld->nthreads = env.threads;
 	if (spawn_locked(ld, env.threads, err) < 0)
 		goto out;
@@ -738,6 +784,7 @@ void coordl_destroy(coordl_loader_t *ld)
 #ifdef HAVE_CUDA
 	coordl__cuda_destroy(ld->cuda);
 #endif
+	coordl__fetch_destroy(ld->fetch);
 	free_slots(ld);
 	coordl__cache_detach(ld->cache);
 	coordl__source_destroy(ld->src);
@@ -1000,6 +1047,8 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st)
 	st->cache_shrinks = coordl__cache_shrinks(l->cache);
 	st->cache_grows = coordl__cache_grows(l->cache);
 	st->cache_shared = l->cache_shared;
+	if (l->fetch)
+		coordl__fetch_stats(l->fetch, st);
 	if (st->epoch_wall > 0) {
 		st->images_per_s = (double)st->samples / st->epoch_wall;
 		st->images_per_s_per_core = st->images_per_s / (st->threads > 0 ? st->threads : 1);

@@ -11,15 +11,18 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/follow.c loader/follow.h \
 	loader/profmode.c loader/profmode.h \
 	loader/source.c loader/source.h \
+	loader/remote.c loader/remote.h loader/s3.c \
+	loader/fetch.c loader/fetch.h \
 	loader/cache.c loader/cache.h \
 	loader/grant.c loader/grant.h \
 	loader/loader.c \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
 	loader/rng.h loader/cuda.h
 loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader \
-	$(LIBJPEG_CFLAGS) $(CUDA_CPPFLAGS)
+	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS)
 loader_libcoordl_core_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) $(LIBM) $(LIBRT)
+loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(LIBCURL_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) \
+	$(LIBM) $(LIBRT)
 if HAVE_CUDA
 loader_libcoordl_core_la_SOURCES += loader/cuda.c
 endif
@@ -37,7 +40,7 @@ DISTCLEANFILES += loader/coordl.pc
 
 # Unit tests: C programs printing TAP, linked with the convenience library.
 LOADER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader -I$(top_srcdir)/tests \
-	$(LIBJPEG_CFLAGS)
+	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS)
 LOADER_TEST_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
 
 LOADER_TEST_PROGS = \
@@ -51,8 +54,9 @@ LOADER_TEST_PROGS = \
 	loader/test/cuda.t \
 	loader/test/follow.t \
 	loader/test/multi.t \
-	loader/test/grant.t
-LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh
+	loader/test/grant.t \
+	loader/test/remote.t
+LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
 	loader/test/order.t \
@@ -61,9 +65,11 @@ LOADER_THREAD_TESTS = \
 	loader/test/cache.t \
 	loader/test/follow.t \
 	loader/test/multi.t \
-	loader/test/grant.t
+	loader/test/grant.t \
+	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
-EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c
+EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
+	loader/test/remote-server.sh loader/test/sigv4_check.py
 UNIT_TESTS += $(LOADER_TESTS)
 THREAD_TESTS += $(LOADER_THREAD_TESTS)
 noinst_HEADERS += loader/test/testdata.h
@@ -89,6 +95,9 @@ loader_test_minio_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_pack_t_SOURCES = loader/test/pack.c loader/test/testdata.c
 loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_remote_t_SOURCES = loader/test/remote.c
+loader_test_remote_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_remote_t_LDADD = $(LOADER_TEST_LDADD) $(LIBCURL_LIBS)
 loader_test_follow_t_SOURCES = loader/test/follow.c loader/test/testdata.c
 loader_test_follow_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_follow_t_LDADD = $(LOADER_TEST_LDADD)
@@ -98,6 +107,13 @@ loader_test_multi_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
+# The server test (nginx on 127.0.0.1) drives remote-client.
+check_PROGRAMS += loader/test/remote-client
+loader_test_remote_client_SOURCES = loader/test/remote-client.c
+loader_test_remote_client_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_remote_client_LDADD = $(LOADER_TEST_LDADD) $(LIBCURL_LIBS)
+loader/test/remote-server.log: loader/test/remote-client$(EXEEXT) tools/coordl-datagen$(EXEEXT) \
+	tools/coordl-pack$(EXEEXT) bench/coordl-bench$(EXEEXT) profiler/synergy-profile$(EXEEXT)
 loader_test_cuda_t_SOURCES = loader/test/cuda.c loader/test/testdata.c
 loader_test_cuda_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
 loader_test_cuda_t_LDADD = $(LOADER_TEST_LDADD) $(CUDA_LIBS)

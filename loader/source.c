@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "env.h"
+#include "remote.h"
 #include "rng.h"
 #include "source.h"
 #include "util.h"
@@ -60,6 +61,7 @@ struct coordl__source {
 	uint64_t bytes;
 	uint64_t max_item;       /* largest item fetched, 0 = no limit */
 	fetch_fn *fetch;
+	coordl__remote_t *remote; /* remote datasets (remote.h), else NULL */
 };
 
 /* Append a string to the pool; returns its offset or (size_t)-1. */
@@ -668,6 +670,8 @@ coordl__source_t *coordl__source_open(const char *path, int kind, coordl_error_t
 		coordl__errprintf(err, EINVAL, "path: no dataset given");
 		return NULL;
 	}
+	if (coordl__remote_wants(path, kind))
+		return coordl__remote_open(path, kind, err);
 	if (stat(path, &st) < 0) {
 		coordl__errprintf(err, errno, "%s: %s", path, strerror(errno));
 		return NULL;
@@ -724,6 +728,7 @@ void coordl__source_destroy(coordl__source_t *s)
 	for (int i = 0; i < s->nshards; i++)
 		close(s->shard_fd[i]);
 	free(s->shard_fd);
+	coordl__remote_destroy(s->remote);
 	free(s->items);
 	free(s->pool);
 	free(s->classes);
@@ -759,3 +764,51 @@ uint64_t coordl__source_signature(const coordl__source_t *s)
 		h = coordl__mix64(h ^ (s->items[i].size * 0x100000001b3ULL) ^ (uint64_t)s->items[i].label);
 	return h;
 }
+
+/* ---- Building a source from another backend (remote.c) ------------------ */
+
+coordl__source_t *coordl__source_new(int kind, const char *root)
+{
+	coordl__source_t *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->kind = kind;
+	if (!(s->root = strdup(root))) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int coordl__source_add_class(coordl__source_t *s, const char *name)
+{
+	return class_add(s, name);
+}
+
+int coordl__source_add_item(coordl__source_t *s, const char *name, int32_t label, uint64_t size,
+			    uint32_t shard, uint64_t offset)
+{
+	return item_add(s, name, label, size, shard, offset);
+}
+
+/* Remote backend: one synchronous request (the loader's fetch engine
+ * bypasses this and runs many at once). */
+static int remote_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t *cap, size_t *len,
+			char *why, size_t whylen)
+{
+	return coordl__remote_fetch_sync(src->remote, src, i, buf, cap, len, why, whylen);
+}
+
+void coordl__source_set_remote(coordl__source_t *s, coordl__remote_t *r, int nclasses)
+{
+	s->remote = r;
+	s->fetch = remote_fetch;
+	if (nclasses >= 0)
+		s->nclasses = nclasses;
+}
+
+coordl__remote_t *coordl__source_remote(const coordl__source_t *s) { return s->remote; }
+const char *coordl__source_root(const coordl__source_t *s) { return s->root; }
+uint32_t coordl__source_item_shard(const coordl__source_t *s, size_t i) { return s->items[i].shard; }
+uint64_t coordl__source_item_offset(const coordl__source_t *s, size_t i) { return s->items[i].offset; }

@@ -66,4 +66,26 @@ int coordl__source_fetch(coordl__source_t *src, size_t i, uint8_t **buf, size_t 
  * check that a shared cache belongs to the same dataset. */
 uint64_t coordl__source_signature(const coordl__source_t *src);
 
+/* ---- For other backends (remote.c) ------------------------------------- */
+
+typedef struct coordl__remote coordl__remote_t;
+
+/* An empty source of the given kind whose names are relative to root
+ * (for a remote one, a URL). NULL on ENOMEM. */
+coordl__source_t *coordl__source_new(int kind, const char *root);
+/* Append a class name / an item; 0 or -1 (ENOMEM). */
+int coordl__source_add_class(coordl__source_t *s, const char *name);
+int coordl__source_add_item(coordl__source_t *s, const char *name, int32_t label, uint64_t size,
+			    uint32_t shard, uint64_t offset);
+/* Hand the source to a remote backend (freed with the source);
+ * nclasses >= 0 sets the class count (file lists). */
+void coordl__source_set_remote(coordl__source_t *s, coordl__remote_t *r, int nclasses);
+/* The remote backend, or NULL for a local dataset. */
+coordl__remote_t *coordl__source_remote(const coordl__source_t *s);
+/* The directory (or base URL) item names are relative to. */
+const char *coordl__source_root(const coordl__source_t *s);
+/* Shard number and offset of item i (shard sources; 0 otherwise). */
+uint32_t coordl__source_item_shard(const coordl__source_t *s, size_t i);
+uint64_t coordl__source_item_offset(const coordl__source_t *s, size_t i);
+
 #endif

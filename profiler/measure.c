@@ -12,7 +12,12 @@
  * Storage is made cold between runs by evicting just the dataset's files
  * from the page cache (posix_fadvise DONTNEED): it needs no root and does
  * not disturb other jobs on the node. Dropping the whole page cache
- * (/proc/sys/vm/drop_caches, root only) is available as well.
+ * (/proc/sys/vm/drop_caches, root only) is available as well. A remote
+ * dataset (a URL) is always cold: nothing of it stays on the node but
+ * what a loader's own cache holds, and each run starts with an empty one.
+ * For a remote dataset the fetch step also records the request latency
+ * and the requests in flight (Little's law: items/s x latency), which the
+ * model's storage rate is made of, on a second, steady-state raw epoch.
  */
 #include "config.h"
 
@@ -232,6 +237,12 @@ int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
 	int how = o->cold;
 	struct stat st;
 
+	if (strncmp(o->dataset, "http://", 7) == 0 || strncmp(o->dataset, "https://", 8) == 0 ||
+	    strncmp(o->dataset, "s3://", 5) == 0) {
+		snprintf(note, (size_t)notelen, "remote storage: nothing to evict (loaders start with "
+		         "empty caches)");
+		return 0;
+	}
 	if (how == SYN__COLD_NONE) {
 		snprintf(note, (size_t)notelen, "storage not made cold (--cold=none): page-cache rates");
 		return 0;
@@ -265,6 +276,42 @@ int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
 
 static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
                           syn__stat_t *out, double *hit_rate, char *msg, int msglen);
+
+/*
+ * Remote storage in its steady state: a raw loader without a cache reads
+ * one epoch (its fetch engine sizes its window) and is measured on the
+ * next: storage bytes/s, the median request latency L, and the requests
+ * it kept in flight, Q = items/s x L (Little's law). The cache-filling
+ * epoch before cannot tell this: it includes the window's ramp.
+ */
+static int remote_storage(const syn__measure_opts_t *o, syn__measure_result_t *res, int threads,
+                          char *msg, int msglen)
+{
+	struct run r = { 0 };
+	coordl_stats_t st;
+	int rv = -1;
+
+	errno = 0;
+	if (start(&r, o, COORDL_MODE_RAW, threads, 0, NULL, 0) < 0 || finish_epoch(&r, &st) < 0 ||
+	    finish_epoch(&r, &st) < 0) {
+		FAIL("remote storage run: %s", r.err.text);
+		goto out;
+	}
+	if (st.epoch_wall > 0 && st.req_latency_p50 > 0) {
+		res->storage_bps.med = res->storage_bps.min = res->storage_bps.max =
+			(double)st.storage_bytes / st.epoch_wall;
+		res->rates.fetch_latency = st.req_latency_p50;
+		res->rates.fetch_concurrency = (double)st.cache_misses / st.epoch_wall * st.req_latency_p50;
+		progress(o, "remote fetch: %.1f ms per request (median; p99 %.1f ms), %.1f requests in "
+		         "flight (window %d), %llu retries", 1e3 * st.req_latency_p50,
+		         1e3 * st.req_latency_p99, res->rates.fetch_concurrency, st.io_window,
+		         (unsigned long long)st.retries);
+	}
+	rv = 0;
+out:
+	coordl_destroy(r.ld);
+	return rv;
+}
 
 /* Shrink the timed windows of po so that, after the prefetch ring settles,
  * they fit in one epoch of ld (an epoch boundary would time a restart). */
@@ -419,6 +466,8 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 	}
 	res->storage_bps.med = res->storage_bps.min = res->storage_bps.max =
 		st.epoch_wall > 0 ? (double)st.storage_bytes / st.epoch_wall : 0;
+	if (st.requests > 0 && remote_storage(o, res, max_threads, msg, msglen) < 0)
+		goto out;
 	if (finish_epoch(&raw, &st) < 0) {
 		FAIL("cache fetch run: %s", raw.err.text);
 		goto out;

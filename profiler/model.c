@@ -56,16 +56,26 @@ double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes)
 	return h > 1.0 ? 1.0 : h;
 }
 
+double syn__model_storage_items(const syn__rates_t *r)
+{
+	if (r->fetch_latency > 0 && r->fetch_concurrency > 0)
+		return r->fetch_concurrency / r->fetch_latency;
+	if (r->fetch_storage_bps > 0 && r->dataset_bytes > 0 && r->dataset_items > 0)
+		return r->fetch_storage_bps / ((double)r->dataset_bytes / (double)r->dataset_items);
+	return INFINITY;
+}
+
 double syn__model_fetch(const syn__rates_t *r, double cache_bytes)
 {
 	if (r->dataset_bytes == 0 || r->dataset_items == 0)
 		return INFINITY;
 	double h = syn__model_hit_rate(r, cache_bytes);
 	double d = (double)r->dataset_bytes, t = 0;
+	double storage = syn__model_storage_items(r);
 	if (r->fetch_memory_bps > 0)
 		t += h * d / r->fetch_memory_bps;
-	if (r->fetch_storage_bps > 0)
-		t += (1 - h) * d / r->fetch_storage_bps;
+	if (isfinite(storage))
+		t += (1 - h) * (double)r->dataset_items / storage;
 	if (!(t > 0))
 		return INFINITY;
 	return (double)r->dataset_items / t;
@@ -191,6 +201,8 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
 	p->fetch_storage_bps = round(r->fetch_storage_bps);
 	p->fetch_memory_bps = round(r->fetch_memory_bps);
 	p->fetch_overlap = r->n_overlap > 0 ? round_to(r->overlap[r->n_overlap - 1], 1e-4) : 0;
+	p->fetch_latency_s = round_to(r->fetch_latency, 1e-6);
+	p->fetch_concurrency = round_to(r->fetch_concurrency, 0.01);
 	p->dataset_bytes = r->dataset_bytes;
 	p->dataset_items = r->dataset_items;
 	return 0;

@@ -27,8 +27,12 @@
  * optimistic linear scaling DS-Analyzer assumes). R_fetch(m) follows the
  * MinIO cache: a cache of m bytes holds the fraction h = min(1, m/D) of a
  * dataset of D bytes and N items, every epoch reads each item once, so an
- * epoch spends h*D/B_mem + (1-h)*D/B_disk fetching, and
- * R_fetch = N / that. A rate of 0 means "not limiting" (unmeasured GPU).
+ * epoch spends h*D/B_mem + (1-h)*N*t_s fetching, and R_fetch = N / that.
+ * t_s, the storage time per item, is D/N/B_disk for local storage
+ * (bandwidth); for remote storage, where each item is a request of
+ * latency L and the loader keeps Q requests in flight, it is L/Q (Little's
+ * law: Q/L items per second, apart from the cores that decode). A rate of
+ * 0 means "not limiting" (unmeasured GPU).
  *
  * Memory in profiles is in GiB (2^30 bytes), as Slurm counts memory.
  */
@@ -49,6 +53,8 @@ typedef struct syn__rates {
 	double prep_rate[SYN__MAX_POINTS];   /* samples/s with all data in memory */
 	double fetch_storage_bps;            /* bytes/s from storage (cold); 0 = unlimited */
 	double fetch_memory_bps;             /* bytes/s from the cache; 0 = unlimited */
+	double fetch_latency;                /* remote: s per request; 0 = local storage */
+	double fetch_concurrency;            /* remote: requests in flight (Q) */
 	uint64_t dataset_bytes, dataset_items;
 	int n_overlap;                       /* fitted overlap points, cpus increasing; 0 = serial */
 	double overlap_cpus[SYN__MAX_POINTS];
@@ -61,6 +67,11 @@ double syn__model_prep(const syn__rates_t *r, double cpus);
 /* Fetch throughput (samples/s) with a MinIO cache of cache_bytes;
  * INFINITY when neither bandwidth limits or the dataset is unknown. */
 double syn__model_fetch(const syn__rates_t *r, double cache_bytes);
+
+/* Items/s storage delivers: Q/L for remote storage (latency and
+ * concurrency known), else storage bandwidth / mean item size; INFINITY
+ * when unknown. */
+double syn__model_storage_items(const syn__rates_t *r);
 
 /* The MinIO hit rate for a cache of cache_bytes: min(1, cache/dataset). */
 double syn__model_hit_rate(const syn__rates_t *r, double cache_bytes);

@@ -184,7 +184,9 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_stor
 		    get_number(rates, "prep_per_core", "rates.", 0, &p->prep_rate_per_core, name, err) < 0 ||
 		    get_number(rates, "fetch_storage_bps", "rates.", 0, &p->fetch_storage_bps, name, err) < 0 ||
 		    get_number(rates, "fetch_memory_bps", "rates.", 0, &p->fetch_memory_bps, name, err) < 0 ||
-		    get_number(rates, "fetch_overlap", "rates.", 0, &p->fetch_overlap, name, err) < 0)
+		    get_number(rates, "fetch_overlap", "rates.", 0, &p->fetch_overlap, name, err) < 0 ||
+		    get_number(rates, "fetch_latency_s", "rates.", 0, &p->fetch_latency_s, name, err) < 0 ||
+		    get_number(rates, "fetch_concurrency", "rates.", 0, &p->fetch_concurrency, name, err) < 0)
 			return -1;
 		if (p->fetch_overlap > 1)
 			return SYN__ERR(err, EINVAL, "%s: field 'rates.fetch_overlap' must be a number "
@@ -396,7 +398,7 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 	}
 	double scalars[] = { p->prop_cpus, p->prop_mem_gb, p->base_tput, p->gpu_rate,
 	                     p->prep_rate_per_core, p->fetch_storage_bps, p->fetch_memory_bps,
-	                     p->fetch_overlap };
+	                     p->fetch_overlap, p->fetch_latency_s, p->fetch_concurrency };
 	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
 		short_digits &= short_ok(scalars[i]);
 	set_new(root, "prop_cpus", num(p->prop_cpus), &good);
@@ -415,6 +417,10 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 	 * so profiles of the serial model read and write as before. */
 	if (p->fetch_overlap > 0)
 		set_new(rates, "fetch_overlap", num(p->fetch_overlap), &good);
+	if (p->fetch_latency_s > 0 || p->fetch_concurrency > 0) {
+		set_new(rates, "fetch_latency_s", num(p->fetch_latency_s), &good);
+		set_new(rates, "fetch_concurrency", num(p->fetch_concurrency), &good);
+	}
 	set_new(ds, "bytes", json_integer((json_int_t)p->dataset_bytes), &good);
 	set_new(ds, "items", json_integer((json_int_t)p->dataset_items), &good);
 	set_new(root, "machine", json_string(p->machine), &good);

@@ -50,6 +50,8 @@ static const char usage_text[] =
 	"\n"
 	"Commands:\n"
 	"  run [OPTIONS] DATASET     profile a dataset + pipeline with the embedded loader\n"
+	"                            (a directory, file list, shard index, or its http://,\n"
+	"                            https:// or s3:// URL)\n"
 	"  run [OPTIONS] -- CMD ARGS profile a training command through its own coordl\n"
 	"                            loader (SYNERGY_PROFILE_MODE=1)\n"
 	"  show KEY|FILE             print a profile as a table\n"
@@ -426,6 +428,9 @@ static void print_profile(const syn_profile_t *p, FILE *f)
 	if (p->fetch_overlap > 0)
 		fprintf(f, ", overlap %.2f", p->fetch_overlap);
 	fputc('\n', f);
+	if (p->fetch_latency_s > 0)
+		fprintf(f, "remote    %.1f ms per request, %.1f requests in flight\n",
+		        1e3 * p->fetch_latency_s, p->fetch_concurrency);
 	human_bytes((double)p->dataset_bytes, db, sizeof(db));
 	fprintf(f, "dataset   %llu items, %s\n", (unsigned long long)p->dataset_items, db);
 	if (p->machine[0])
@@ -475,6 +480,21 @@ static int cmd_what_if(const struct args *a, int argc, char **argv)
 	printf("normalised   %.4f (1.0 = %g cpus, %g GiB)\n", v, p.prop_cpus, p.prop_mem_gb);
 	if (p.base_tput > 0)
 		printf("throughput   %.1f samples/s per GPU\n", v * p.base_tput);
+	if (p.fetch_latency_s > 0 && p.fetch_concurrency > 0) {
+		/* The storage side of the prediction: Q requests of latency L
+		 * in flight bring Q/L items/s; the cache serves its share. */
+		syn__rates_t r;
+		memset(&r, 0, sizeof(r));
+		r.fetch_latency = p.fetch_latency_s;
+		r.fetch_concurrency = p.fetch_concurrency;
+		r.fetch_memory_bps = p.fetch_memory_bps;
+		r.dataset_bytes = p.dataset_bytes;
+		r.dataset_items = p.dataset_items;
+		printf("remote fetch %.1f samples/s from storage (%.1f ms x %.1f requests in flight), "
+		       "hit rate %.2f: at most %.1f samples/s\n", syn__model_storage_items(&r),
+		       1e3 * p.fetch_latency_s, p.fetch_concurrency, syn__model_hit_rate(&r, a->cache),
+		       syn__model_fetch(&r, a->cache));
+	}
 	if (a->cpus > p.cpus[p.n_cpu - 1] || gib > p.mem_gb[p.n_mem - 1] || a->cpus < p.cpus[0] ||
 	    gib < p.mem_gb[0])
 		printf("note         outside the profiled grid: clamped to its edge\n");
@@ -717,6 +737,9 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		printf("gpu ingestion      %10.1f samples/s  (%.1f-%.1f)\n", res.gpu.med, res.gpu.min,
 		       res.gpu.max);
 	printf("fetch from storage %10.1f MiB/s\n", res.storage_bps.med / 1048576);
+	if (res.rates.fetch_latency > 0)
+		printf("remote storage     %10.1f ms per request, %.1f requests in flight\n",
+		       1e3 * res.rates.fetch_latency, res.rates.fetch_concurrency);
 	printf("fetch from cache   %10.1f MiB/s\n", res.memory_bps.med / 1048576);
 	for (int i = 0; i < res.n_points; i++)
 		printf("prep %3d thread%s   %10.1f samples/s  (%.1f-%.1f)\n", res.point_threads[i],

@@ -10,6 +10,11 @@
  * are left out with a warning. The index is written to a temporary name and
  * renamed at the end, so a crash never leaves a valid-looking index over
  * incomplete shards.
+ *
+ * With --manifest it writes, instead, the manifest an ImageFolder needs to
+ * be read over HTTP (COORDL_MANIFEST_NAME in the tree's root: the item
+ * list a directory scan would give, since a web server has no listing
+ * libcoordl could trust).
  */
 #include "config.h"
 
@@ -36,8 +41,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] DATASET OUTPUT.cdx\n"
-		"Pack an ImageFolder directory or a file list into coordl shards.\n"
+		"       %s --manifest DIR\n"
+		"Pack an ImageFolder directory or a file list into coordl shards, or write\n"
+		"the manifest (DIR/" COORDL_MANIFEST_NAME ") that serves DIR over HTTP.\n"
 		"\n"
+		"  -m, --manifest          write DIR/" COORDL_MANIFEST_NAME " for the ImageFolder DIR\n"
 		"  -s, --shard-size=BYTES  target bytes per shard file, K/M/G/T suffixes (default 256M)\n"
 		"  -t, --type=KIND         dataset kind: auto, imagefolder, list (default auto)\n"
 		"  -q, --quiet             no progress output\n"
@@ -45,7 +53,7 @@ static void usage(FILE *f)
 		"\n"
 		"Writes OUTPUT.cdx and OUTPUT-NNNNN.cds next to it; open OUTPUT.cdx with\n"
 		"libcoordl or coordl-bench. See coordl-pack(1).\n",
-		prog);
+		prog, prog);
 }
 
 
@@ -55,17 +63,56 @@ static int has_newline(const char *s)
 	return strchr(s, '\n') != NULL || strchr(s, '\r') != NULL;
 }
 
+/* DIR/coordl.manifest: "<bytes> <class>/<file>" for every item of the
+ * ImageFolder DIR, in its order, written under a temporary name first. */
+static int write_manifest(const char *dir, int quiet)
+{
+	coordl_error_t err = { "" };
+	coordl__source_t *src = coordl__source_open(dir, COORDL_SOURCE_IMAGEFOLDER, &err);
+	char path[PATH_MAX], tmp[PATH_MAX];
+	FILE *f;
+	size_t n;
+
+	if (!src)
+		die("%s", err.text);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, COORDL_MANIFEST_NAME) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		die("%s: path too long", dir);
+	if (!(f = fopen(tmp, "w")))
+		die("%s: %s", tmp, strerror(errno));
+	fprintf(f, "%s\n", COORDL_MANIFEST_MAGIC);
+	n = coordl__source_count(src);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = coordl__source_item_name(src, i);
+		if (has_newline(name)) {
+			fprintf(stderr, "%s: warning: skipping an item whose name has a newline\n", prog);
+			continue;
+		}
+		fprintf(f, "%llu %s\n", (unsigned long long)coordl__source_item_size(src, i), name);
+	}
+	if (fclose(f) != 0)
+		die("%s: write failed", tmp);
+	if (rename(tmp, path) < 0)
+		die("rename %s -> %s: %s", tmp, path, strerror(errno));
+	if (!quiet)
+		fprintf(stderr, "%s: wrote %s: %zu items in %d classes\n", prog, path, n,
+			coordl__source_classes(src));
+	coordl__source_destroy(src);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "shard-size", required_argument, NULL, 's' },
 		{ "type", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "manifest", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t shard_size = 256ULL << 20;
-	int kind = COORDL_SOURCE_AUTO, quiet = 0, c;
+	int kind = COORDL_SOURCE_AUTO, quiet = 0, manifest = 0, c;
 	const char *in, *out;
 	char *outdup, *dir, *base, tmp_index[PATH_MAX], shard_path[PATH_MAX];
 	size_t olen, n;
@@ -80,7 +127,7 @@ int main(int argc, char **argv)
 	double t0 = coordl__now(), last = 0;
 	char why[128];
 
-	while ((c = getopt_long(argc, argv, "s:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:qmh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (coordl__parse_bytes(optarg, &shard_size) < 0 || shard_size == 0)
@@ -99,6 +146,9 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
+		case 'm':
+			manifest = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -106,6 +156,13 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (manifest) {
+		if (argc - optind != 1) {
+			usage(stderr);
+			return 2;
+		}
+		return write_manifest(argv[optind], quiet);
 	}
 	if (argc - optind != 2) {
 		usage(stderr);

@@ -22,6 +22,17 @@ whatif() {
 whatif > "$tmp/whatif.out" 2>&1
 test_ok "what-if matches the golden predictions (share, inside, clamped, between rows)" \
 	diff -u "$data/whatif-resnet18.out" "$tmp/whatif.out"
+# A profile of a remote dataset: latency and concurrency are shown, and
+# what-if adds the storage rate Q/L and the fetch ceiling at its cache size.
+test_ok "show of a remote profile matches the golden table" \
+	sh -c "'$sp' show '$data/remote.json' | diff -u '$data/show-remote.out' -"
+whatif_remote() {
+	"$sp" what-if "$data/remote.json" --cpus 12 --cache 0 &&
+	"$sp" what-if "$data/remote.json" --cpus 3 --cache 62.5G
+}
+whatif_remote > "$tmp/whatif-remote.out" 2>&1
+test_ok "what-if of a remote profile predicts the storage rate and the fetch ceiling" \
+	diff -u "$data/whatif-remote.out" "$tmp/whatif-remote.out"
 
 # A store with one good profile, one corrupt and one of a future schema.
 store="$tmp/store"

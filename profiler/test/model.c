@@ -69,6 +69,27 @@ static void test_fetch(void)
 	ok(isinf(syn__model_fetch(&r, 0)), "unknown dataset does not limit");
 }
 
+/* Remote storage: Q requests of latency L in flight give Q/L items/s,
+ * whatever the bandwidth figure says; the cache serves its share. */
+static void test_remote_fetch(void)
+{
+	syn__rates_t r = rates();
+	r.fetch_latency = 0.05;
+	r.fetch_concurrency = 40;
+	is_near(syn__model_storage_items(&r), 800, 1e-9, "remote storage: Q/L = 40/0.05 items/s");
+	is_near(syn__model_fetch(&r, 0), 800, 1e-9, "no cache: every item from remote storage");
+	/* Half cached: 0.5 * 10000 / 800 s + 0.5 GiB / 10 GiB/s per epoch. */
+	is_near(syn__model_fetch(&r, 0.5 * SYN__GIB), 10000 / (6.25 + 0.05), 1e-9,
+	        "half cached: the rest at Q/L");
+	r.fetch_concurrency = 2;
+	is_near(syn__model_fetch(&r, 0), 40, 1e-9, "one request per worker (Q = 2): 2/L items/s");
+	r = rates();
+	is_near(syn__model_storage_items(&r), 100.0 * 1048576 / (SYN__GIB / 10000), 1e-6,
+	        "local storage: bandwidth over the mean item size");
+	r.fetch_latency = 0.05; /* without a concurrency the bandwidth rules */
+	is_near(syn__model_fetch(&r, 0), 10000 / 10.24, 1e-9, "latency alone does not change the model");
+}
+
 static void test_tput(void)
 {
 	syn__rates_t r = rates();
@@ -290,6 +311,7 @@ int main(void)
 	test_overlap();
 	test_from_job();
 	test_fetch();
+	test_remote_fetch();
 	test_tput();
 	test_grid();
 	test_search();

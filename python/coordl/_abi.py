@@ -72,6 +72,8 @@ class Config(Structure):
         ("std", c_float * 3),
         ("pin_memory", c_int),
         ("cache_use", c_int),
+        ("io_window", c_int),
+        ("io_deadline_ms", c_int),
         ("max_item_bytes", c_int64),
     ]
 
@@ -129,6 +131,14 @@ class Stats(Structure):
         ("cache_shrinks", c_uint64),
         ("cache_grows", c_uint64),
         ("cache_shared", c_int),
+        ("requests", c_uint64),
+        ("retries", c_uint64),
+        ("req_latency_p50", c_double),
+        ("req_latency_p90", c_double),
+        ("req_latency_p99", c_double),
+        ("io_window", c_int),
+        ("io_inflight", c_int),
+        ("io_bytes_in_flight", c_uint64),
     ]
 
 

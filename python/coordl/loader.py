@@ -189,9 +189,11 @@ class Batch:
 class Loader:
     """Iterate over a dataset through libcoordl.
 
-    Loader(path, batch_size=..., threads=..., ...): every keyword is a field
-    of coordl_config_t (see coordl.h); an omitted one keeps the library's
-    default or the Synergy environment's value. source, layout and mode
+    Loader(path, batch_size=..., threads=..., ...): path is a directory,
+    file list or shard index, or an http://, https:// or s3://BUCKET/PREFIX
+    URL; every keyword is a field of coordl_config_t (see coordl.h; remote
+    datasets: io_window, io_deadline_ms, max_item_bytes); an omitted one
+    keeps the library's default or the Synergy environment's value. source, layout and mode
     also take names: source="auto"|"imagefolder"|"filelist"|"shards",
     layout="nchw_f32"|"nhwc_u8", mode="train"|"eval"|"raw"|"synthetic".
 

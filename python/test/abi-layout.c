@@ -50,6 +50,8 @@ int main(void)
 	FIELD(coordl_config_t, std);
 	FIELD(coordl_config_t, pin_memory);
 	FIELD(coordl_config_t, cache_use);
+	FIELD(coordl_config_t, io_window);
+	FIELD(coordl_config_t, io_deadline_ms);
 	FIELD(coordl_config_t, max_item_bytes);
 
 	SIZE(coordl_batch_t);
@@ -95,6 +97,14 @@ int main(void)
 	FIELD(coordl_stats_t, cache_shrinks);
 	FIELD(coordl_stats_t, cache_grows);
 	FIELD(coordl_stats_t, cache_shared);
+	FIELD(coordl_stats_t, requests);
+	FIELD(coordl_stats_t, retries);
+	FIELD(coordl_stats_t, req_latency_p50);
+	FIELD(coordl_stats_t, req_latency_p90);
+	FIELD(coordl_stats_t, req_latency_p99);
+	FIELD(coordl_stats_t, io_window);
+	FIELD(coordl_stats_t, io_inflight);
+	FIELD(coordl_stats_t, io_bytes_in_flight);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);

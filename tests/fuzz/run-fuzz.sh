@@ -10,7 +10,8 @@
 #               configure a private one under WORKDIR)
 #   -o WORKDIR  where binaries, grown corpora and crash artifacts go
 #               (default: a new directory under ${TMPDIR:-/tmp})
-#   TARGET      any of: prep profile conf trace env spank source node cache (default: all)
+#   TARGET      any of: prep profile conf trace env spank source node cache remote
+#               (default: all)
 #
 # The checked-in seeds under tests/fuzz/corpus/<target>/ are only read; new
 # inputs the fuzzer finds go to WORKDIR/corpus/<target>/. A crash, leak or
@@ -37,7 +38,7 @@ case $secs in
 esac
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-all="prep profile conf trace env spank source node cache"
+all="prep profile conf trace env spank source node cache remote"
 targets=${*:-$all}
 for t in $targets; do
 	case " $all " in
@@ -89,8 +90,11 @@ sources() {
 		"plugin/cgroup_v2.c plugin/cpulist.c profiler/conf.c profiler/errprintf.c" ;;
 	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/shapes.c plugin/cpulist.c" \
 		"plugin/tuner.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
-	source) echo "loader/test/fuzz_source.c loader/source.c loader/env.c loader/util.c" ;;
+	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
+		"loader/env.c loader/util.c" ;;
 	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c" ;;
+	remote) echo "loader/test/fuzz_remote.c loader/remote.c loader/s3.c loader/source.c" \
+		"loader/env.c loader/util.c" ;;
 	esac
 }
 libs() {
@@ -99,6 +103,7 @@ libs() {
 	profile|trace) echo "-ljansson -lm" ;;
 	spank) echo "-lcgroup" ;;
 	cache) echo "-lpthread" ;;
+	source|remote) echo "-lcurl" ;;
 	*) echo "" ;;
 	esac
 }
