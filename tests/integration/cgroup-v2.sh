@@ -29,8 +29,11 @@ suites=${suites//;/$'\n'}
 # TAP stream without a plan; the host side adds the plan.
 if [ "${1:-}" = --in-guest ]; then
 	export CLUSTER_CGROUP=v2
-	# Everything takes longer under TCG; the suites' own timeouts count polls.
+	# Everything takes longer under TCG (a process start costs 50-300 ms):
+	# give the cluster longer to come up, and poll Slurm less often so
+	# that the polls leave the daemons some of the two CPUs.
 	export CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-120}
+	export CLUSTER_POLL_MS=${CLUSTER_POLL_MS:-500}
 	n=0
 	failed=0
 	emit() { # emit ok|not-ok DESCRIPTION

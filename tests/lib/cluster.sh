@@ -44,6 +44,9 @@
 #                     /sys/fs/cgroup is a cgroup2 mount, else v1; cluster_require
 #                     replaces auto by the version found
 #   CLUSTER_TIMEOUT   seconds the cluster may take to come up (default 30)
+#   CLUSTER_POLL_MS   pause between two polls of a state (scontrol, sinfo)
+#                     in ms (default 100); timeouts count polls of this
+#                     length. A slow machine (the TCG guest) polls less often.
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
 # CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
 
@@ -64,6 +67,10 @@ CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
 CLUSTER_CGROUP=${CLUSTER_CGROUP:-auto}
+CLUSTER_POLL_MS=${CLUSTER_POLL_MS:-100}
+[[ "$CLUSTER_POLL_MS" =~ ^[1-9][0-9]{0,4}$ ]] ||
+	{ echo "Bail out! CLUSTER_POLL_MS='$CLUSTER_POLL_MS': expected milliseconds"; exit 1; }
+cluster__poll=$((CLUSTER_POLL_MS / 1000)).$(printf '%03d' $((CLUSTER_POLL_MS % 1000)))
 cluster__cgmnt=/sys/fs/cgroup
 C=
 CLUSTER_NODES=
@@ -130,14 +137,15 @@ cluster__port() {
 	return 1
 }
 
-# cluster__wait TIMEOUT CMD...: poll CMD every 100 ms until it succeeds.
+# cluster__wait TIMEOUT CMD...: poll CMD every CLUSTER_POLL_MS (100 ms)
+# until it succeeds, at most TIMEOUT seconds' worth of polls.
 cluster__wait() {
-	local limit=$(($1 * 10)) i=0
+	local limit=$(($1 * 1000 / CLUSTER_POLL_MS)) i=0
 	shift
 	while ! "$@" >/dev/null 2>&1; do
 		i=$((i + 1))
 		[ "$i" -ge "$limit" ] && return 1
-		sleep 0.1
+		sleep "$cluster__poll"
 	done
 	return 0
 }
@@ -314,12 +322,12 @@ cluster_start() {
 		rv=$?
 		[ "$rv" = 0 ] && break
 		i=$((i + 1))
-		if [ "$rv" = 2 ] || [ "$i" -ge $((CLUSTER_TIMEOUT * 10)) ]; then
+		if [ "$rv" = 2 ] || [ "$i" -ge $((CLUSTER_TIMEOUT * 1000 / CLUSTER_POLL_MS)) ]; then
 			diag "cluster did not come up (a daemon died or timeout); logs:"
 			tail -n 5 "$C"/log/*.out "$C/log/slurmctld.log" 2>/dev/null | sed 's/^/#   /'
 			bail "cluster did not come up"
 		fi
-		sleep 0.1
+		sleep "$cluster__poll"
 	done
 }
 
@@ -427,7 +435,8 @@ cluster_stop() {
 		sleep 0.1
 	done
 	for d in $(cluster__node_cgroups); do
-		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+		# one rmdir, children before their parents (-depth)
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
 	cd /
 	rm -rf "$C"
@@ -463,10 +472,10 @@ cluster_job_field() {
 	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
-# cluster_wait_job ID [TIMEOUT]: poll every 100 ms until the job has ended;
-# prints the final state. Returns 1 on timeout.
+# cluster_wait_job ID [TIMEOUT]: poll every CLUSTER_POLL_MS until the job
+# has ended; prints the final state. Returns 1 on timeout.
 cluster_wait_job() {
-	local id=$1 limit=$((${2:-30} * 10)) i=0 st
+	local id=$1 limit=$((${2:-30} * 1000 / CLUSTER_POLL_MS)) i=0 st
 	while :; do
 		st=$(cluster_job_state "$id")
 		case "$st" in
@@ -476,7 +485,7 @@ cluster_wait_job() {
 		esac
 		i=$((i + 1))
 		[ "$i" -ge "$limit" ] && { echo "${st:-UNKNOWN}"; return 1; }
-		sleep 0.1
+		sleep "$cluster__poll"
 	done
 }
 
