@@ -4,9 +4,10 @@
 # runs the real profiler (needs tools/ and profiler/); demo.sh runs the
 # README's main job, quick mode, on the built tree (minutes).
 # cgroup-v2.sh runs cluster suites on cgroup v2 inside a qemu guest
-# (tests/vm/vm-run, tests/vm/README).
+# (tests/vm/vm-run, tests/vm/README); vm-run.sh tests that harness.
 SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
-	tests/integration/cluster-limits.sh tests/integration/cgroup-v2.sh \
+	tests/integration/cluster-limits.sh tests/integration/vm-run.sh \
+	tests/integration/cgroup-v2.sh \
 	tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \

@@ -41,6 +41,9 @@ if [ "${1:-}" = --in-guest ]; then
 		if [ "$1" = ok ]; then echo "ok $n - $2"
 		else echo "not ok $n - $2"; failed=$((failed + 1)); fi
 	}
+	# The suites see the environment they would see on the host: none of
+	# vm-run's or our own knobs (jobs inherit it; some suites grep it).
+	for v in $(compgen -e | grep '^SYNERGY_VM'); do unset "$v"; done
 	diag "guest: $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s, cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 	while read -r file vars; do
 		case "$file" in '' | '#'*) continue ;; esac
@@ -71,7 +74,10 @@ if [ "${1:-}" = --in-guest ]; then
 			"Bail out!"*)
 				emit not-ok "$name: bailed out:${line#Bail out!}" ;;
 			"#vm-status "*)
-				status=${line#\#vm-status } ;;
+				# The suite is over; a process it left behind may
+				# still hold the pipe: do not wait for its end.
+				status=${line#\#vm-status }
+				break ;;
 			"#"*) echo "$line" ;;
 			*) echo "# $line" ;;
 			esac

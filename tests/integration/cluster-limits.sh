@@ -35,6 +35,12 @@ echo "ran-on=$escaped"
 while [ ! -e '"$C/release"' ]; do sleep 0.1; done'
 id=$(cluster_sbatch -n1 -c1 --mem=200 --wrap "$script")
 test_ok "sbatch accepted the one-CPU job" test -n "$id"
+# Beside it (the node has a CPU left), a job that touches every page of
+# 256 MiB with a 64 MiB limit (no swap here).
+oom=$(cluster_sbatch -n1 -c1 --mem=64 --wrap '/usr/bin/python3 -c "
+b = bytearray(256 << 20)
+b[::4096] = b\"x\" * (len(b) // 4096)
+print(\"survived\")"')
 cluster_wait_state "$id" RUNNING 60
 out=$(cluster_out "$id")
 cluster__wait 30 grep -q '^ran-on=' "$out"
@@ -76,14 +82,9 @@ touch "$C/release"
 st=$(cluster_wait_job "$id" 60)
 test_ok "the job completes once released ($st)" test "$st" = COMPLETED
 
-# Touch every page of 256 MiB with a 64 MiB limit (no swap here).
-id=$(cluster_sbatch -n1 -c1 --mem=64 --wrap '/usr/bin/python3 -c "
-b = bytearray(256 << 20)
-b[::4096] = b\"x\" * (len(b) // 4096)
-print(\"survived\")"')
-st=$(cluster_wait_job "$id" 60)
-test_ok "a job past its --mem=64 is killed" test "$st" != COMPLETED -a -n "$id"
-grep -q survived "$(cluster_out "$id")" 2>/dev/null && diag "it survived: $(cat "$(cluster_out "$id")")"
+st=$(cluster_wait_job "$oom" 60)
+test_ok "a job past its --mem=64 is killed" test "$st" != COMPLETED -a -n "$oom"
+grep -q survived "$(cluster_out "$oom")" 2>/dev/null && diag "it survived: $(cat "$(cluster_out "$oom")")"
 test_ok "and Slurm says OUT_OF_MEMORY ($st)" test "$st" = OUT_OF_MEMORY
 
 cluster_stop

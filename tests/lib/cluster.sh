@@ -383,12 +383,13 @@ cluster__node_cgroups() {
 	[ -z "$cluster__launch_cg" ] || ls -d "$cluster__launch_cg" 2>/dev/null
 }
 
-# cluster__cgroup_pids: every PID still inside our nodes' cgroups.
+# cluster__cgroup_pids: every PID still inside our nodes' cgroups, but our
+# running daemons (on v2 slurmd itself lives in <scope>/slurmd).
 cluster__cgroup_pids() {
 	local d
 	for d in $(cluster__node_cgroups); do
 		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
-	done | sort -u
+	done | sort -u | awk -v daemons=" $cluster_pids " 'index(daemons, " " $0 " ") == 0'
 }
 
 # cluster_atexit PID: a process the test started (e.g. synergyd) that the
