@@ -5,7 +5,11 @@
 # README's main job, quick mode, on the built tree (minutes); packaging.sh
 # builds the Debian packages from a clean copy of the source, installs them,
 # runs a job on the installed plugins and purges them (minutes).
+# cgroup-v2.sh runs cluster suites on cgroup v2 inside a qemu guest
+# (tests/vm/vm-run, tests/vm/README); vm-run.sh tests that harness.
 SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
+	tests/integration/cluster-limits.sh tests/integration/vm-run.sh \
+	tests/integration/cgroup-v2.sh \
 	tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
@@ -13,7 +17,8 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-shapes.sh tests/integration/synergy-soak.sh \
 	tests/integration/synergy-live.sh tests/integration/demo.sh \
 	tests/integration/packaging.sh
-EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh
+EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/vm/README tests/vm/init
+dist_noinst_SCRIPTS += tests/vm/vm-run
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report
 

@@ -3,15 +3,28 @@
 # cluster_start N starts, in a private directory under /tmp, its own munged
 # (own socket and key), one slurmctld and N slurmd (multiple-slurmd, all on
 # 127.0.0.1) on free ports, with fake GPUs (character devices listed in
-# gres.conf), cgroup v1 enforcement, and the Synergy plugins from the build
-# tree (or CLUSTER_PLUGIN_DIR). Node names carry a random tag so that the cgroup paths of two
-# clusters, or of a leftover earlier run, never collide. Everything is torn
-# down on EXIT/INT/TERM, whatever happened: daemons are stopped by their
-# recorded PIDs, processes left in our nodes' cgroups are killed and those
-# cgroups removed, and the directory is deleted.
+# gres.conf), cgroup enforcement (v1, or v2: see CLUSTER_CGROUP), and the
+# Synergy plugins from the build tree (or CLUSTER_PLUGIN_DIR). Node names
+# carry a random tag so that the cgroup paths of two clusters, or of a
+# leftover earlier run, never collide. Everything is torn down on
+# EXIT/INT/TERM, whatever happened: daemons are stopped by their recorded
+# PIDs, processes left in our nodes' cgroups are killed and those cgroups
+# removed, and the directory is deleted.
 #
-# Without root, or without munged/slurmctld/slurmd, the test file is skipped
-# (TAP "1..0 # SKIP"), never passed.
+# The nodes' cgroups (cluster__node_cgroups):
+#   v1: /sys/fs/cgroup/<controller>/slurm_<NodeName> (Slurm's multiple-slurmd
+#       prefix), jobs below as uid_U/job_J/step_S[/task_T];
+#   v2: /sys/fs/cgroup/system.slice/<NodeName>_slurmstepd.scope, Slurm
+#       22.05's cgroup/v2 layout without systemd (IgnoreSystemd=yes): slurmd
+#       moves itself into <scope>/slurmd, new slurmstepds wait in
+#       <scope>/system, jobs are <scope>/job_J/step_S/{slurm,user/task_T}
+#       (slurm/ holds the step's slurmstepd, user/task_T its tasks).
+#       system.slice is made if missing (never removed: it is shared) and
+#       the controllers Slurm needs are enabled in the root's and its
+#       cgroup.subtree_control.
+#
+# Without root, munged/slurmctld/slurmd, or the cgroup controllers, the test
+# file is skipped (TAP "1..0 # SKIP"), never passed.
 #
 # Knobs (set before cluster_start):
 #   CLUSTER_GPUS      fake GPUs per node (default 2)
@@ -43,6 +56,13 @@
 #                           teardown, also when the test called cluster_stop
 #                           itself (for tests that change the machine outside
 #                           $C and must undo it whatever happens)
+#   CLUSTER_CGROUP    v1, v2 or auto (default): auto is v2 when
+#                     /sys/fs/cgroup is a cgroup2 mount, else v1; cluster_require
+#                     replaces auto by the version found
+#   CLUSTER_TIMEOUT   seconds the cluster may take to come up (default 30)
+#   CLUSTER_POLL_MS   pause between two polls of a state (scontrol, sinfo)
+#                     in ms (default 100); timeouts count polls of this
+#                     length. A slow machine (the TCG guest) polls less often.
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
 # CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
 
@@ -66,6 +86,12 @@ CLUSTER_PLUGIN_DIR=${CLUSTER_PLUGIN_DIR:-$top_builddir/plugin/.libs}
 CLUSTER_EXIT_HOOK=${CLUSTER_EXIT_HOOK:-}
 # Where Debian's Slurm keeps its own plugins (select, proctrack, task...).
 cluster__slurm_plugindir=/usr/lib/x86_64-linux-gnu/slurm-wlm
+CLUSTER_CGROUP=${CLUSTER_CGROUP:-auto}
+CLUSTER_POLL_MS=${CLUSTER_POLL_MS:-100}
+[[ "$CLUSTER_POLL_MS" =~ ^[1-9][0-9]{0,4}$ ]] ||
+	{ echo "Bail out! CLUSTER_POLL_MS='$CLUSTER_POLL_MS': expected milliseconds"; exit 1; }
+cluster__poll=$((CLUSTER_POLL_MS / 1000)).$(printf '%03d' $((CLUSTER_POLL_MS % 1000)))
+cluster__cgmnt=/sys/fs/cgroup
 C=
 CLUSTER_NODES=
 CLUSTER_TAG=
@@ -93,8 +119,30 @@ cluster_require_system() {
 		PATH=$PATH:/usr/sbin command -v "$p" >/dev/null 2>&1 ||
 			skip_all "$p not installed"
 	done
-	[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] ||
-		skip_all "needs cgroup v1 cpuset and memory controllers"
+	case "$CLUSTER_CGROUP" in
+	auto)
+		if [ "$(stat -fc %T "$cluster__cgmnt" 2>/dev/null)" = cgroup2fs ]; then
+			CLUSTER_CGROUP=v2
+		else
+			CLUSTER_CGROUP=v1
+		fi ;;
+	v1 | v2) ;;
+	*) bail "CLUSTER_CGROUP='$CLUSTER_CGROUP': expected v1, v2 or auto" ;;
+	esac
+	if [ "$CLUSTER_CGROUP" = v1 ]; then
+		[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] ||
+			skip_all "needs cgroup v1 cpuset and memory controllers"
+	else
+		[ "$(stat -fc %T "$cluster__cgmnt" 2>/dev/null)" = cgroup2fs ] ||
+			skip_all "needs cgroup v2 mounted at $cluster__cgmnt (CLUSTER_CGROUP=v2)"
+		local c
+		for c in cpuset cpu memory pids; do
+			grep -qw "$c" "$cluster__cgmnt/cgroup.controllers" ||
+				skip_all "needs the cgroup v2 $c controller"
+		done
+		[ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/cgroup_v2.so ] ||
+			skip_all "Slurm's cgroup_v2.so not installed"
+	fi
 }
 
 bail() { echo "Bail out! $*"; exit 1; }
@@ -117,14 +165,15 @@ cluster__port() {
 	return 1
 }
 
-# cluster__wait TIMEOUT CMD...: poll CMD every 100 ms until it succeeds.
+# cluster__wait TIMEOUT CMD...: poll CMD every CLUSTER_POLL_MS (100 ms)
+# until it succeeds, at most TIMEOUT seconds' worth of polls.
 cluster__wait() {
-	local limit=$(($1 * 10)) i=0
+	local limit=$(($1 * 1000 / CLUSTER_POLL_MS)) i=0
 	shift
 	while ! "$@" >/dev/null 2>&1; do
 		i=$((i + 1))
 		[ "$i" -ge "$limit" ] && return 1
-		sleep 0.1
+		sleep "$cluster__poll"
 	done
 	return 0
 }
@@ -229,13 +278,26 @@ EOF
 	echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP DefCpuPerGPU=$CLUSTER_DEF_CPU_PER_GPU DefMemPerGPU=$CLUSTER_DEF_MEM_PER_GPU $CLUSTER_PARTITION_EXTRA" \
 		>>"$C/etc/slurm.conf"
 	sed -i '1i AutoDetect=off' "$C/etc/gres.conf"
-	cat >"$C/etc/cgroup.conf" <<EOF
-CgroupPlugin=cgroup/v1
+	if [ "$CLUSTER_CGROUP" = v2 ]; then
+		# No systemd to ask for a scope: slurmd makes its own
+		# (IgnoreSystemd); cluster__v2_prepare enabled the controllers.
+		cat >"$C/etc/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v2
 CgroupAutomount=no
-CgroupMountpoint=/sys/fs/cgroup
+CgroupMountpoint=$cluster__cgmnt
+IgnoreSystemd=yes
 ConstrainCores=yes
 ConstrainRAMSpace=yes
 EOF
+	else
+		cat >"$C/etc/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+CgroupMountpoint=$cluster__cgmnt
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+EOF
+	fi
 	cat >"$C/etc/synergy.conf" <<EOF
 ProfileStore=$C/store
 RequestDir=$C/requests
@@ -286,11 +348,23 @@ cluster_start() {
 	cluster_pids="$(cat "$C/run/munged.pid")"
 
 	cluster_start_ctld
+	[ "$CLUSTER_CGROUP" = v2 ] && cluster__v2_prepare
 	local node
 	for node in $CLUSTER_NODES; do
 		mkdir -p "$C/spool/$node"
-		setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF" \
-			>"$C/log/slurmd.$node.out" 2>&1 </dev/null &
+		if [ "$CLUSTER_CGROUP" = v2 ]; then
+			# Started by hand, as here, slurmd moves itself into its
+			# scope; unless it believes systemd started it.
+			(
+				unset INVOCATION_ID
+				[ -z "$cluster__launch_cg" ] ||
+					echo "$BASHPID" >"$cluster__launch_cg/cgroup.procs"
+				exec setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF"
+			) >"$C/log/slurmd.$node.out" 2>&1 </dev/null &
+		else
+			setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF" \
+				>"$C/log/slurmd.$node.out" 2>&1 </dev/null &
+		fi
 		cluster_pids="$cluster_pids $!"
 	done
 	local i=0 rv
@@ -299,12 +373,12 @@ cluster_start() {
 		rv=$?
 		[ "$rv" = 0 ] && break
 		i=$((i + 1))
-		if [ "$rv" = 2 ] || [ "$i" -ge $((CLUSTER_TIMEOUT * 10)) ]; then
+		if [ "$rv" = 2 ] || [ "$i" -ge $((CLUSTER_TIMEOUT * 1000 / CLUSTER_POLL_MS)) ]; then
 			diag "cluster did not come up (a daemon died or timeout); logs:"
 			tail -n 5 "$C"/log/*.out "$C/log/slurmctld.log" 2>/dev/null | sed 's/^/#   /'
 			bail "cluster did not come up"
 		fi
-		sleep 0.1
+		sleep "$cluster__poll"
 	done
 }
 
@@ -323,20 +397,50 @@ cluster_stop_ctld() {
 	cluster__wait 10 cluster__exited "$cluster_ctld_pid"
 }
 
-# cluster__node_cgroups: the cgroup directories Slurm made for our nodes.
+# cluster__v2_prepare: what systemd would have done for Slurm's cgroup/v2:
+# system.slice exists and the root and system.slice delegate the
+# controllers Slurm uses to their children. Slurm refuses to start slurmd
+# from the root cgroup ("0::/"): from there we start it in a cgroup of
+# our own, $cluster__launch_cg (it leaves it at once; removed at the end).
+cluster__launch_cg=
+cluster__v2_prepare() {
+	local f c
+	mkdir -p "$cluster__cgmnt/system.slice" ||
+		bail "cannot create $cluster__cgmnt/system.slice"
+	for f in "$cluster__cgmnt/cgroup.subtree_control" \
+		"$cluster__cgmnt/system.slice/cgroup.subtree_control"; do
+		for c in cpuset cpu memory pids; do
+			grep -qw "$c" "$f" || echo "+$c" >"$f" ||
+				bail "cannot enable the $c controller in $f"
+		done
+	done
+	if [ "$(cat /proc/self/cgroup)" = "0::/" ]; then
+		cluster__launch_cg=$cluster__cgmnt/system.slice/${CLUSTER_TAG}_launch
+		mkdir -p "$cluster__launch_cg" || bail "cannot create $cluster__launch_cg"
+	fi
+}
+
+# cluster__node_cgroups: the cgroup directories Slurm made for our nodes
+# (v1: one per controller; v2: each node's slurmstepd scope), and ours.
 cluster__node_cgroups() {
 	local node
 	for node in $CLUSTER_NODES; do
-		ls -d /sys/fs/cgroup/*/slurm_"$node" 2>/dev/null
+		if [ "$CLUSTER_CGROUP" = v2 ]; then
+			ls -d "$cluster__cgmnt/system.slice/${node}_slurmstepd.scope" 2>/dev/null
+		else
+			ls -d /sys/fs/cgroup/*/slurm_"$node" 2>/dev/null
+		fi
 	done
+	[ -z "$cluster__launch_cg" ] || ls -d "$cluster__launch_cg" 2>/dev/null
 }
 
-# cluster__cgroup_pids: every PID still inside our nodes' cgroups.
+# cluster__cgroup_pids: every PID still inside our nodes' cgroups, but our
+# running daemons (on v2 slurmd itself lives in <scope>/slurmd).
 cluster__cgroup_pids() {
 	local d
 	for d in $(cluster__node_cgroups); do
 		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
-	done | sort -u
+	done | sort -u | awk -v daemons=" $cluster_pids " 'index(daemons, " " $0 " ") == 0'
 }
 
 # cluster_atexit PID: a process the test started (e.g. synergyd) that the
@@ -398,7 +502,8 @@ cluster_stop() {
 		sleep 0.1
 	done
 	for d in $(cluster__node_cgroups); do
-		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+		# one rmdir, children before their parents (-depth)
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
 	cd /
 	rm -rf "$C"
@@ -434,10 +539,10 @@ cluster_job_field() {
 	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
-# cluster_wait_job ID [TIMEOUT]: poll every 100 ms until the job has ended;
-# prints the final state. Returns 1 on timeout.
+# cluster_wait_job ID [TIMEOUT]: poll every CLUSTER_POLL_MS until the job
+# has ended; prints the final state. Returns 1 on timeout.
 cluster_wait_job() {
-	local id=$1 limit=$((${2:-30} * 10)) i=0 st
+	local id=$1 limit=$((${2:-30} * 1000 / CLUSTER_POLL_MS)) i=0 st
 	while :; do
 		st=$(cluster_job_state "$id")
 		case "$st" in
@@ -447,7 +552,7 @@ cluster_wait_job() {
 		esac
 		i=$((i + 1))
 		[ "$i" -ge "$limit" ] && { echo "${st:-UNKNOWN}"; return 1; }
-		sleep 0.1
+		sleep "$cluster__poll"
 	done
 }
 
@@ -475,6 +580,37 @@ cluster_refused() {
 	[ "$rc" != 0 ] && [ "$n0" = "$n1" ] && grep -q -- "$want" <<<"$out" && return 0
 	diag "sbatch $*: rc=$rc: $out"
 	return 1
+}
+
+# cluster_cgroup_of PID [CONTROLLER]: the cgroup directory process PID is
+# in: v2 the one hierarchy's, v1 CONTROLLER's (default cpuset).
+cluster_cgroup_of() {
+	local ctl=${2:-cpuset} rel
+	if [ "$CLUSTER_CGROUP" = v2 ]; then
+		rel=$(sed -n 's/^0:://p' "/proc/$1/cgroup" 2>/dev/null)
+		[ -n "$rel" ] && echo "$cluster__cgmnt${rel%/}"
+	else
+		rel=$(awk -F: -v c="$ctl" '{ n = split($2, a, ",");
+			for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' "/proc/$1/cgroup" 2>/dev/null)
+		[ -n "$rel" ] && echo "$cluster__cgmnt/$ctl${rel%/}"
+	fi
+}
+
+# cluster_job_cgroup ID [CONTROLLER]: where Slurm keeps job ID's cgroup on
+# its first node: v1 <mnt>/CONTROLLER/slurm_<node>/uid_<uid>/job_<id>
+# (CONTROLLER default cpuset), v2 <mnt>/system.slice/<node>_slurmstepd.scope/
+# job_<id>. Prints the path whether or not it exists (yet, or still).
+cluster_job_cgroup() {
+	local node uid
+	node=$(scontrol show hostnames "$(cluster_job_field "$1" NodeList)" 2>/dev/null | head -n 1)
+	[ -n "$node" ] || return 1
+	if [ "$CLUSTER_CGROUP" = v2 ]; then
+		echo "$cluster__cgmnt/system.slice/${node}_slurmstepd.scope/job_$1"
+	else
+		uid=$(cluster_job_field "$1" UserId | sed -n 's/.*(\([0-9]*\)).*/\1/p')
+		[ -n "$uid" ] || return 1
+		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$node/uid_$uid/job_$1"
+	fi
 }
 
 # cluster_leftovers: print synergy cgroups, our nodes' job cgroups and our
