@@ -53,7 +53,7 @@ if [ "${1:-}" = --in-guest ]; then
 			continue
 		fi
 		t0=$SECONDS
-		plan= ran=0 status= skipped=0
+		plan='' ran=0 status='' skipped=0
 		while IFS= read -r line; do
 			case "$line" in
 			"ok "[0-9]* | "not ok "[0-9]*)

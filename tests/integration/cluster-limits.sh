@@ -54,7 +54,7 @@ diag "job $id: job cgroup $job; the task ($pid) is in $task"
 diag "/proc/$pid/cgroup:"
 sed 's/^/#   /' "/proc/$pid/cgroup"
 diag "the job's cgroup subtree ($f_cpus, $f_eff, $f_mem):"
-for d in $(find "$job" ${mem_ctl:+"$jmem"} -type d 2>/dev/null); do
+find "$job" ${mem_ctl:+"$jmem"} -type d 2>/dev/null | while read -r d; do
 	v=
 	for f in $f_cpus $f_eff $f_mem; do
 		[ -f "$d/$f" ] && v="$v $f=$(cat "$d/$f")"

@@ -20,7 +20,7 @@ trap 'rm -rf "$w"' EXIT
 mkdir "$w/out" "$w/cwd dir"
 # every byte value, twice, then text with CR, tabs and no final newline
 {
-	for i in 1 2; do
+	for _ in 1 2; do
 		for b in $(seq 0 255); do printf "\\$(printf '%03o' "$b")"; done
 	done
 	printf 'line\r\nta\tb\r\n\nlast line'
