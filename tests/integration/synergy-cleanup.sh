@@ -16,7 +16,7 @@ node=${CLUSTER_TAG}n1
 
 j_step=$(cluster_sbatch --gres=gpu:1 --synergy-profile=lang --wrap '
 	echo data >"$SYNERGY_CACHE_DIR/f"
-	srun -n1 bash -c "grep :cpuset: /proc/self/cgroup; echo step-active=\$SYNERGY_ACTIVE"')
+	srun -n1 bash -c "cat /proc/self/cgroup; echo step-active=\$SYNERGY_ACTIVE"')
 j_cancel=$(cluster_sbatch --gres=gpu:1 --synergy-profile=lang --wrap '
 	echo data >"$SYNERGY_CACHE_DIR/f"; sleep 300')
 j_crash=$(cluster_sbatch --gres=gpu:1 --synergy-profile=lang --wrap '
@@ -32,8 +32,15 @@ for id in $j_step $j_cancel $j_crash $j_bg; do
 	cluster_wait_job "$id" 40 >/dev/null
 done
 test_ok "job with a step completed" test "$(cluster_job_state "$j_step")" = COMPLETED
-test_ok "the step ran in the job's synergy cgroup" \
-	grep -q ":cpuset:/slurm_$node/uid_0/job_$j_step/synergy\$" "$(cluster_out "$j_step")"
+# v1: the step's tasks join the job's synergy cgroup; v2: they stay in
+# the step's task cgroup, below its limit cgroup step_0/user.
+if [ "$CLUSTER_CGROUP" = v2 ]; then
+	lim_step=$(cluster_job_cgroup "$j_step")/step_0/user
+else
+	lim_step=$(cluster_limit_cgroup "$j_step")
+fi
+test_ok "the step ran in the job's limit cgroup ($lim_step)" \
+	cluster_task_in "$(cat "$(cluster_out "$j_step")")" "$lim_step"
 test_ok "the step saw SYNERGY_ACTIVE=1" grep -qx step-active=1 "$(cluster_out "$j_step")"
 test_ok "cancelled job is CANCELLED" test "$(cluster_job_state "$j_cancel")" = CANCELLED
 test_ok "crashed job is FAILED" test "$(cluster_job_state "$j_crash")" = FAILED

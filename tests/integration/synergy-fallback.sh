@@ -13,7 +13,7 @@ printf '{ "schema": 1, "key": "broken", "cpus": [' >"$C/store/broken.json"
 # prop ID: the job ran GPU-proportional (1 CPU, 512M per GPU here).
 prop() { cluster_job_field "$1" TRES | grep -q '^cpu=1,mem=512M,'; }
 active0() { grep -qx SYNERGY_ACTIVE=0 "$(cluster_out "$1")"; }
-script='env | grep -E "^SYNERGY_"; grep -E ":cpuset:" /proc/self/cgroup'
+script='env | grep -E "^SYNERGY_"; grep -E ":cpuset:|^0::" /proc/self/cgroup'
 
 # Submit everything first, so that the jobs run side by side.
 j_new=$(cluster_sbatch --gres=gpu:1 --synergy-profile=newmodel --wrap "$script")
@@ -71,23 +71,28 @@ test_ok "SYNERGY_PROFILE twin is checked too" \
 	env SYNERGY_PROFILE='x y' bash -c "$(declare -f rejected cluster_refused diag); C='$C'; rejected \"'x y' is not a valid profile key\""
 test_ok "--synergy-profile= (empty) is refused" rejected "not a valid profile key" --synergy-profile=
 
-# A node whose cgroups the plugin cannot use (here: told Slurm runs
-# cgroup/v2, which this v1 host does not mount) logs one clear line and
-# runs Synergy jobs GPU-proportional; synergy-lend --check says why.
+# A node whose cgroups the plugin cannot use (here: told Slurm runs the
+# cgroup version this host does not mount) logs one clear line and runs
+# Synergy jobs GPU-proportional; synergy-lend --check says why.
 node=${CLUSTER_TAG}n1
 lend=$top_builddir/plugin/synergy-lend
 test_ok "synergy-lend --check passes on the node" \
 	bash -c "'$lend' --check -c '$C/etc/synergy.conf' -N $node >'$C/check.ok' 2>&1"
-test_ok "it names the cgroup version and the verdict" \
-	bash -c "grep -q 'cgroup v1 at /sys/fs/cgroup' '$C/check.ok' && grep -q 'would be sized and placed' '$C/check.ok'"
-printf 'CgroupPlugin=cgroup/v2\n' >"$C/etc/cgroup-v2.conf"
-echo "CgroupConf=$C/etc/cgroup-v2.conf" >>"$C/etc/synergy.conf"
+if [ "$CLUSTER_CGROUP" = v2 ]; then
+	have=v2 other=v1 cause="cgroup v1: no cpuset hierarchy at /sys/fs/cgroup/cpuset"
+else
+	have=v1 other=v2 cause="cgroup v2: cannot read /sys/fs/cgroup/cgroup.controllers"
+fi
+test_ok "it names the cgroup version ($have) and the verdict" \
+	bash -c "grep -q 'cgroup $have at /sys/fs/cgroup' '$C/check.ok' && grep -q 'would be sized and placed' '$C/check.ok'"
+printf 'CgroupPlugin=cgroup/%s\n' "$other" >"$C/etc/cgroup-other.conf"
+echo "CgroupConf=$C/etc/cgroup-other.conf" >>"$C/etc/synergy.conf"
 j_nocg=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap "$script")
 st=$(cluster_wait_job "$j_nocg" 40)
 test_ok "unusable cgroups: job completed ($st)" test "$st" = COMPLETED
 test_ok "unusable cgroups: loader told SYNERGY_ACTIVE=0" active0 "$j_nocg"
 test_ok "unusable cgroups: one clear log line names the cause" \
-	grep -q "synergy: cgroup v2: cannot read /sys/fs/cgroup/cgroup.controllers.*run GPU-proportional" \
+	grep -q "synergy: $cause.*run GPU-proportional" \
 	"$C/log/slurmd.$node.log"
 test_ok "synergy-lend --check fails and says why" \
 	bash -c "! '$lend' --check -c '$C/etc/synergy.conf' -N $node >'$C/check.bad' 2>&1 &&

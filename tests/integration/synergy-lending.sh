@@ -16,7 +16,11 @@ LendStateDir=$C/lend
 EOF
 cluster_put_profile img image
 node=${CLUSTER_TAG}n1
-cs=/sys/fs/cgroup/cpuset/slurm_$node
+if [ "$CLUSTER_CGROUP" = v2 ]; then
+	cs=/sys/fs/cgroup/system.slice/${node}_slurmstepd.scope
+else
+	cs=/sys/fs/cgroup/cpuset/slurm_$node
+fi
 log=$C/log/slurmd.$node.log
 ncpu=$(nproc)
 
@@ -34,7 +38,18 @@ cpus_of() {
 disjoint() { [ -z "$(comm -12 <(cpus_of "$1" | sort) <(cpus_of "$2" | sort))" ]; }
 # within LIST1 LIST2: every CPU of LIST1 is in LIST2.
 within() { [ -z "$(comm -23 <(cpus_of "$1" | sort) <(cpus_of "$2" | sort))" ]; }
-cpus_eq() { test "$(cat "$1" 2>/dev/null)" = "$2"; }
+# cpus DIR: cgroup DIR's CPUs (v2: its effective ones when it sets none).
+cpus() {
+	local v
+	v=$(cat "$1/cpuset.cpus" 2>/dev/null)
+	[ -n "$v" ] || [ "$CLUSTER_CGROUP" != v2 ] || v=$(cat "$1/cpuset.cpus.effective" 2>/dev/null)
+	echo "$v"
+}
+# cpus_eq DIR LIST: cgroup DIR holds exactly LIST (never true for an empty LIST).
+cpus_eq() { [ -n "$2" ] && test "$(cpus "$1")" = "$2"; }
+# The job script's own job cgroup, as the job itself finds it.
+self_job='"$(if [ '"$CLUSTER_CGROUP"' = v2 ]; then echo /sys/fs/cgroup$(sed -n "s/^0::\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup); else echo /sys/fs/cgroup/cpuset$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup); fi)"'
+
 logged() { grep -q -- "$1" "$log"; }
 count_logged() { grep -c -- "$1" "$log"; }
 
@@ -52,16 +67,17 @@ idA=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap '
 test_ok "job A submitted" test -n "$idA"
 test_ok "job A runs" cluster_wait_state "$idA" RUNNING 20
 test_ok "job A was allotted 1 CPU" test "$(cluster_job_field "$idA" NumCPUs)" = 1
-jobA=$cs/uid_0/job_$idA
-cluster__wait 10 test -d "$jobA/synergy"
+jobA=$(cluster_job_cgroup "$idA")
+limA=$(cluster_limit_cgroup "$idA")
+cluster__wait 10 test -d "$limA"
 # Slurm creates the node's cgroup with its first job: all its CPUs.
-all=$(cat "$cs/cpuset.cpus")
+all=$(cpus "$cs")
 # A's first step returns the lent CPUs while it starts and borrows them
 # again: look once it is over.
 cluster__wait 20 grep -q "^step-rc=" "$(cluster_out "$idA")"
-cluster__wait 10 cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
-test_ok "A alone: its synergy cgroup holds every CPU ($all)" cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
-test_ok "A alone: its job cgroup too" cpus_eq "$jobA/cpuset.cpus" "$all"
+cluster__wait 10 cpus_eq "$limA" "$all"
+test_ok "A alone: its limit cgroup holds every CPU ($all)" cpus_eq "$limA" "$all"
+test_ok "A alone: its job cgroup too" cpus_eq "$jobA" "$all"
 test_ok "lending logged" logged "synergy: lend job=$idA borrows cpus="
 cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" "$(cluster_out "$idA")"
 test_ok "A's task runs on the lent CPUs (affinity $all)" \
@@ -78,9 +94,9 @@ diag "A's record: $(tr '\n' ' ' <"$C/lend/$node.job_$idA" 2>/dev/null)"
 
 # B (no profile) records, from inside, its own CPUs and A's at its start.
 idB=$(cluster_sbatch --gres=gpu:1 -c 1 --wrap '
-	job=$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup)
-	echo "B=$(cat /sys/fs/cgroup/cpuset$job/cpuset.cpus)"
-	echo "A=$(cat '"$jobA"'/synergy/cpuset.cpus)"
+	job='"$self_job"'
+	echo "B=$(cat $job/cpuset.cpus)"
+	echo "A=$(cat '"$limA"'/cpuset.cpus)"
 	echo "AJOB=$(cat '"$jobA"'/cpuset.cpus)"
 	echo started
 	while [ ! -e "'"$C"'/stopB" ]; do sleep 0.1; done')
@@ -92,7 +108,7 @@ a=$(sed -n 's/^A=//p' <<<"$outB")
 ajob=$(sed -n 's/^AJOB=//p' <<<"$outB")
 diag "when B's script started: B holds '$b', A's synergy cgroup '$a', A's job cgroup '$ajob'"
 test_ok "B's script saw its CPUs" test -n "$b"
-test_ok "B's CPUs were not in A's synergy cgroup when B's script started" \
+test_ok "B's CPUs were not in A's limit cgroup when B's script started" \
 	bash -c "[ -n '$a' ] && $(declare -f cpus_of disjoint); disjoint '$b' '$a'"
 test_ok "nor in A's job cgroup" bash -c "[ -n '$ajob' ] && $(declare -f cpus_of disjoint); disjoint '$b' '$ajob'"
 if [ "$ncpu" = 2 ]; then
@@ -101,8 +117,9 @@ else
 	test_ok "A kept at least its own CPU" test "$(cpus_of "$a" | wc -l)" -ge 1
 fi
 test_ok "taking back logged" logged "synergy: lend job=$idA returns cpus=$b "
+jobB=$(cluster_job_cgroup "$idB")
 test_ok "B's cgroup is untouched (no synergy child, its own CPU)" \
-	bash -c "! test -d $cs/uid_0/job_$idB/synergy && test \"\$(cat $cs/uid_0/job_$idB/cpuset.cpus)\" = '$b'"
+	bash -c "[ -n '$b' ] && ! test -d $jobB/synergy && test \"\$(cat $jobB/cpuset.cpus)\" = '$b'"
 cluster__wait 10 bash -c "tail -n 1 '$(cluster_out "$idA")' | grep -q 'Cpus_allowed_list:.$a\$'"
 test_ok "A's task affinity followed its narrowed cpuset" \
 	bash -c "tail -n 1 '$(cluster_out "$idA")' | grep -q 'Cpus_allowed_list:.$a\$'"
@@ -110,8 +127,8 @@ test_ok "A's task affinity followed its narrowed cpuset" \
 borrows=$(count_logged "synergy: lend job=$idA borrows")
 touch "$C/stopB"
 test_ok "job B completed" test "$(cluster_wait_job "$idB" 30)" = COMPLETED
-cluster__wait 10 cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
-test_ok "B ended: A holds every CPU again" cpus_eq "$jobA/synergy/cpuset.cpus" "$all"
+cluster__wait 10 cpus_eq "$limA" "$all"
+test_ok "B ended: A holds every CPU again" cpus_eq "$limA" "$all"
 test_ok "lent again, logged" test "$(count_logged "synergy: lend job=$idA borrows")" -gt "$borrows"
 cluster__wait 10 grep -q "Cpus_allowed_list:.$all\$" <(tail -n 1 "$(cluster_out "$idA")")
 test_ok "A's task runs on every CPU again" \
@@ -124,7 +141,7 @@ sed -i 's/^LendIdleCores=yes$/LendIdleCores=no/' "$C/etc/synergy.conf"
 touch "$C/step2"
 cluster__wait 20 grep -q "^step2-rc=" "$(cluster_out "$idA")"
 test_ok "lending off: A's next step still runs" grep -qx step2-rc=0 "$(cluster_out "$idA")"
-test_ok "lending off: A is back to its allotment ($allotA)" cpus_eq "$jobA/cpuset.cpus" "$allotA"
+test_ok "lending off: A is back to its allotment ($allotA)" cpus_eq "$jobA" "$allotA"
 touch "$C/stopA"
 test_ok "job A completed" test "$(cluster_wait_job "$idA" 30)" = COMPLETED
 
@@ -132,8 +149,8 @@ sed -i 's/^LendIdleCores=no$/LendIdleCores=yes/' "$C/etc/synergy.conf"
 
 # --synergy=off: alone on the node, it still borrows nothing.
 idC=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --synergy=off --wrap '
-	job=$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup)
-	echo "C=$(cat /sys/fs/cgroup/cpuset$job/cpuset.cpus)"')
+	job='"$self_job"'
+	echo "C=$(cat $job/cpuset.cpus)"')
 test_ok "job C (--synergy=off) completed" test "$(cluster_wait_job "$idC" 30)" = COMPLETED
 c=$(sed -n 's/^C=//p' "$(cluster_out "$idC")")
 test_ok "C kept its 1 CPU (got '$c')" test -n "$c" -a "$(cpus_of "$c" | wc -l)" = 1

@@ -16,7 +16,7 @@ node=${CLUSTER_TAG}n1
 # cgroup from outside.
 id=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap '
 	env | grep -E "^SYNERGY_"
-	grep -E ":(cpuset|memory):" /proc/self/cgroup
+	cat /proc/self/cgroup
 	grep Cpus_allowed_list /proc/self/status
 	ls -ld "$SYNERGY_CACHE_DIR" && echo cache-dir-ok
 	touch "$SYNERGY_CACHE_DIR/shard0" && echo cache-write-ok
@@ -30,14 +30,15 @@ comment=$(scontrol show job "$id" | sed -n 's/.*AdminComment=//p')
 test_ok "AdminComment records the decision" grep -q "key=img cpus=2 mem=2048M cache=1024M" <<<"$comment"
 diag "AdminComment: $comment"
 
-cg=uid_0/job_$id/synergy
-cluster__wait 5 test -d "/sys/fs/cgroup/cpuset/slurm_$node/$cg"
-test_ok "synergy cpuset cgroup exists under the job" test -d "/sys/fs/cgroup/cpuset/slurm_$node/$cg"
+lim=$(cluster_limit_cgroup "$id")
+limmem=$(cluster_limit_cgroup "$id" memory)
+job=$(cluster_job_cgroup "$id")
+cluster__wait 5 test -d "$lim"
+test_ok "the job's limit cgroup exists ($CLUSTER_CGROUP: ${lim#"$job"/})" test -d "$lim"
 test_ok "its cpuset holds the job's 2 cores" \
-	test "$(cat "/sys/fs/cgroup/cpuset/slurm_$node/$cg/cpuset.cpus" 2>/dev/null)" = \
-	"$(cat "/sys/fs/cgroup/cpuset/slurm_$node/uid_0/job_$id/cpuset.cpus" 2>/dev/null)"
+	test "$(cat "$lim/cpuset.cpus" 2>/dev/null)" = "$(cat "$job/cpuset.cpus" 2>/dev/null)"
 test_ok "its memory limit covers process + cache (2 GiB)" \
-	test "$(cat "/sys/fs/cgroup/memory/slurm_$node/$cg/memory.limit_in_bytes" 2>/dev/null)" = 2147483648
+	test "$(cluster_mem_limit "$limmem" 2>/dev/null)" = 2147483648
 touch "$C/go"
 st=$(cluster_wait_job "$id" 30)
 test_ok "job completed" test "$st" = COMPLETED
@@ -50,8 +51,11 @@ test_ok "SYNERGY_CACHE_BYTES=1024M" has SYNERGY_CACHE_BYTES=1024M
 test_ok "SYNERGY_PROFILE_KEY=img" has SYNERGY_PROFILE_KEY=img
 test_ok "SYNERGY_CACHE_DIR is the per-job dir" has "SYNERGY_CACHE_DIR=$C/cache/job_$id"
 test_ok "SYNERGY_CACHE_NAME=job_$id" has "SYNERGY_CACHE_NAME=job_$id"
-test_ok "task ran in the synergy cpuset cgroup" grep -q ":cpuset:/slurm_$node/$cg\$" <<<"$out"
-test_ok "task ran in the synergy memory cgroup" grep -q ":memory:/slurm_$node/$cg\$" <<<"$out"
+test_ok "task ran under the job's limit cgroup" cluster_task_in "$out" "$lim"
+if [ "$CLUSTER_CGROUP" = v1 ]; then
+	test_ok "and in its synergy memory cgroup" \
+		grep -q ":memory:${limmem#/sys/fs/cgroup/memory}\$" <<<"$out"
+fi
 test_ok "task affinity is the granted cores" grep -q "Cpus_allowed_list:.0-1\$" <<<"$out"
 test_ok "the job could write its cache dir" has cache-write-ok
 [ "$tap_failed" = 0 ] || diag "job output: $out"

@@ -613,6 +613,34 @@ cluster_job_cgroup() {
 	fi
 }
 
+# cluster_limit_cgroup ID [CONTROLLER]: where the Synergy plugin bounds job
+# ID's tasks (plugin/cgroup.h): on v1 the job's synergy child in
+# CONTROLLER's hierarchy (default cpuset), on v2 its batch step's user
+# cgroup (Slurm's; the plugin creates none there).
+cluster_limit_cgroup() {
+	local job
+	job=$(cluster_job_cgroup "$1" "${2:-cpuset}") || return 1
+	if [ "$CLUSTER_CGROUP" = v2 ]; then echo "$job/step_batch/user"; else echo "$job/synergy"; fi
+}
+
+# cluster_mem_limit DIR: the memory limit of cgroup DIR in bytes (v1
+# memory.limit_in_bytes, v2 memory.max; "max" when none).
+cluster_mem_limit() {
+	if [ "$CLUSTER_CGROUP" = v2 ]; then cat "$1/memory.max"; else cat "$1/memory.limit_in_bytes"; fi
+}
+
+# cluster_task_in CGROUP_TEXT DIR: a task whose /proc/PID/cgroup is
+# CGROUP_TEXT runs in DIR (v1: its cpuset cgroup is DIR) or below it (v2).
+cluster_task_in() {
+	local rel=${2#"$cluster__cgmnt"}
+	if [ "$CLUSTER_CGROUP" = v2 ]; then
+		grep -Eq "^0::$rel(/|\$)" <<<"$1"
+	else
+		rel=${rel#/cpuset}
+		grep -Eq "^[0-9]+:([^:]*,)?cpuset(,[^:]*)?:$rel\$" <<<"$1"
+	fi
+}
+
 # cluster_leftovers: print synergy cgroups, our nodes' job cgroups and our
 # daemons' processes that are still there; succeeds only if none is.
 cluster_leftovers() {
