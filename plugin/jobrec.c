@@ -64,7 +64,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
 					     "want_cpus", "want_cache_mb", "allotted",
 					     "alloc_mem_mb", "hold_cache_mb" };
-	const uint64_t mem_max = 1ULL << 40; /* MB: a petabyte */
+	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
 

@@ -36,6 +36,8 @@
 
 /* A record or grant is at most this long (bytes). */
 #define SYN__JOBREC_MAX 16384
+/* The largest memory figure (MB) a record holds: a petabyte. */
+#define SYN__JOBREC_MEM_MAX (1ULL << 40)
 
 typedef struct syn__jobrec {
 	/* The grant, as job_submit decided it (all 0/"" for a job Synergy

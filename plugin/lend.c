@@ -730,7 +730,10 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 			}
 			r.has_allotted = 1;
 			r.allotted = newcomer;
-			r.alloc_mem_mb = start->alloc_mem_mb;
+			/* Slurm may answer "unlimited" (a huge number): that is
+			 * unknown, not a figure the record could hold. */
+			r.alloc_mem_mb = start->alloc_mem_mb <= SYN__JOBREC_MEM_MAX ?
+					 start->alloc_mem_mb : 0;
 			if (syn__jobrec_write(c->dfd, c->node, start->jobid, &r) < 0) {
 				say(c, 1, "synergy: lend job=%u: cannot write its record in %s: %s",
 				    (unsigned)start->jobid, a->state_dir, strerror(errno));

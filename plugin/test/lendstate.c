@@ -113,6 +113,7 @@ int main(void)
 		bail_out(err);
 	/* Cores only here (no CacheDir): cache grants are tested on a node. */
 	memset(&agent, 0, sizeof(agent));
+	memset(&st, 0, sizeof(st));
 	agent.cg = cg;
 	agent.state_dir = state;
 	agent.node_rel = "slurm_n1";
@@ -128,6 +129,7 @@ int main(void)
 	job("2", "2", 0);
 	st.jobid = 2;
 	st.job_rel = "slurm_n1/uid_0/job_2";
+	st.alloc_mem_mb = UINT64_MAX - 1; /* Slurm's "no value": unknown */
 	errors = 0;
 	rv = syn__lend_rebalance(&agent, &st, 0);
 	/* Job 1 has no profile copy: it does not borrow again (one error). */
@@ -140,9 +142,14 @@ int main(void)
 	{
 		syn__jobrec_t r;
 
-		ok(syn__jobrec_read(dfd, "n1", 2, &r, err, sizeof(err)) == 0 && r.has_allotted &&
-		   CPU_COUNT(&r.allotted) == 1 && CPU_ISSET(2, &r.allotted),
-		   "the newcomer was recorded with its allotment");
+		int rr = syn__jobrec_read(dfd, "n1", 2, &r, err, sizeof(err));
+
+		if (rr < 0)
+			diag("read: %s", err);
+		ok(rr == 0 && r.has_allotted &&
+		   CPU_COUNT(&r.allotted) == 1 && CPU_ISSET(2, &r.allotted) &&
+		   r.alloc_mem_mb == 0,
+		   "the newcomer was recorded with its allotment (an unlimited memory as unknown)");
 	}
 
 	/* Fail-safe: job 3 starts on 3 while job 1 borrows 3, and its record
