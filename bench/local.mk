@@ -35,4 +35,4 @@ EXTRA_DIST += bench/profiler-accuracy.sh
 
 # loader benches (loader helper): thread scaling, interleaved; MinIO versus
 # the page cache under one memory cgroup limit (root).
-EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh
+EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh bench/coordl-ab.sh
