@@ -18,6 +18,8 @@ bench_cache_shrink_SOURCES = bench/cache-shrink.c
 bench_cache_shrink_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_cache_shrink_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_cache_shrink_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
+# coordl-ab.sh: two coordl-bench builds (before/after a change), interleaved.
+EXTRA_DIST += bench/coordl-ab.sh
 
 # prep bench (prep helper): prep-bench DIR compares the prep stage with a
 # naive full decode + resize, interleaved, per core.
@@ -35,4 +37,4 @@ EXTRA_DIST += bench/profiler-accuracy.sh
 
 # loader benches (loader helper): thread scaling, interleaved; MinIO versus
 # the page cache under one memory cgroup limit (root).
-EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh bench/coordl-ab.sh
+EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh
