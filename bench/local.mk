@@ -18,6 +18,8 @@ bench_cache_shrink_SOURCES = bench/cache-shrink.c
 bench_cache_shrink_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_cache_shrink_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_cache_shrink_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
+# coordl-ab.sh: two coordl-bench builds (before/after a change), interleaved.
+EXTRA_DIST += bench/coordl-ab.sh
 
 # prep bench (prep helper): prep-bench DIR compares the prep stage with a
 # naive full decode + resize, interleaved, per core.

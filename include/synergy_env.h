@@ -69,9 +69,17 @@
  *   and their memory is released (hole punched in the cache file);
  * - higher: the cache keeps filling up to the new grant.
  * Promise to the node: within 200 ms of the file changing, while a loader
- * of the job is attached, the job's files in SYNERGY_CACHE_DIR occupy at
- * most max(new grant, 8 KiB) (the sum of st_blocks * 512), the 8 KiB
- * being the cache's fixed header. A loader only ever applies the file's
+ * of the job is attached, plus the time the kernel takes to free the
+ * released pages, the job's files in SYNERGY_CACHE_DIR occupy at most
+ * max(new grant, header) (the sum of st_blocks * 512). The header is 8 KiB,
+ * one huge page (2 MiB) on a tmpfs mounted with huge pages, where the
+ * cache also takes and returns memory in huge pages (its bound is the
+ * grant rounded down to one). Freeing is fast with huge pages (512 MiB in
+ * 2-5 ms) and slow with 4 KiB pages (0.3-1.4 ms per MiB on the 2-vCPU
+ * build VM, idle to loaded; see BENCHMARKS.md): mount the cache directory
+ * with huge=within_size, or poll st_blocks rather than assume a time. A
+ * loader inside one item for more than 40 ms (a stopped process) delays
+ * the release until it leaves. A loader only ever applies the file's
  * value; it never raises its own grant. An unreadable or malformed file
  * leaves the bound as it is.
  */

@@ -107,6 +107,7 @@ struct header {
 	uint64_t signature;
 	uint64_t data_off;
 	uint64_t data_cap;
+	uint64_t granule;    /* the file system's allocation unit (huge pages on tmpfs) */
 	/* Shared state (atomics), never trusted: clamped or checked at use. */
 	uint64_t alloc;      /* data bytes handed out, | ALLOC_FROZEN during a shrink */
 	uint64_t bound;      /* the bound in bytes */
@@ -143,6 +144,9 @@ struct coordl__cache {
 	/* Geometry, computed from the dataset and checked against the header
 	 * once at attach; the header's copy is never read again. */
 	uint64_t nitems, data_off, data_cap, seg_size;
+	uint64_t granule;    /* memory is taken in these units: a page, or a huge
+	                        page on a tmpfs mounted with huge pages */
+	uint64_t hp_end;     /* private: transparent huge pages allowed below */
 	uint64_t init_bound;
 	int fd;              /* named segment, else -1 */
 	int image;           /* works on a caller's memory image */
@@ -187,10 +191,12 @@ static int geometry(coordl__cache_t *c, size_t nitems, uint64_t dataset_bytes)
 	return 0;
 }
 
-/* Data bytes a bound allows: whole pages of header, index and data. */
+/* Data bytes a bound allows: whole allocation units of header, index and
+ * data (the unit is a page, or a huge page where the file system takes
+ * memory in those: a bound that is not a multiple cannot be met exactly). */
 static uint64_t limit_of(const coordl__cache_t *c, uint64_t bound)
 {
-	uint64_t b = page_down(bound);
+	uint64_t b = bound & ~(c->granule - 1);
 
 	if (b <= c->data_off)
 		return 0;
@@ -224,20 +230,51 @@ static void init_header(coordl__cache_t *c, uint64_t bound, uint64_t signature)
 	h->signature = signature;
 	h->data_off = c->data_off;
 	h->data_cap = c->data_cap;
+	h->granule = c->granule;
 	__atomic_store_n(&h->bound, bound, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->magic, CACHE_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* Does the header describe exactly the segment this loader computed? */
-static int header_matches(const coordl__cache_t *c, uint64_t signature)
+/* Does the header describe exactly the segment this loader computed? The
+ * allocation unit, which only the creator could measure, is taken from it
+ * when it is a power of two from a page to 1 GiB. */
+static int header_matches(coordl__cache_t *c, uint64_t signature)
 {
 	const struct header *h = c->hdr;
+	uint64_t g;
 
-	return __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == CACHE_MAGIC &&
-	       h->version == CACHE_VERSION && h->header_size == sizeof(*h) &&
-	       h->seg_size == c->seg_size && h->nitems == c->nitems &&
-	       h->signature == signature && h->data_off == c->data_off &&
-	       h->data_cap == c->data_cap;
+	if (!(__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == CACHE_MAGIC &&
+	      h->version == CACHE_VERSION && h->header_size == sizeof(*h) &&
+	      h->seg_size == c->seg_size && h->nitems == c->nitems &&
+	      h->signature == signature && h->data_off == c->data_off &&
+	      h->data_cap == c->data_cap))
+		return 0;
+	g = h->granule;
+	if (g < page_size() || g > (1ULL << 30) || (g & (g - 1)))
+		return 0;
+	c->granule = g;
+	return 1;
+}
+
+/*
+ * A private cache lets transparent huge pages back only the part of its
+ * mapping below the current limit, rounded down to a huge page: a huge
+ * page faulted in across the limit would hold memory beyond the bound.
+ * Called when the limit changes (before a raise is visible, at the start
+ * of a lowering).
+ */
+static void hp_advise(coordl__cache_t *c, uint64_t lim)
+{
+	const uint64_t huge = 2ULL << 20;
+	uint64_t end = (c->data_off + lim) & ~(huge - 1);
+
+	if (c->fd >= 0 || c->image || end == c->hp_end)
+		return;
+	if (end > c->hp_end)
+		madvise(c->base + c->hp_end, end - c->hp_end, MADV_HUGEPAGE);
+	else
+		madvise(c->base + end, c->hp_end - end, MADV_NOHUGEPAGE);
+	c->hp_end = end;
 }
 
 /* ---- operations and grace periods ---- */
@@ -299,9 +336,10 @@ static int grace(coordl__cache_t *c)
 	return 0;
 }
 
-/* Give the memory of [off, seg_size) back; off is page-aligned. */
+/* Give the memory of [page_up(off), seg_size) back. */
 static void release_from(coordl__cache_t *c, uint64_t off)
 {
+	off = page_up(off);
 	if (off >= c->seg_size)
 		return;
 	if (c->image)
@@ -478,13 +516,27 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, u
 	if (flock(c->fd, LOCK_EX | LOCK_NB) == 0) {
 		/* Nobody is attached: a new segment, or one left by a crashed
 		 * job. Either way start from an empty, zeroed, sparse one. */
-		uint64_t need = limit_of(c, bound) > 0 ? c->data_off : HDR_BYTES;
+		uint64_t need;
 		created = 1;
 		if (ftruncate(c->fd, 0) < 0 || ftruncate(c->fd, (off_t)c->seg_size) < 0) {
 			coordl__errprintf(err, errno, "cache '%s': size %s to %llu bytes: %s", name,
 					  c->path, (unsigned long long)c->seg_size, strerror(errno));
 			goto out_unlink;
 		}
+		/* The file system's allocation unit: reserve one page and see
+		 * what it took (a whole huge page on a tmpfs mounted with
+		 * huge=always or within_size). */
+		if ((e = posix_fallocate(c->fd, 0, (off_t)page_size())) != 0) {
+			coordl__errprintf(err, e, "cache '%s': reserve %llu bytes in %s: %s", name,
+					  (unsigned long long)page_size(), c->path, strerror(e));
+			goto out_unlink;
+		}
+		if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_blocks * 512 > page_size()) {
+			uint64_t got = (uint64_t)st.st_blocks * 512;
+			while (c->granule < got && c->granule < (1ULL << 30))
+				c->granule <<= 1;
+		}
+		need = limit_of(c, bound) > 0 ? c->data_off : HDR_BYTES;
 		/* Reserve the header and index now: a store into a tmpfs
 		 * mapping that finds the file system full would kill the
 		 * process with SIGBUS. Items reserve their own room. */
@@ -571,6 +623,7 @@ static coordl__cache_t *new_cache(uint64_t bound)
 	if (!c)
 		return NULL;
 	c->fd = -1;
+	c->granule = page_size();
 	c->init_bound = bound;
 	pthread_mutex_init(&c->mu, NULL);
 	return c;
@@ -612,10 +665,12 @@ coordl__cache_t *coordl__cache_attach(const char *name, const char *dir, uint64_
 		return NULL;
 	}
 	/* Huge pages make filling the cache fault 512x less often; memory
-	 * is still only taken as items are stored. */
-	madvise(c->base, c->seg_size, MADV_HUGEPAGE);
+	 * is still only taken as items are stored, and never beyond the
+	 * bound (hp_advise). */
+	madvise(c->base, c->seg_size, MADV_NOHUGEPAGE);
 	set_views(c);
 	init_header(c, bound, signature);
+	hp_advise(c, limit_of(c, bound));
 	c->nslots = 1;
 	c->me = &c->slots[0];
 	return c;
@@ -844,7 +899,7 @@ static void shrink_locked(coordl__cache_t *c, uint64_t bound, int scan)
 	 * (the next change, at the latest the grant follower's next look,
 	 * does) and reuses nothing. With no room for data the index goes too. */
 	if (clean)
-		release_from(c, lim == 0 ? page_up(HDR_BYTES) : page_up(c->data_off + kept_end));
+		release_from(c, lim == 0 ? HDR_BYTES : c->data_off + kept_end);
 	/* Reopen allocation after the last kept item, unless a reader or
 	 * writer may still be using the space beyond it: then nothing is
 	 * reused until a later change finds everyone gone. */
@@ -882,13 +937,17 @@ int coordl__cache_set_bound(coordl__cache_t *c, uint64_t bound)
 	if (old_lim == 0 && lim > 0 && c->fd >= 0 &&
 	    (errno = posix_fallocate(c->fd, HDR_BYTES, (off_t)(c->data_off - HDR_BYTES))) != 0)
 		goto out;
-	if (lim >= old_lim && !dirty)
+	if (lim >= old_lim && !dirty) {
+		hp_advise(c, lim);
 		__atomic_store_n(&c->hdr->bound, bound, __ATOMIC_RELEASE);
-	else
+	} else {
+		hp_advise(c, lim < old_lim ? lim : old_lim);
 		/* The index holds items unless the last clean change released
 		 * it (a dirty one never does: a late writer may have published
 		 * an item since, which this pass must see). */
 		shrink_locked(c, bound, old_lim > 0 || dirty);
+		hp_advise(c, lim);
+	}
 	if (bound < old)
 		__atomic_add_fetch(&c->hdr->shrinks, 1, __ATOMIC_RELAXED);
 	else if (bound > old)

@@ -450,6 +450,92 @@ static void test_no_space(const char *dir)
 	}
 }
 
+/* Issue 13: on a tmpfs that takes memory in huge pages (mounted with
+ * huge=always, which a node may use for its cache directory: releasing
+ * memory is then far cheaper) the cache still stays within bounds that are
+ * not multiples of a huge page, filling, lowered and raised (root only: a
+ * tmpfs of our own in a private mount namespace of a child). */
+static void test_issue13_huge_tmpfs(const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		char sub[1100];
+		coordl_error_t err = { "" };
+		static uint8_t item[100000];
+		const uint64_t bounds[] = { 7 * 1048576 + 12345, 3 * 1048576 + 777, 0, 5 * 1048576 + 1 };
+		coordl__cache_t *c;
+		snprintf(sub, sizeof(sub), "%s/huge-tmpfs", dir);
+		if (geteuid() != 0 || mkdir(sub, 0700) < 0 || unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", sub, "tmpfs", 0, "size=64m,huge=always,mode=0700") < 0)
+			_exit(77);
+		if (!(c = coordl__cache_attach("huge", sub, bounds[0], 100, 100 * sizeof(item), 1, &err)))
+			_exit(2);
+		for (int k = 0; k < 4; k++) {
+			if (k > 0 && coordl__cache_set_bound(c, bounds[k]) < 0)
+				_exit(3);
+			for (size_t i = 0; i < 100; i++) {
+				fill(item, i, sizeof(item));
+				coordl__cache_put(c, i, item, sizeof(item));
+			}
+			if (td_file_blocks(coordl__cache_path(c)) >
+			    (long long)(bounds[k] > COORDL__CACHE_HEADER_BYTES ? bounds[k] : 2 << 20)) {
+				fprintf(stderr, "bound %llu: %lld bytes\n", (unsigned long long)bounds[k],
+					td_file_blocks(coordl__cache_path(c)));
+				_exit(4);
+			}
+			if (k == 0 && coordl__cache_items(c) < 40)
+				_exit(5);
+		}
+		coordl__cache_detach(c);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		st = -1;
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		skip(1, "a tmpfs of our own needs root and a mount namespace");
+	else
+		ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		   "issue 13: on a tmpfs with huge pages the cache stays within bounds that are not "
+		   "multiples of a huge page, filling, lowered and raised (status %d)",
+		   st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	{
+		char sub[1100];
+		snprintf(sub, sizeof(sub), "%s/huge-tmpfs", dir);
+		rmdir(sub);
+	}
+}
+
+/* Issue 13: a private cache as large as the dataset maps may use
+ * transparent huge pages, but none may straddle its bound: resident memory
+ * stays within bounds that are not multiples of a huge page. */
+static void test_issue13_private_thp(void)
+{
+	coordl_error_t err = { "" };
+	static uint8_t item[100000];
+	const uint64_t bounds[] = { 7 * 1048576 + 12345, 3 * 1048576 + 777, 9 * 1048576 + 1 };
+	coordl__cache_t *c = coordl__cache_attach(NULL, NULL, bounds[0], 200, 200 * sizeof(item), 1, &err);
+	int good = c != NULL;
+	long long worst = 0;
+
+	for (int k = 0; good && k < 3; k++) {
+		if (k > 0 && coordl__cache_set_bound(c, bounds[k]) < 0)
+			good = 0;
+		for (size_t i = 0; i < 200; i++) {
+			fill(item, i, sizeof(item));
+			coordl__cache_put(c, i, item, sizeof(item));
+		}
+		if (resident(c) > (long long)bounds[k])
+			good = 0;
+		worst = resident(c) - (long long)bounds[k] > worst ? resident(c) - (long long)bounds[k] : worst;
+	}
+	ok(good, "issue 13: private: resident memory within bounds that are not multiples of a huge "
+	   "page, filling, lowered and raised (worst excess %lld)", worst);
+	coordl__cache_detach(c);
+}
+
 /* Issue 13: lower and raise the bound of a filled cache. */
 static void test_issue13_bounds(const char *dir, const char *label)
 {
@@ -829,6 +915,8 @@ int main(void)
 	test_no_space(dir);
 	test_issue13_bounds(bdir, "cache dir");
 	test_issue13_bounds(NULL, "private");
+	test_issue13_huge_tmpfs(dir);
+	test_issue13_private_thp();
 	test_issue13_slow_reader(bdir);
 	test_issue13_processes(bdir);
 	test_issue13_threads(bdir, "cache dir");

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,24 +155,37 @@ static void test_train_and_eval(void)
 	ok(td_dir_blocks(cdir) == 0, "every cache file is gone with the loaders");
 }
 
-/* torchrun: one process per rank, same dataset, same name: one cache. */
+/* Read one byte from fd within 60 s. 0, or -1 (timeout, EOF, error). */
+static int wait_byte(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	char c;
+
+	return poll(&p, 1, 60000) == 1 && read(fd, &c, 1) == 1 ? 0 : -1;
+}
+
+/* torchrun: one process per rank, same dataset, same name: one cache.
+ * Both ranks attach, both run epoch 0, then both run epoch 1: every item
+ * of epoch 1 was read by one of them in epoch 0. Each rank has its own
+ * "go" pipe, so a fast rank cannot take the other's turn. */
 static void test_ranks(void)
 {
-	int up[2], down[2], good = 0;
-	pid_t pid[2];
+	int up[2], down[2][2], good = 0, ok_run = 1;
+	pid_t pid[2] = { -1, -1 };
 
-	if (pipe(up) < 0 || pipe(down) < 0)
+	if (pipe(up) < 0 || pipe(down[0]) < 0 || pipe(down[1]) < 0)
 		bail_out("pipe");
+	fflush(stdout);
 	for (int r = 0; r < 2; r++) {
 		if ((pid[r] = fork()) == 0) {
 			coordl_error_t err = { "" };
 			coordl_loader_t *ld = make(ds_a, COORDL_MODE_TRAIN, COORDL_CACHE_AUTO, -1, NULL, r, 2, &err);
 			coordl_stats_t st;
-			char c;
-			if (!ld || write(up[1], "a", 1) != 1 || read(down[0], &c, 1) != 1)
+			close(up[0]);
+			if (!ld || write(up[1], "a", 1) != 1 || wait_byte(down[r][0]) < 0)
 				_exit(10);
 			if (td_run_epoch(ld, 0, NULL, 0, NULL, 0) != 15 || write(up[1], "b", 1) != 1 ||
-			    read(down[0], &c, 1) != 1)
+			    wait_byte(down[r][0]) < 0)
 				_exit(11);
 			if (td_run_epoch(ld, 1, NULL, 0, NULL, 0) != 15)
 				_exit(12);
@@ -183,26 +197,29 @@ static void test_ranks(void)
 			_exit(0);
 		}
 	}
-	for (int phase = 0; phase < 2; phase++) {
-		char c;
-		for (int r = 0; r < 2; r++)
-			if (read(up[0], &c, 1) != 1)
-				break;
-		if (write(down[1], "gg", 2) != 2)
-			break;
+	close(up[1]);
+	for (int phase = 0; phase < 2 && ok_run; phase++) {
+		for (int r = 0; r < 2 && ok_run; r++)
+			ok_run = wait_byte(up[0]) == 0;
+		for (int r = 0; r < 2 && ok_run; r++)
+			ok_run = write(down[r][1], "g", 1) == 1;
 	}
 	for (int r = 0; r < 2; r++) {
-		int st;
-		if (pid[r] > 0 && waitpid(pid[r], &st, 0) == pid[r] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		int st = -1;
+		if (!ok_run && pid[r] > 0)
+			kill(pid[r], SIGKILL);
+		if (pid[r] > 0 && waitpid(pid[r], &st, 0) == pid[r] && WIFEXITED(st) &&
+		    WEXITSTATUS(st) == 0)
 			good++;
 		else
 			diag("rank %d: status %d", r, st);
 	}
 	is_int(good, 2, "ranks in two processes share one job cache: epoch 1 is all hits for both");
 	close(up[0]);
-	close(up[1]);
-	close(down[0]);
-	close(down[1]);
+	for (int r = 0; r < 2; r++) {
+		close(down[r][0]);
+		close(down[r][1]);
+	}
 }
 
 /* An unsafe file at the cache's path, a file system without room: the
