@@ -68,10 +68,10 @@ mkdir -p "$state"
 # The sampler watches every node's cpuset tree.
 nodeargs=
 for n in $CLUSTER_NODES; do
-	nodeargs="$nodeargs --node $n=/sys/fs/cgroup/cpuset/slurm_$n"
+	nodeargs="$nodeargs --node $n=$(cluster_node_cgroup "$n")"
 done
 # shellcheck disable=SC2086
-/usr/bin/python3 "$top_srcdir/bench/soak-sampler.py" $nodeargs --state-dir "$state" \
+/usr/bin/python3 "$top_srcdir/bench/soak-sampler.py" $nodeargs --version "${CLUSTER_CGROUP#v}" --state-dir "$state" \
 	--stop "$C/sampler.stop" --log "$C/overlaps.log" >"$C/sampler.out" 2>&1 &
 sampler=$!
 cluster_atexit "$sampler"
@@ -100,7 +100,14 @@ node_of() { cluster_job_field "$1" NodeList | sed 's/,.*//'; }
 # whose comm matches (slurmstepd) or not (!slurmstepd).
 pids_in() {
 	local id=$1 node=$2 want=$3 f p c
-	for f in $(find /sys/fs/cgroup/freezer/slurm_"$node"/uid_*/job_"$id" -name cgroup.procs 2>/dev/null); do
+	local jobdirs
+	if [ "$CLUSTER_CGROUP" = v2 ]; then
+		jobdirs=$(cluster_node_cgroup "$node")/job_$id
+	else
+		jobdirs=$(cluster_node_cgroup "$node" freezer)/uid_*/job_$id
+	fi
+	# shellcheck disable=SC2086 # uid_* is a glob
+	for f in $(find $jobdirs -name cgroup.procs 2>/dev/null); do
 		for p in $(cat "$f" 2>/dev/null); do
 			c=$(cat "/proc/$p/comm" 2>/dev/null) || continue
 			if [ "$want" = slurmstepd ]; then
@@ -236,8 +243,8 @@ samples=$(sed -n 's/.*samples=\([0-9]*\).*/\1/p' "$C/sampler.out")
 # Leftovers, after Slurm's and our own cleanup had time to run.
 sleep 10
 count() { sed '/^$/d' | wc -l; }
-lo_syn=$(for n in $CLUSTER_NODES; do find /sys/fs/cgroup/*/slurm_"$n" -mindepth 1 -type d -name synergy 2>/dev/null; done | count)
-lo_job=$(for n in $CLUSTER_NODES; do find /sys/fs/cgroup/cpuset/slurm_"$n" -mindepth 2 -maxdepth 2 -type d -name 'job_*' 2>/dev/null; done | count)
+lo_syn=$(for n in $CLUSTER_NODES; do find $(cluster_node_cgroup "$n" "*") -mindepth 1 -type d -name synergy 2>/dev/null; done | count)
+lo_job=$(for n in $CLUSTER_NODES; do find "$(cluster_node_cgroup "$n")" -mindepth 2 -maxdepth 2 -type d -name 'job_*' 2>/dev/null; done | count)
 lo_cache=$(ls -A "$CLUSTER_CACHE_DIR" 2>/dev/null | count)
 lo_rec=$(ls "$state" 2>/dev/null | grep '\.job_' | count)
 # Segments of this run's jobs (named after their job ids; other clusters on
@@ -268,6 +275,6 @@ ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
 	[ ! -s "$C/overlaps.log" ] || sed 's/^/  /' "$C/overlaps.log" | head -20
 	[ -z "$stuck_info" ] || echo "$stuck_info"
 	[ "$lo_rec" = 0 ] || ls "$state" | grep '\.job_' | sed 's/^/  record: /' | head
-	[ "$lo_syn" = 0 ] || for n in $CLUSTER_NODES; do find /sys/fs/cgroup/*/slurm_"$n" -mindepth 1 -type d -name synergy; done | sed 's/^/  cgroup: /' | head
+	[ "$lo_syn" = 0 ] || for n in $CLUSTER_NODES; do find $(cluster_node_cgroup "$n" "*") -mindepth 1 -type d -name synergy; done | sed 's/^/  cgroup: /' | head
 } | tee ${report:+"$report"}
 [ "${overlaps:-1}" = 0 ] && [ "$stuck" = 0 ] && [ "$ours" = 0 ]

@@ -16,11 +16,7 @@ LendStateDir=$C/lend
 EOF
 cluster_put_profile img image
 node=${CLUSTER_TAG}n1
-if [ "$CLUSTER_CGROUP" = v2 ]; then
-	cs=/sys/fs/cgroup/system.slice/${node}_slurmstepd.scope
-else
-	cs=/sys/fs/cgroup/cpuset/slurm_$node
-fi
+cs=$(cluster_node_cgroup "$node")
 log=$C/log/slurmd.$node.log
 ncpu=$(nproc)
 

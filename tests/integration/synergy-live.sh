@@ -71,10 +71,12 @@ test_ok "A runs" cluster_wait_state "$idA" RUNNING 30
 test_ok "A was sized within its share: 1 core, 512 MB" \
 	bash -c "scontrol -o show job $idA | grep -q 'TRES=cpu=1,mem=512M,'"
 diag "A: $(scontrol show job "$idA" | sed -n 's/.*AdminComment=//p')"
-cs=/sys/fs/cgroup/cpuset/slurm_$node/uid_0/job_$idA
-mem=/sys/fs/cgroup/memory/slurm_$node/uid_0/job_$idA
+cs=$(cluster_job_cgroup "$idA")
+mem=$(cluster_job_cgroup "$idA" memory)
+mfile=memory.limit_in_bytes
+[ "$CLUSTER_CGROUP" = v1 ] || mfile=memory.max
 grant=$CLUSTER_CACHE_DIR/job_$idA.grant
-limit_mb() { echo $(($(cat "$mem/memory.limit_in_bytes" 2>/dev/null || echo 0) >> 20)); }
+limit_mb() { echo $(($(cat "$mem/$mfile" 2>/dev/null || echo 0) >> 20)); }
 cache_mb() { du -sm --apparent-size=no "$CLUSTER_CACHE_DIR/job_$idA" 2>/dev/null | cut -f1; }
 grows() { grep -c "lend job=$idA borrows cache" "$log"; }
 cluster__wait 30 grep -q "lend job=$idA borrows cache=64MB now=128MB" "$log"
@@ -90,7 +92,7 @@ test_ok "A's cache filled beyond its share's 64 MB" \
 	bash -c "[ $(awk '{print $8}' <<<"$before") -gt $((64 << 20)) ]"
 
 # B: GPU-proportional; it records, first thing, what A holds.
-probe='echo "A_limit=$(( $(cat '"$mem"'/memory.limit_in_bytes) >> 20 ))"
+probe='echo "A_limit=$(( $(cat '"$mem/$mfile"') >> 20 ))"
 	echo "A_cpus=$(cat '"$cs"'/cpuset.cpus)"
 	echo "A_cache=$(du -sm '"$CLUSTER_CACHE_DIR"'/job_'"$idA"' | cut -f1)"
 	echo "mine=$(grep -E "^[0-9]+:cpuset:" /proc/self/cgroup)"'

@@ -420,15 +420,29 @@ cluster__v2_prepare() {
 	fi
 }
 
+# cluster_node_cgroup NODE [CONTROLLER]: node NODE's cgroup directory: v1
+# <mnt>/CONTROLLER/slurm_NODE (CONTROLLER default cpuset; Debian's slurmd
+# is built with multiple-slurmd, whose prefix /slurm_%n is fixed at build
+# time in Slurm 22.05: cgroup.conf has no CgroupPrepend), v2 its
+# slurmstepd scope. Whether or not it exists.
+cluster_node_cgroup() {
+	if [ "$CLUSTER_CGROUP" = v2 ]; then
+		echo "$cluster__cgmnt/system.slice/${1}_slurmstepd.scope"
+	else
+		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$1"
+	fi
+}
+
 # cluster__node_cgroups: the cgroup directories Slurm made for our nodes
 # (v1: one per controller; v2: each node's slurmstepd scope), and ours.
 cluster__node_cgroups() {
 	local node
 	for node in $CLUSTER_NODES; do
 		if [ "$CLUSTER_CGROUP" = v2 ]; then
-			ls -d "$cluster__cgmnt/system.slice/${node}_slurmstepd.scope" 2>/dev/null
+			ls -d "$(cluster_node_cgroup "$node")" 2>/dev/null
 		else
-			ls -d /sys/fs/cgroup/*/slurm_"$node" 2>/dev/null
+			# shellcheck disable=SC2046 # the glob is the point
+			ls -d $(cluster_node_cgroup "$node" '*') 2>/dev/null
 		fi
 	done
 	[ -z "$cluster__launch_cg" ] || ls -d "$cluster__launch_cg" 2>/dev/null
@@ -605,11 +619,11 @@ cluster_job_cgroup() {
 	node=$(scontrol show hostnames "$(cluster_job_field "$1" NodeList)" 2>/dev/null | head -n 1)
 	[ -n "$node" ] || return 1
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
-		echo "$cluster__cgmnt/system.slice/${node}_slurmstepd.scope/job_$1"
+		echo "$(cluster_node_cgroup "$node")/job_$1"
 	else
 		uid=$(cluster_job_field "$1" UserId | sed -n 's/.*(\([0-9]*\)).*/\1/p')
 		[ -n "$uid" ] || return 1
-		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$node/uid_$uid/job_$1"
+		echo "$(cluster_node_cgroup "$node" "${2:-cpuset}")/uid_$uid/job_$1"
 	fi
 }
 
