@@ -158,7 +158,7 @@ inject() {
 		local batch=0 q
 		p=
 		for q in $(pids_in "$id" "$node" slurmstepd); do
-			case "$(tr '\0' ' ' <"/proc/$q/cmdline" 2>/dev/null)" in
+			case "$(tr '\0' ' ' 2>/dev/null <"/proc/$q/cmdline")" in
 			*"$id.batch]"*) [ $((RANDOM % 4)) = 0 ] && { p=$q; batch=1; } ;;
 			*) p=$q; batch=0; break ;;
 			esac

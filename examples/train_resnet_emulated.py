@@ -12,8 +12,8 @@ with the loader for cores).
 With --val DIR a validation loader (mode "eval") runs after each training
 epoch, as in real training scripts. Under Synergy the job's cache grant goes
 to the training loader; the validation loader reads from storage (pass
---val-cache job to give the grant to validation instead; see
-coordl-python(7)).
+--val-cache job to give the grant to validation instead: the training
+loader then has no cache; see coordl-python(7)).
 
 After each epoch the loop prints, from the loader's own counters, the
 throughput and the data stall: the share of the epoch the training loop
@@ -103,9 +103,13 @@ def main(argv):
                 return 2
     output = "torch" if torch is not None else "numpy"
     try:
+        # One loader of a job has the job's cache: with --val-cache job
+        # the validation loader, so the training loader asks for none.
         loader = coordl.Loader(args.data, batch_size=args.batch_size,
                                threads=args.threads,
                                cache_bytes=args.cache_bytes, seed=args.seed,
+                               cache="none" if args.val and
+                               args.val_cache == "job" else "auto",
                                output=output)
         val = None
         if args.val:
