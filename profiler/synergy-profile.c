@@ -745,10 +745,15 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		printf("prep %3d thread%s   %10.1f samples/s  (%.1f-%.1f)\n", res.point_threads[i],
 		       res.point_threads[i] > 1 ? "s" : " ", res.point[i].med, res.point[i].min,
 		       res.point[i].max);
-	for (int i = 0; i < res.n_cold; i++)
-		printf("cold %3d thread%s   %10.1f samples/s  (%.1f-%.1f), overlap %.3f\n",
-		       res.cold_threads[i], res.cold_threads[i] > 1 ? "s" : " ", res.cold_rate[i].med,
-		       res.cold_rate[i].min, res.cold_rate[i].max, res.cold_overlap[i]);
+	for (int i = 0; i < res.n_cold; i++) {
+		printf("cold %3d thread%s   %10.1f samples/s  (%.1f-%.1f), ", res.cold_threads[i],
+		       res.cold_threads[i] > 1 ? "s" : " ", res.cold_rate[i].med, res.cold_rate[i].min,
+		       res.cold_rate[i].max);
+		if (res.local)
+			printf("a miss adds %.3f ms per item per worker\n", 1e3 * res.cold_miss[i]);
+		else
+			printf("overlap %.3f\n", res.cold_overlap[i]);
+	}
 	if (res.check_cache_bytes > 0)
 		printf("memory check       %10.1f samples/s measured at %.0f%% cache (hit rate %.3f), "
 		       "model %.1f (%+.1f%%)\n", res.check_measured.med,
@@ -805,6 +810,9 @@ static int read_job_report(const char *path, syn__job_point_t *pts, int max, uin
 		p->fetch_time = jnum(q, "fetch_time");
 		p->storage_bytes = jnum(q, "storage_bytes");
 		p->items = jnum(q, "hits") + jnum(q, "misses");
+		/* Per-miss worker time only from points where every item
+		 * missed: with hits, fetch_time also holds cache reads. */
+		p->misses = jnum(q, "hits") == 0 ? jnum(q, "misses") : 0;
 		if (p->threads < 1 || p->samples < 0 || p->consumer < 0 || p->prep_time < 0 ||
 		    p->fetch_time < 0 || p->storage_bytes < 0 || jnum(q, "hits") < 0 ||
 		    jnum(q, "misses") < 0) {
@@ -918,6 +926,7 @@ out:
 static int cmd_measure(struct args *a, int argc, char **argv)
 {
 	syn__stat_t st;
+	syn__point_detail_t d;
 	double hit;
 	char msg[256];
 	if (argc != 1)
@@ -925,13 +934,17 @@ static int cmd_measure(struct args *a, int argc, char **argv)
 	if (!a->threads || !a->have_cache)
 		return usage_error("measure: --threads N and --cache BYTES are required");
 	a->mo.dataset = argv[0];
-	if (syn__measure_point(&a->mo, a->threads, a->cache, a->epochs ? a->epochs : 3, &st, &hit, msg,
-	                       sizeof(msg)) < 0) {
+	if (syn__measure_point(&a->mo, a->threads, a->cache, a->epochs ? a->epochs : 3, &st, &hit, &d,
+	                       msg, sizeof(msg)) < 0) {
 		errmsg("%s: %s", argv[0], msg);
 		return 1;
 	}
-	printf("threads %d cache %.0f hit_rate %.3f samples_per_s %.1f min %.1f max %.1f\n", a->threads,
-	       a->cache, hit, st.med, st.min, st.max);
+	/* Where the time went, per item, over the measured epochs: worker
+	 * time decoding and fetching, and the process's CPU time. */
+	double n = d.items > 0 ? d.items : 1;
+	printf("threads %d cache %.0f hit_rate %.3f samples_per_s %.1f min %.1f max %.1f "
+	       "prep_ms %.4f fetch_ms %.4f cpu_ms %.4f\n", a->threads, a->cache, hit, st.med, st.min,
+	       st.max, 1e3 * d.prep_time / n, 1e3 * d.fetch_time / n, 1e3 * d.cpu_time / n);
 	return 0;
 }
 
