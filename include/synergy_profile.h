@@ -23,6 +23,8 @@
  *     "rates": { "gpu": ..., "prep_per_core": ..., "fetch_storage_bps": ...,
  *                "fetch_memory_bps": ...,
  *                "fetch_overlap": 0.6,     -- optional, 0..1; absent = 0
+ *                "fetch_miss_s": 0.0004,   -- optional: local storage, worker seconds
+ *                                             a miss adds to an item; absent = 0
  *                "fetch_latency_s": 0.05,  -- optional: remote storage, seconds per
  *                "fetch_concurrency": 60 },-- request and requests in flight; absent = 0
  *     "dataset": { "bytes": ..., "items": ... },
@@ -64,6 +66,9 @@ typedef struct syn_profile {
 	                                         0 = local storage or unknown */
 	double fetch_concurrency;             /* remote storage: requests in flight on average
 	                                         while fetch_storage_bps was measured */
+	double fetch_miss_s;                  /* local storage: worker seconds a miss (an item
+	                                         read from storage) adds to an item, measured
+	                                         at the most threads profiled; 0 = unknown */
 	uint64_t dataset_bytes, dataset_items;
 	char machine[128];
 	char date[32];

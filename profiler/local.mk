@@ -12,9 +12,11 @@ profiler_libsynstore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 profiler_libsynstore_la_LIBADD = $(JANSSON_LIBS)
 noinst_HEADERS += include/synergy_store.h include/synergy_conf.h include/synergy_profile.h
 
-# The what-if model (pure arithmetic).
+# The what-if model and the stall report (pure arithmetic; the report
+# reads profiles through policy/libsynpolicy.la, which users also link).
 noinst_LTLIBRARIES += profiler/libsynmodel.la
-profiler_libsynmodel_la_SOURCES = profiler/model.c profiler/model.h
+profiler_libsynmodel_la_SOURCES = profiler/model.c profiler/model.h \
+	profiler/report.c profiler/report.h
 profiler_libsynmodel_la_LIBADD = $(LIBM)
 
 PROFILER_TEST_LIBS = profiler/libsynmodel.la profiler/libsynstore.la \
@@ -22,14 +24,19 @@ PROFILER_TEST_LIBS = profiler/libsynmodel.la profiler/libsynstore.la \
 PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler -I$(top_srcdir)/tests \
 	-DPROFILER_TEST_DATA='"$(abs_top_srcdir)/profiler/test/data"'
 
-check_PROGRAMS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t
-UNIT_TESTS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t
+check_PROGRAMS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t \
+	profiler/test/report.t
+UNIT_TESTS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t \
+	profiler/test/report.t
 profiler_test_store_t_SOURCES = profiler/test/store.c tests/tap.h
 profiler_test_store_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_store_t_LDADD = $(PROFILER_TEST_LIBS)
 profiler_test_model_t_SOURCES = profiler/test/model.c tests/tap.h
 profiler_test_model_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_model_t_LDADD = $(PROFILER_TEST_LIBS)
+profiler_test_report_t_SOURCES = profiler/test/report.c tests/tap.h
+profiler_test_report_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
+profiler_test_report_t_LDADD = $(PROFILER_TEST_LIBS)
 profiler_test_conf_t_SOURCES = profiler/test/conf.c tests/tap.h
 profiler_test_conf_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_conf_t_LDADD = $(PROFILER_TEST_LIBS)

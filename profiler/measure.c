@@ -9,6 +9,15 @@
  * until the GPU is free before submitting it (sleeping, so that the CPU
  * stays with the loader's workers), so a job runs at min(R_gpu, loader).
  *
+ * Local and remote storage differ in how a loader fetches: over local
+ * storage each worker reads its item and then decodes it, so what a miss
+ * costs is measured as the difference between a cold, uncached decoding
+ * run and the all-cached prep rate at the same thread count (model.h);
+ * storage's own rate, the model's ceiling, comes from a raw run without a
+ * cache (a run that fills a cache pays for the copy into it, which a job
+ * with no cache never does). Over remote storage a fetch engine reads
+ * ahead apart from the workers, and the cold runs fit an overlap instead.
+ *
  * Storage is made cold between runs by evicting just the dataset's files
  * from the page cache (posix_fadvise DONTNEED): it needs no root and does
  * not disturb other jobs on the node. Dropping the whole page cache
@@ -30,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -232,13 +242,19 @@ static int evict_one(const char *path, const struct stat *st, int flag, struct F
 	return 0;
 }
 
+/* A dataset behind a URL: read through the loader's fetch engine. */
+static int is_remote(const char *dataset)
+{
+	return strncmp(dataset, "http://", 7) == 0 || strncmp(dataset, "https://", 8) == 0 ||
+	       strncmp(dataset, "s3://", 5) == 0;
+}
+
 int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
 {
 	int how = o->cold;
 	struct stat st;
 
-	if (strncmp(o->dataset, "http://", 7) == 0 || strncmp(o->dataset, "https://", 8) == 0 ||
-	    strncmp(o->dataset, "s3://", 5) == 0) {
+	if (is_remote(o->dataset)) {
 		snprintf(note, (size_t)notelen, "remote storage: nothing to evict (loaders start with "
 		         "empty caches)");
 		return 0;
@@ -275,7 +291,8 @@ int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen)
 }
 
 static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
-                          syn__stat_t *out, double *hit_rate, char *msg, int msglen);
+                          syn__stat_t *out, double *hit_rate, syn__point_detail_t *detail,
+                          char *msg, int msglen);
 
 /*
  * Remote storage in its steady state: a raw loader without a cache reads
@@ -325,13 +342,14 @@ static void fit_windows(syn__measure_opts_t *po, coordl_loader_t *ld)
 }
 
 /*
- * The loader as a job on cold storage without a cache runs it: decoding,
- * no emulated GPU, storage made cold first, timed on a prefix of an epoch.
- * Compared with the separately measured fetch and prep rates, this says how
- * much of the fetch hides under decoding at this thread count.
+ * The loader as a job on cold storage without a cache runs it: in `mode`
+ * (decoding, or raw for storage alone), no emulated GPU, storage made cold
+ * first, timed on a prefix of an epoch (the same steady-state windows as
+ * the CPU sweep's, so that the two compare). st (may be NULL) gets the
+ * loader's counters at the end.
  */
-static int measure_cold(const syn__measure_opts_t *o, int threads, syn__stat_t *out, char *msg,
-                        int msglen)
+static int measure_cold(const syn__measure_opts_t *o, int mode, int threads, syn__stat_t *out,
+                        coordl_stats_t *st, char *msg, int msglen)
 {
 	int rv = -1;
 	struct run r = { 0 };
@@ -339,7 +357,7 @@ static int measure_cold(const syn__measure_opts_t *o, int threads, syn__stat_t *
 	syn__measure_opts_t po = *o;
 
 	errno = 0;
-	if (start(&r, o, o->mode, threads, 0, NULL, 0) < 0) {
+	if (start(&r, o, mode, threads, 0, NULL, 0) < 0) {
 		FAIL("cold loader at %d threads: %s", threads, r.err.text);
 		goto out;
 	}
@@ -348,7 +366,7 @@ static int measure_cold(const syn__measure_opts_t *o, int threads, syn__stat_t *
 		FAIL("making storage cold");
 		goto out;
 	}
-	if (timed(&r, &po, out) < 0) {
+	if (timed(&r, &po, out) < 0 || (st && coordl_get_stats(r.ld, st) < 0)) {
 		FAIL("cold run at %d threads: %s", threads, r.err.text);
 		goto out;
 	}
@@ -448,13 +466,31 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 	}
 	res->seconds[0] = now() - t;
 
-	/* 2. Fetch: raw mode (no decode) from cold storage into a named cache
-	 * that holds everything, then a second epoch served from that cache.
-	 * The raw loader stays attached so the cache outlives it until the
-	 * decoding loader has attached too. */
+	/* 2. Fetch. Local storage: a raw run (no decode, no cache) from cold
+	 * storage gives storage's own rate. Then, for both kinds, a raw epoch
+	 * fills a named cache that holds everything (from cold storage: for a
+	 * remote dataset this is its storage rate), and a second epoch is
+	 * served from that cache. The raw loader stays attached so the cache
+	 * outlives it until the decoding loader has attached too. */
 	t = now();
 	res->cold = o->cold;
+	res->local = !is_remote(o->dataset);
 	snprintf(name_full, sizeof(name_full), "synprof-%ld-full", (long)getpid());
+	if (res->local) {
+		coordl_stats_t rs;
+		if (measure_cold(o, COORDL_MODE_RAW, max_threads, &res->storage_bps, &rs, msg, msglen) < 0)
+			goto out;
+		/* Items/s to bytes/s at the dataset's mean item size. */
+		double item = d / (double)res->rates.dataset_items;
+		res->storage_bps.med *= item;
+		res->storage_bps.min *= item;
+		res->storage_bps.max *= item;
+		progress(o, "storage, raw, cold, uncached: %d thread%s: %.1f MiB/s (%.1f-%.1f), "
+		         "%.3f ms per item per worker", max_threads, max_threads > 1 ? "s" : "",
+		         res->storage_bps.med / 1048576, res->storage_bps.min / 1048576,
+		         res->storage_bps.max / 1048576,
+		         rs.cache_misses ? 1e3 * rs.fetch_time / (double)rs.cache_misses : 0.0);
+	}
 	if (syn__make_cold(o, res->cold_note, sizeof(res->cold_note)) < 0) {
 		FAIL("making storage cold");
 		goto out;
@@ -464,8 +500,9 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 		FAIL("storage fetch run: %s", raw.err.text);
 		goto out;
 	}
-	res->storage_bps.med = res->storage_bps.min = res->storage_bps.max =
-		st.epoch_wall > 0 ? (double)st.storage_bytes / st.epoch_wall : 0;
+	if (!res->local)
+		res->storage_bps.med = res->storage_bps.min = res->storage_bps.max =
+			st.epoch_wall > 0 ? (double)st.storage_bytes / st.epoch_wall : 0;
 	if (st.requests > 0 && remote_storage(o, res, max_threads, msg, msglen) < 0)
 		goto out;
 	if (finish_epoch(&raw, &st) < 0) {
@@ -478,17 +515,22 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 	res->rates.fetch_memory_bps = res->memory_bps.med;
 	progress(o, "fetch: storage %.1f MiB/s, cache %.1f MiB/s (%s)", res->storage_bps.med / 1048576,
 	         res->memory_bps.med / 1048576, res->cold_note);
-	/* Cold decoding runs for the overlap, at the most threads and at
-	 * one (how much hides depends on how busy the cores are). */
+	/* Cold decoding runs at the most threads and at one (what a miss
+	 * costs depends on how busy the cores are). */
 	res->cold_threads[res->n_cold++] = max_threads;
 	if (max_threads > 1)
 		res->cold_threads[res->n_cold++] = 1;
 	for (int i = 0; i < res->n_cold; i++) {
-		if (measure_cold(o, res->cold_threads[i], &res->cold_rate[i], msg, msglen) < 0)
+		coordl_stats_t cs;
+		if (measure_cold(o, o->mode, res->cold_threads[i], &res->cold_rate[i], &cs, msg,
+		                 msglen) < 0)
 			goto out;
-		progress(o, "cold, uncached: %d thread%s: %.0f samples/s (%.0f-%.0f)",
-		         res->cold_threads[i], res->cold_threads[i] > 1 ? "s" : "", res->cold_rate[i].med,
-		         res->cold_rate[i].min, res->cold_rate[i].max);
+		double items = (double)(cs.cache_hits + cs.cache_misses);
+		progress(o, "cold, uncached: %d thread%s: %.0f samples/s (%.0f-%.0f); per item: prep "
+		         "%.3f ms, fetch %.3f ms", res->cold_threads[i], res->cold_threads[i] > 1 ? "s" : "",
+		         res->cold_rate[i].med, res->cold_rate[i].min, res->cold_rate[i].max,
+		         items > 0 ? 1e3 * cs.prep_time / items : 0.0,
+		         items > 0 ? 1e3 * cs.fetch_time / items : 0.0);
 	}
 	res->seconds[1] = now() - t;
 
@@ -525,10 +567,24 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 		res->rates.prep_rate[k] = v;
 		res->rates.n_prep++;
 	}
-	/* The overlap each cold run fits, against the prep curve and the
-	 * uncached fetch rate the model would use at that thread count. */
+	/* Local storage: the worker time a miss adds at each cold run's
+	 * thread count, against the prep curve there. Remote storage: the
+	 * overlap each cold run fits, against the prep curve and the uncached
+	 * fetch rate the model would use at that thread count. */
 	for (int i = 0; i < res->n_cold; i++) {
 		double c = res->cold_threads[i];
+		if (res->local) {
+			double tm = syn__model_fit_miss(c, syn__model_prep(&res->rates, c),
+			                                res->cold_rate[i].med);
+			res->cold_miss[i] = tm;
+			if (syn__model_add_miss(&res->rates, c, tm) < 0) {
+				FAIL("recording the miss time at %d threads", res->cold_threads[i]);
+				goto out;
+			}
+			progress(o, "a miss at %d thread%s: +%.3f ms per item per worker",
+			         res->cold_threads[i], res->cold_threads[i] > 1 ? "s" : "", 1e3 * tm);
+			continue;
+		}
 		double a = syn__model_fit_overlap(syn__model_prep(&res->rates, c),
 		                                  syn__model_fetch(&res->rates, 0), res->cold_rate[i].med);
 		res->cold_overlap[i] = a;
@@ -549,7 +605,7 @@ int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *res, char 
 		double hit;
 		res->check_cache_bytes = floor(o->check_frac * d);
 		if (measure_cached(o, max_threads, res->check_cache_bytes, 0, &res->check_measured, &hit,
-		                   msg, msglen) < 0)
+		                   NULL, msg, msglen) < 0)
 			goto out;
 		res->check_hit_rate = hit;
 		res->check_predicted = syn__model_tput(&res->rates, max_threads, res->check_cache_bytes);
@@ -573,8 +629,18 @@ out:
  * before each measurement. epochs > 0: time that many whole epochs;
  * epochs == 0: time windows on a prefix of one epoch.
  */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static int measure_cached(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
-                          syn__stat_t *out, double *hit_rate, char *msg, int msglen)
+                          syn__stat_t *out, double *hit_rate, syn__point_detail_t *detail,
+                          char *msg, int msglen)
 {
 	int rv = -1;
 	struct run r = { 0 }, raw = { 0 };
@@ -631,15 +697,25 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 			FAIL("making storage cold");
 			goto out;
 		}
-		double t0 = now();
+		double t0 = now(), c0 = cpu_seconds();
 		r.gpu_free = t0;
 		if (finish_epoch(&r, &st) < 0) {
 			FAIL("measured epoch at %d threads: %s", threads, r.err.text);
 			goto out;
 		}
-		v[e] = (double)st.samples / (now() - t0);
+		double wall = now() - t0;
+		v[e] = (double)st.samples / wall;
 		hits += st.cache_hits;
 		samples += st.cache_hits + st.cache_misses;
+		if (detail) {
+			detail->cpu_time += cpu_seconds() - c0;
+			detail->wall += wall;
+			detail->samples += (double)st.samples;
+			detail->items += (double)(st.cache_hits + st.cache_misses);
+			detail->misses += (double)st.cache_misses;
+			detail->prep_time += st.prep_time;
+			detail->fetch_time += st.fetch_time;
+		}
 	}
 	if (epochs > 0)
 		summarize(v, epochs, out);
@@ -653,11 +729,14 @@ out:
 }
 
 int syn__measure_point(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
-                       syn__stat_t *out, double *hit_rate, char *msg, int msglen)
+                       syn__stat_t *out, double *hit_rate, syn__point_detail_t *detail, char *msg,
+                       int msglen)
 {
 	if (epochs < 1) {
 		errno = EINVAL;
 		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "epochs %d: expected 1..64", epochs);
 	}
-	return measure_cached(o, threads, cache_bytes, epochs, out, hit_rate, msg, msglen);
+	if (detail)
+		memset(detail, 0, sizeof(*detail));
+	return measure_cached(o, threads, cache_bytes, epochs, out, hit_rate, detail, msg, msglen);
 }

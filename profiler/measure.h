@@ -4,12 +4,13 @@
  *
  * syn__measure() runs the whole protocol in one process: the GPU ingestion
  * rate (synthetic batches into an emulated consumer), the fetch rates from
- * cold storage and from the loader's cache (raw mode, no decode), cold
- * uncached decoding runs at one thread and at the most threads (how much
- * of the fetch hides under decoding: the model's overlap), the CPU
- * axis with all data cached (Synergy's optimistic search, one loader whose
- * worker count changes live), and one check of the memory axis at a real,
- * partial cache size. syn__measure_point() measures one (threads, cache)
+ * cold storage (raw mode, no decode, no cache) and from the loader's cache,
+ * cold uncached decoding runs at one thread and at the most threads, the
+ * CPU axis with all data cached (Synergy's optimistic search, one loader
+ * whose worker count changes live), and one check of the memory axis at a
+ * real, partial cache size. The cold runs against the cached ones at the
+ * same thread count give what a miss costs a worker (local storage) or
+ * how much of the fetch hides under decoding (remote storage): model.h. syn__measure_point() measures one (threads, cache)
  * point directly, the way a training job would run there: the benchmark
  * compares it with the model's prediction.
  */
@@ -61,10 +62,12 @@ typedef struct syn__measure_result {
 	int n_points;                  /* CPU search points, in the order measured */
 	int point_threads[SYN__MAX_POINTS];
 	syn__stat_t point[SYN__MAX_POINTS];
-	int n_cold;                    /* cold, uncached decoding runs (overlap fit) */
+	int n_cold;                    /* cold, uncached decoding runs */
 	int cold_threads[2];
 	syn__stat_t cold_rate[2];      /* samples/s, no emulated GPU */
-	double cold_overlap[2];        /* the overlap each run fits */
+	double cold_overlap[2];        /* remote: the overlap each run fits */
+	double cold_miss[2];           /* local: the worker seconds a miss adds (t_m) */
+	int local;                     /* 1: local storage (the serial worker model) */
 	double check_cache_bytes;      /* memory-axis check (0 if skipped) */
 	double check_hit_rate;         /* hits / samples the loader counted */
 	syn__stat_t check_measured;
@@ -79,13 +82,27 @@ typedef struct syn__measure_result {
 /* Run the protocol. Returns 0, or -1 with errno and msg naming the step. */
 int syn__measure(const syn__measure_opts_t *o, syn__measure_result_t *r, char *msg, int msglen);
 
+/* Where the time of a directly measured point went, from the loader's
+ * counters and the process's CPU time, summed over the measured epochs. */
+typedef struct syn__point_detail {
+	double samples;            /* delivered */
+	double items, misses;      /* items the workers processed; those read from storage */
+	double wall;               /* seconds */
+	double prep_time;          /* worker seconds decoding, summed over workers */
+	double fetch_time;         /* worker seconds reading from storage or the cache */
+	double cpu_time;           /* CPU seconds of the whole process (user + system) */
+} syn__point_detail_t;
+
 /*
  * Measure throughput directly at (threads, cache_bytes) with the emulated
- * GPU: warm the cache for one epoch, make storage cold, then time `epochs`
- * epochs. Returns 0 with *out (samples/s, spread over epochs), or -1.
+ * GPU: fill the cache as a first epoch would, then time `epochs` whole
+ * epochs, storage made cold before each. Returns 0 with *out (samples/s,
+ * spread over epochs) and, when detail is not NULL, where the time went;
+ * or -1.
  */
 int syn__measure_point(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
-                       syn__stat_t *out, double *hit_rate, char *msg, int msglen);
+                       syn__stat_t *out, double *hit_rate, syn__point_detail_t *detail, char *msg,
+                       int msglen);
 
 /* Evict the dataset's pages from the page cache as o->cold says; note
  * (size notelen) says what was done. Returns 0 or -1. */

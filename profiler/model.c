@@ -81,20 +81,72 @@ double syn__model_fetch(const syn__rates_t *r, double cache_bytes)
 	return (double)r->dataset_items / t;
 }
 
-double syn__model_overlap(const syn__rates_t *r, double cpus)
+/* A function measured at n thread counts xs (increasing): linear between
+ * them, held at the nearest one beyond; 0 with none. */
+static double held_linear(const double *xs, const double *ys, int n, double cpus)
 {
-	int n = r->n_overlap;
 	if (n < 1)
 		return 0;
-	if (cpus <= r->overlap_cpus[0])
-		return r->overlap[0];
-	if (cpus >= r->overlap_cpus[n - 1])
-		return r->overlap[n - 1];
+	if (cpus <= xs[0])
+		return ys[0];
+	if (cpus >= xs[n - 1])
+		return ys[n - 1];
 	int k = 0;
-	while (k + 1 < n - 1 && r->overlap_cpus[k + 1] <= cpus)
+	while (k + 1 < n - 1 && xs[k + 1] <= cpus)
 		k++;
-	double w = (cpus - r->overlap_cpus[k]) / (r->overlap_cpus[k + 1] - r->overlap_cpus[k]);
-	return r->overlap[k] * (1 - w) + r->overlap[k + 1] * w;
+	double w = (cpus - xs[k]) / (xs[k + 1] - xs[k]);
+	return ys[k] * (1 - w) + ys[k + 1] * w;
+}
+
+/* Put (cpus, v) into the increasing list xs/ys of *n points, replacing a
+ * point at the same count. Returns 0, or -1 (EINVAL) when full. */
+static int add_point(double *xs, double *ys, int *n, double cpus, double v)
+{
+	int k = 0;
+	while (k < *n && xs[k] < cpus)
+		k++;
+	if (k < *n && xs[k] == cpus) {
+		ys[k] = v;
+		return 0;
+	}
+	if (*n >= SYN__MAX_POINTS) {
+		errno = EINVAL;
+		return -1;
+	}
+	memmove(&xs[k + 1], &xs[k], (size_t)(*n - k) * sizeof(double));
+	memmove(&ys[k + 1], &ys[k], (size_t)(*n - k) * sizeof(double));
+	xs[k] = cpus;
+	ys[k] = v;
+	(*n)++;
+	return 0;
+}
+
+double syn__model_overlap(const syn__rates_t *r, double cpus)
+{
+	return held_linear(r->overlap_cpus, r->overlap, r->n_overlap, cpus);
+}
+
+double syn__model_miss_time(const syn__rates_t *r, double cpus)
+{
+	return held_linear(r->miss_cpus, r->miss_time, r->n_miss, cpus);
+}
+
+double syn__model_fit_miss(double cpus, double prep_rate, double cold_rate)
+{
+	if (!(cpus > 0) || !(prep_rate > 0) || !(cold_rate > 0) || !isfinite(cpus) ||
+	    !isfinite(prep_rate) || !isfinite(cold_rate))
+		return 0;
+	double t = cpus / cold_rate - cpus / prep_rate;
+	return t > 0 ? t : 0;
+}
+
+int syn__model_add_miss(syn__rates_t *r, double cpus, double t)
+{
+	if (!(cpus > 0) || !isfinite(cpus) || !(t >= 0) || !isfinite(t)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return add_point(r->miss_cpus, r->miss_time, &r->n_miss, cpus, t);
 }
 
 double syn__model_fit_overlap(double prep_rate, double fetch_rate, double measured)
@@ -109,36 +161,30 @@ double syn__model_fit_overlap(double prep_rate, double fetch_rate, double measur
 
 int syn__model_add_overlap(syn__rates_t *r, double cpus, double a)
 {
-	int k = 0;
 	if (!(cpus > 0) || !(a >= 0 && a <= 1)) {
 		errno = EINVAL;
 		return -1;
 	}
-	while (k < r->n_overlap && r->overlap_cpus[k] < cpus)
-		k++;
-	if (k < r->n_overlap && r->overlap_cpus[k] == cpus) {
-		r->overlap[k] = a;
-		return 0;
-	}
-	if (r->n_overlap >= SYN__MAX_POINTS) {
-		errno = EINVAL;
-		return -1;
-	}
-	memmove(&r->overlap_cpus[k + 1], &r->overlap_cpus[k],
-	        (size_t)(r->n_overlap - k) * sizeof(double));
-	memmove(&r->overlap[k + 1], &r->overlap[k], (size_t)(r->n_overlap - k) * sizeof(double));
-	r->overlap_cpus[k] = cpus;
-	r->overlap[k] = a;
-	r->n_overlap++;
-	return 0;
+	return add_point(r->overlap_cpus, r->overlap, &r->n_overlap, cpus, a);
 }
 
 double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes)
 {
 	double p = syn__model_prep(r, cpus);
-	double f = syn__model_fetch(r, cache_bytes);
 	if (!(p > 0))
 		return 0;
+	if (r->n_miss > 0 && !(r->fetch_latency > 0)) {
+		/* Local storage: a worker reads, then decodes; a miss adds
+		 * t_m(c) to its time per item, capped by what storage
+		 * delivers to all the threads together. */
+		double miss = 1 - syn__model_hit_rate(r, cache_bytes);
+		double x = cpus / (cpus / p + miss * syn__model_miss_time(r, cpus));
+		double s = syn__model_storage_items(r);
+		if (miss > 0 && isfinite(s) && s / miss < x)
+			x = s / miss;
+		return x;
+	}
+	double f = syn__model_fetch(r, cache_bytes);
 	if (isinf(f))
 		return p;
 	double tp = 1.0 / p, tf = 1.0 / f;
@@ -201,6 +247,7 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
 	p->fetch_storage_bps = round(r->fetch_storage_bps);
 	p->fetch_memory_bps = round(r->fetch_memory_bps);
 	p->fetch_overlap = r->n_overlap > 0 ? round_to(r->overlap[r->n_overlap - 1], 1e-4) : 0;
+	p->fetch_miss_s = r->n_miss > 0 ? round_to(r->miss_time[r->n_miss - 1], 1e-7) : 0;
 	p->fetch_latency_s = round_to(r->fetch_latency, 1e-6);
 	p->fetch_concurrency = round_to(r->fetch_concurrency, 0.01);
 	p->dataset_bytes = r->dataset_bytes;
@@ -278,6 +325,10 @@ int syn__rates_from_job(const syn__job_point_t *pts, int n, uint64_t dataset_byt
 		r->prep_cpus[k] = c;
 		r->prep_rate[k] = v;
 		r->n_prep++;
+		/* A worker's time per miss (its fetch time is spent on misses). */
+		if (q->misses > 0 && q->fetch_time >= 0 &&
+		    syn__model_add_miss(r, c, q->fetch_time / q->misses) < 0)
+			break;
 	}
 	if (top < 0) {
 		errno = EINVAL;

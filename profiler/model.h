@@ -2,24 +2,42 @@
  * model.h: the DS-Analyzer what-if model, internal to the profiler.
  *
  * From a handful of measured rates the model predicts a job's throughput
- * at any (cores, cache) point:
+ * at any (cores, cache) point. How fetch and prep combine depends on how
+ * the loader fetches.
+ *
+ * Local storage (the worker reads its item, then decodes it, on the same
+ * thread): every item costs a worker t_p(c) = c / R_prep(c) seconds with
+ * the item in the cache, and a miss adds t_m(c) seconds (the read, and the
+ * kernel work and contention it brings). With a MinIO cache that holds the
+ * fraction h of the dataset, (1 - h) of the items miss, so
+ *
+ *   loader(c, m) = c / (t_p(c) + (1 - h) * t_m(c)),  at most S / (1 - h)
+ *
+ * where S is what storage delivers (items/s) at the most threads measured.
+ * This is DS-Analyzer's differential measurement per item: t_m(c) is
+ * measured as c / R_cold(c) - t_p(c), from a run at c threads with cold
+ * storage and no cache (R_cold) and the same run with every item cached
+ * (R_prep), both on the same steady-state windows, so it holds whatever
+ * the read costs on this machine (I/O wait, kernel CPU, page cache
+ * insertion, a disk shared by the threads), and both ends, h = 0 and
+ * h = 1, are measured, not modelled. Between measured thread counts t_m
+ * is linear, beyond them it is held at the nearest one.
+ *
+ * Remote storage (a fetch engine reads ahead with many requests in flight,
+ * apart from the workers) and profiles without a cold run use
+ * DS-Analyzer's rates:
  *
  *   t_p = 1/R_prep(c), t_f = 1/R_fetch(m)          (seconds per item)
  *   loader(c, m) = 1 / (t_p + t_f - a(c) * min(t_p, t_f))
- *   tput(c, m) = min(R_gpu, loader(c, m))
  *
- * a(c) in [0, 1] is the fetch/prep overlap. DS-Analyzer takes
- * min(R_prep, R_fetch) (a = 1), which holds for a loader that fetches and
- * decodes in separate stages. A coordl worker fetches an item and then
- * decodes it on the same thread, which suggests a = 0 (the times add up);
- * but on cold storage the kernel's readahead and spare cores hide part of
- * the fetch under decoding, so the truth lies between, and it depends on
- * how busy the cores are. The profiler therefore measures it: a cold,
- * uncached decoding run at a few thread counts gives a measured rate R_c,
- * and a = (t_p + t_f - 1/R_c) / min(t_p, t_f), clamped to [0, 1]. Between
- * measured thread counts a(c) is linear, beyond them it is held at the
- * nearest one; with none measured a = 0 (the serial model). The loader and
- * the GPU overlap too (prefetching), hence the outer min.
+ * a(c) in [0, 1] is the fetch/prep overlap (a = 1 is DS-Analyzer's
+ * min(R_prep, R_fetch), right for a loader that fetches in a stage of its
+ * own), fitted from a cold, uncached decoding run at a few thread counts:
+ * a = (t_p + t_f - 1/R_c) / min(t_p, t_f), clamped to [0, 1]; linear
+ * between fitted counts, held beyond, 0 without a fit.
+ *
+ * In both, tput(c, m) = min(R_gpu, loader(c, m)): the loader and the GPU
+ * overlap (prefetching).
  *
  * R_prep(c) is piecewise linear through the measured prep points (data in
  * memory), through the origin below the first one, and extrapolated with
@@ -31,8 +49,8 @@
  * t_s, the storage time per item, is D/N/B_disk for local storage
  * (bandwidth); for remote storage, where each item is a request of
  * latency L and the loader keeps Q requests in flight, it is L/Q (Little's
- * law: Q/L items per second, apart from the cores that decode). A rate of
- * 0 means "not limiting" (unmeasured GPU).
+ * law: Q/L items per second, apart from the cores that decode); S above
+ * is 1/t_s. A rate of 0 means "not limiting" (unmeasured GPU).
  *
  * Memory in profiles is in GiB (2^30 bytes), as Slurm counts memory.
  */
@@ -59,6 +77,11 @@ typedef struct syn__rates {
 	int n_overlap;                       /* fitted overlap points, cpus increasing; 0 = serial */
 	double overlap_cpus[SYN__MAX_POINTS];
 	double overlap[SYN__MAX_POINTS];     /* a(c) in [0, 1] at each */
+	/* Local storage: the worker time a miss adds to an item, t_m(c);
+	 * n_miss 0 = unmeasured (the overlap form is used instead). */
+	int n_miss;                          /* measured points, cpus increasing */
+	double miss_cpus[SYN__MAX_POINTS];
+	double miss_time[SYN__MAX_POINTS];   /* worker seconds per miss at each */
 } syn__rates_t;
 
 /* Prep throughput (samples/s) at `cpus` worker threads; 0 with no points. */
@@ -95,8 +118,27 @@ double syn__model_fit_overlap(double prep_rate, double fetch_rate, double measur
  */
 int syn__model_add_overlap(syn__rates_t *r, double cpus, double a);
 
-/* The loader alone at (cpus, cache_bytes): prep and fetch times combined
- * with the overlap a(cpus). */
+/*
+ * The worker time a miss adds at `cpus` threads, t_m(c) = cpus / cold_rate
+ * - cpus / prep_rate (seconds), from a cold, uncached run (cold_rate) and
+ * the all-cached rate at the same thread count; 0 when the cold run was
+ * no slower, or when an input is not a positive finite number.
+ */
+double syn__model_fit_miss(double cpus, double prep_rate, double cold_rate);
+
+/*
+ * Record a measured miss time t (seconds) at `cpus` threads, keeping
+ * miss_cpus increasing (a second one at the same count replaces the
+ * first). Returns 0, or -1 (EINVAL: bad cpus or t, or no room).
+ */
+int syn__model_add_miss(syn__rates_t *r, double cpus, double t);
+
+/* t_m(cpus): linear between measured points, held beyond; 0 with none. */
+double syn__model_miss_time(const syn__rates_t *r, double cpus);
+
+/* The loader alone at (cpus, cache_bytes): the serial worker form when
+ * miss times are measured and storage is local, else prep and fetch
+ * times combined with the overlap a(cpus) (see the top of the file). */
 double syn__model_loader(const syn__rates_t *r, double cpus, double cache_bytes);
 
 /* Predicted samples/s at (cpus, cache_bytes): min(GPU, loader). */
@@ -107,7 +149,8 @@ double syn__model_tput(const syn__rates_t *r, double cpus, double cache_bytes);
  * with predicted throughput normalised to the prediction at (prop_cpus,
  * prop_mem_gb), rounded to 4 decimals; set prop_*, base_tput and the raw
  * rates (prep_rate_per_core from the largest measured point, fetch_overlap
- * from the largest fitted thread count). Leaves key,
+ * from the largest fitted thread count, fetch_miss_s from the largest
+ * measured miss time). Leaves key,
  * model, machine, date and tool alone. Returns 0, or -1 with errno EINVAL
  * and msg (size msglen) naming the problem (bad axis, no prep points, a
  * zero throughput at the proportional share).
@@ -138,6 +181,7 @@ typedef struct syn__job_point {
 	double samples, consumer;   /* delivered samples; time the job spent between requests */
 	double prep_time, fetch_time; /* worker time, summed over workers */
 	double storage_bytes, items;
+	double misses;              /* items read from storage (0: unknown or none) */
 } syn__job_point_t;
 
 /*
@@ -145,10 +189,13 @@ typedef struct syn__job_point {
  * points together); at c threads the workers prep c * items / prep_time
  * samples/s (their time per item, c at once); storage delivers
  * c * storage_bytes / fetch_time bytes/s at the point with the most threads
- * (0, not limiting, when nothing came from storage); the cache bandwidth is
- * not measured (0) and the overlap is 0, since a worker's prep and fetch
- * times add up by construction. Returns 0, or -1 (EINVAL) when no point
- * has positive prep time.
+ * (0, not limiting, when nothing came from storage); at every point with
+ * misses (the caller passes misses only for points where every item
+ * missed: fetch_time then holds storage reads alone), a miss costs a
+ * worker fetch_time / misses seconds (t_m, the
+ * serial form: a worker's prep and fetch times add up by construction);
+ * the cache bandwidth is not measured (0) and the overlap is 0. Returns 0,
+ * or -1 (EINVAL) when no point has positive prep time.
  */
 int syn__rates_from_job(const syn__job_point_t *pts, int n, uint64_t dataset_bytes,
                         uint64_t dataset_items, syn__rates_t *r);

@@ -186,7 +186,8 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_stor
 		    get_number(rates, "fetch_memory_bps", "rates.", 0, &p->fetch_memory_bps, name, err) < 0 ||
 		    get_number(rates, "fetch_overlap", "rates.", 0, &p->fetch_overlap, name, err) < 0 ||
 		    get_number(rates, "fetch_latency_s", "rates.", 0, &p->fetch_latency_s, name, err) < 0 ||
-		    get_number(rates, "fetch_concurrency", "rates.", 0, &p->fetch_concurrency, name, err) < 0)
+		    get_number(rates, "fetch_concurrency", "rates.", 0, &p->fetch_concurrency, name, err) < 0 ||
+		    get_number(rates, "fetch_miss_s", "rates.", 0, &p->fetch_miss_s, name, err) < 0)
 			return -1;
 		if (p->fetch_overlap > 1)
 			return SYN__ERR(err, EINVAL, "%s: field 'rates.fetch_overlap' must be a number "
@@ -398,7 +399,8 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 	}
 	double scalars[] = { p->prop_cpus, p->prop_mem_gb, p->base_tput, p->gpu_rate,
 	                     p->prep_rate_per_core, p->fetch_storage_bps, p->fetch_memory_bps,
-	                     p->fetch_overlap, p->fetch_latency_s, p->fetch_concurrency };
+	                     p->fetch_overlap, p->fetch_latency_s, p->fetch_concurrency,
+	                     p->fetch_miss_s };
 	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
 		short_digits &= short_ok(scalars[i]);
 	set_new(root, "prop_cpus", num(p->prop_cpus), &good);
@@ -417,6 +419,8 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 	 * so profiles of the serial model read and write as before. */
 	if (p->fetch_overlap > 0)
 		set_new(rates, "fetch_overlap", num(p->fetch_overlap), &good);
+	if (p->fetch_miss_s > 0)
+		set_new(rates, "fetch_miss_s", num(p->fetch_miss_s), &good);
 	if (p->fetch_latency_s > 0 || p->fetch_concurrency > 0) {
 		set_new(rates, "fetch_latency_s", num(p->fetch_latency_s), &good);
 		set_new(rates, "fetch_concurrency", num(p->fetch_concurrency), &good);

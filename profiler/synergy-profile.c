@@ -3,8 +3,9 @@
  * profile store.
  *
  *   synergy-profile run [OPTIONS] DATASET      profile with the embedded loader
- *   synergy-profile show KEY|FILE              the profile as a table
- *   synergy-profile what-if KEY|FILE --cpus N --cache BYTES
+ *   synergy-profile show [--json] KEY|FILE     the profile as a table, and
+ *                                              its stall report at the share
+ *   synergy-profile what-if [--json] KEY|FILE --cpus N --cache BYTES
  *   synergy-profile plot KEY|FILE --out FILE.png
  *   synergy-profile list                       every profile in the store
  *   synergy-profile measure [OPTIONS] DATASET --threads N --cache BYTES
@@ -39,6 +40,7 @@
 #include "synergy_store.h"
 #include "measure.h"
 #include "model.h"
+#include "report.h"
 
 #define PROG "synergy-profile"
 
@@ -54,11 +56,15 @@ static const char usage_text[] =
 	"                            https:// or s3:// URL)\n"
 	"  run [OPTIONS] -- CMD ARGS profile a training command through its own coordl\n"
 	"                            loader (SYNERGY_PROFILE_MODE=1)\n"
-	"  show KEY|FILE             print a profile as a table\n"
+	"  show KEY|FILE             print a profile as a table, and what bounds the job\n"
+	"                            at its share (GPU, prep or fetch), its stalls and\n"
+	"                            the smallest grants that remove them\n"
 	"  what-if KEY|FILE --cpus N --cache BYTES\n"
-	"                            predicted throughput per GPU at that allocation\n"
+	"                            predicted throughput per GPU at that allocation,\n"
+	"                            with the same stall report\n"
 	"  plot KEY|FILE --out FILE.png\n"
-	"                            plot throughput against cores and cache\n"
+	"                            plot throughput against cores and cache, marking\n"
+	"                            the share and the best case\n"
 	"  list                      list the profiles in the store\n"
 	"  measure [OPTIONS] DATASET --threads N --cache BYTES\n"
 	"                            measure one point directly (to check predictions)\n"
@@ -99,6 +105,7 @@ static const char usage_text[] =
 	"  --cache BYTES     (measure, what-if) cache size; suffix K, M, G, T\n"
 	"  --epochs N        (measure) measured epochs (default 3)\n"
 	"  --cpus N          (what-if) cores per GPU\n"
+	"  --json            (show, what-if) the stall report as one JSON object\n"
 	"\n"
 	"See synergy-profile(1).\n";
 
@@ -106,7 +113,7 @@ enum {
 	OPT_STORE = 256, OPT_CONF, OPT_KEY, OPT_OUT, OPT_MODEL, OPT_GPU_RATE, OPT_BATCH, OPT_SIZE,
 	OPT_EVAL, OPT_UINT8, OPT_SEED, OPT_MAX_THREADS, OPT_GRID_CPUS, OPT_GRID_MEM, OPT_PROP_CPUS,
 	OPT_PROP_MEM, OPT_WINDOWS, OPT_WINDOW_BATCHES, OPT_CHECK_FRAC, OPT_COLD, OPT_THREADS,
-	OPT_CACHE, OPT_EPOCHS, OPT_CPUS,
+	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON,
 };
 
 static const struct option long_opts[] = {
@@ -134,6 +141,7 @@ static const struct option long_opts[] = {
 	{ "cache", required_argument, NULL, OPT_CACHE },
 	{ "epochs", required_argument, NULL, OPT_EPOCHS },
 	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -150,6 +158,7 @@ struct args {
 	int threads, epochs;
 	double cache, cpus;
 	int have_cache, have_cpus;
+	int json;
 	int verbose; /* -1 quiet, 0 auto, 1 verbose */
 };
 
@@ -324,6 +333,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return -1;
 			a->have_cpus = 1;
 			break;
+		case OPT_JSON: a->json = 1; break;
 		case 'v': a->verbose = 1; break;
 		case 'q': a->verbose = -1; break;
 		case 'h': fputs(usage_text, stdout); exit(0);
@@ -427,6 +437,8 @@ static void print_profile(const syn_profile_t *p, FILE *f)
 	        gb, p->prep_rate_per_core, sb, mb);
 	if (p->fetch_overlap > 0)
 		fprintf(f, ", overlap %.2f", p->fetch_overlap);
+	if (p->fetch_miss_s > 0)
+		fprintf(f, ", a miss %.3f ms", 1e3 * p->fetch_miss_s);
 	fputc('\n', f);
 	if (p->fetch_latency_s > 0)
 		fprintf(f, "remote    %.1f ms per request, %.1f requests in flight\n",
@@ -451,14 +463,101 @@ static void print_profile(const syn_profile_t *p, FILE *f)
 	}
 }
 
+/* The stall report at (cpus, mem_gb) of p, or -1 after a message. */
+static int make_report(const syn_profile_t *p, double cpus, double mem_gb, syn__report_t *r)
+{
+	char msg[256];
+	if (syn__report(p, cpus, mem_gb, r, msg, sizeof(msg)) < 0) {
+		errmsg("%s", msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void print_report(const syn__report_t *r, const syn_profile_t *p, FILE *f)
+{
+	char buf[64];
+	fprintf(f, "stalls at %g cpus, %.4g GiB per GPU (DS-Analyzer: time per sample)\n", r->cpus,
+	        r->mem_gb);
+	fprintf(f, "  bound      %s\n", syn__bound_name(r->bound));
+	fprintf(f, "  time       gpu %.1f%%, prep stall %.1f%%, fetch stall %.1f%%\n", 100 * r->gpu_frac,
+	        100 * r->prep_stall, 100 * r->fetch_stall);
+	if (!r->gpu_measured)
+		fprintf(f, "  note       no GPU rate in the profile: stalls are relative to its best cell\n");
+	if (r->prep_stall <= SYN__REPORT_EPS)
+		fprintf(f, "  prep       no prep stall\n");
+	else if (r->prep_cpus > 0)
+		fprintf(f, "  prep       %g cpus per GPU (%+g) remove it: with the data cached they keep "
+		        "up with the GPU\n", r->prep_cpus, r->prep_cpus - r->cpus);
+	else
+		fprintf(f, "  prep       no row of the profile removes it (%g cpus, data cached: %.1f%% "
+		        "of the GPU's rate)\n", p->cpus[p->n_cpu - 1],
+		        100 * syn_profile_eval(p, p->cpus[p->n_cpu - 1], r->cached_gb) / r->gpu);
+	if (r->fetch_stall <= SYN__REPORT_EPS)
+		fprintf(f, "  fetch      no fetch stall\n");
+	else {
+		if (r->fetch_mem_gb >= 0)
+			snprintf(buf, sizeof(buf), "%.4g GiB of cache per GPU remove it", r->fetch_mem_gb);
+		else
+			snprintf(buf, sizeof(buf), "no cache on the profile removes it");
+		fprintf(f, "  fetch      at %g cpus: %s", r->cpus, buf);
+		if (r->fetch_half_mem_gb >= 0)
+			fprintf(f, "; %.4g GiB halve it", r->fetch_half_mem_gb);
+		fputc('\n', f);
+	}
+	fprintf(f, "  best case  %g cpus, %.4g GiB per GPU: %.4f", r->best_cpus, r->best_mem_gb,
+	        r->best_tput);
+	if (p->base_tput > 0)
+		fprintf(f, " (%.1f samples/s)", r->best_tput * p->base_tput);
+	fputc('\n', f);
+}
+
+/* The report as one JSON object on stdout; absent answers are null. */
+static int print_report_json(const syn__report_t *r, const syn_profile_t *p)
+{
+	json_t *o = json_pack("{s:s, s:{s:f, s:f}, s:{s:f, s:f}, s:{s:f, s:f}, s:{s:f, s:b}, s:s,"
+	                      " s:{s:f, s:f, s:f}, s:{s:o, s:o, s:o}, s:{s:f, s:f, s:f}}",
+	                      "key", p->key,
+	                      "grant", "cpus", r->cpus, "mem_gb", r->mem_gb,
+	                      "share", "cpus", p->prop_cpus, "mem_gb", p->prop_mem_gb,
+	                      "throughput", "normalised", r->tput, "samples_per_s", r->samples_per_s,
+	                      "gpu", "normalised", r->gpu, "measured", r->gpu_measured,
+	                      "bound", syn__bound_name(r->bound),
+	                      "time", "gpu", r->gpu_frac, "prep_stall", r->prep_stall,
+	                      "fetch_stall", r->fetch_stall,
+	                      "remove",
+	                      "prep_cpus", r->prep_cpus > 0 ? json_real(r->prep_cpus) : json_null(),
+	                      "fetch_mem_gb", r->fetch_mem_gb >= 0 ? json_real(r->fetch_mem_gb) : json_null(),
+	                      "fetch_half_mem_gb",
+	                      r->fetch_half_mem_gb >= 0 ? json_real(r->fetch_half_mem_gb) : json_null(),
+	                      "best", "cpus", r->best_cpus, "mem_gb", r->best_mem_gb,
+	                      "normalised", r->best_tput);
+	if (!o) {
+		errmsg("cannot build the JSON report");
+		return -1;
+	}
+	int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	json_decref(o);
+	if (rc < 0 || fputc('\n', stdout) == EOF) {
+		errmsg("writing the JSON report: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int cmd_show(const struct args *a, int argc, char **argv)
 {
 	syn_profile_t p;
+	syn__report_t r;
 	if (argc != 1)
 		return usage_error("show: expected one KEY or FILE");
-	if (load_profile(a, argv[0], &p) < 0)
+	if (load_profile(a, argv[0], &p) < 0 || make_report(&p, p.prop_cpus, p.prop_mem_gb, &r) < 0)
 		return 1;
+	if (a->json)
+		return print_report_json(&r, &p) < 0;
 	print_profile(&p, stdout);
+	fputc('\n', stdout);
+	print_report(&r, &p, stdout);
 	return 0;
 }
 
@@ -469,9 +568,12 @@ static int cmd_what_if(const struct args *a, int argc, char **argv)
 		return usage_error("what-if: expected one KEY or FILE");
 	if (!a->have_cpus || !a->have_cache)
 		return usage_error("what-if: --cpus N and --cache BYTES are required");
-	if (load_profile(a, argv[0], &p) < 0)
-		return 1;
+	syn__report_t rep;
 	double gib = a->cache / SYN__GIB;
+	if (load_profile(a, argv[0], &p) < 0 || make_report(&p, a->cpus, gib, &rep) < 0)
+		return 1;
+	if (a->json)
+		return print_report_json(&rep, &p) < 0;
 	double v = syn_profile_eval(&p, a->cpus, gib);
 	char cb[32];
 	human_bytes(a->cache, cb, sizeof(cb));
@@ -498,6 +600,7 @@ static int cmd_what_if(const struct args *a, int argc, char **argv)
 	if (a->cpus > p.cpus[p.n_cpu - 1] || gib > p.mem_gb[p.n_mem - 1] || a->cpus < p.cpus[0] ||
 	    gib < p.mem_gb[0])
 		printf("note         outside the profiled grid: clamped to its edge\n");
+	print_report(&rep, &p, stdout);
 	return 0;
 }
 
@@ -547,7 +650,8 @@ static int cmd_plot(const struct args *a, int argc, char **argv)
 		return usage_error("plot: expected one KEY or FILE");
 	if (!a->out)
 		return usage_error("plot: --out FILE.png is required");
-	if (load_profile(a, argv[0], &p) < 0)
+	syn__report_t r;
+	if (load_profile(a, argv[0], &p) < 0 || make_report(&p, p.prop_cpus, p.prop_mem_gb, &r) < 0)
 		return 1;
 	if ((fd = mkstemp(tmpl)) < 0 || !(f = fdopen(fd, "w"))) {
 		errmsg("cannot create a temporary file: %s", strerror(errno));
@@ -582,10 +686,22 @@ static int cmd_plot(const struct args *a, int argc, char **argv)
 	fprintf(g, "set multiplot layout 1,2 title 'profile %s (1.0 = %g cpus, %g GiB per GPU)'\n",
 	        p.key, p.prop_cpus, p.prop_mem_gb);
 	fprintf(g, "set grid\nset key left top\nset yrange [0:*]\nset ylabel 'normalised throughput'\n");
+	/* The share and the best case, as points with labels, on both
+	 * panels: the share's bound and stalls are in the title. */
+	fprintf(g, "set title 'at the share: %s-bound, prep stall %.0f%%, fetch stall %.0f%%'\n",
+	        syn__bound_name(r.bound), 100 * r.prep_stall, 100 * r.fetch_stall);
+	fprintf(g, "set label 1 'share' at %g,%g point pointtype 7 pointsize 1.5 offset 1,-1\n",
+	        p.prop_cpus, r.tput);
+	fprintf(g, "set label 2 'best case' at %g,%g point pointtype 9 pointsize 1.5 offset 1,1\n",
+	        r.best_cpus, r.best_tput);
 	fprintf(g, "set xlabel 'CPU cores per GPU'\n");
 	for (int j = 0; j < p.n_mem; j++)
 		fprintf(g, "%s '%s' index %d using 1:2 with linespoints title '%g GiB'%s", j ? "" : "plot",
 		        tmpl, j, p.mem_gb[j], j + 1 < p.n_mem ? ", \\\n" : "\n");
+	fprintf(g, "set label 1 'share' at %g,%g point pointtype 7 pointsize 1.5 offset 1,-1\n",
+	        p.prop_mem_gb, r.tput);
+	fprintf(g, "set label 2 'best case' at %g,%g point pointtype 9 pointsize 1.5 offset 1,1\n",
+	        r.best_mem_gb, r.best_tput);
 	fprintf(g, "set xlabel 'cache GiB per GPU'\nset key right bottom\n");
 	for (int i = 0; i < p.n_cpu; i++)
 		fprintf(g, "%s '%s' index %d using 1:2 with linespoints title '%g cpus'%s", i ? "" : "plot",
@@ -745,10 +861,15 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		printf("prep %3d thread%s   %10.1f samples/s  (%.1f-%.1f)\n", res.point_threads[i],
 		       res.point_threads[i] > 1 ? "s" : " ", res.point[i].med, res.point[i].min,
 		       res.point[i].max);
-	for (int i = 0; i < res.n_cold; i++)
-		printf("cold %3d thread%s   %10.1f samples/s  (%.1f-%.1f), overlap %.3f\n",
-		       res.cold_threads[i], res.cold_threads[i] > 1 ? "s" : " ", res.cold_rate[i].med,
-		       res.cold_rate[i].min, res.cold_rate[i].max, res.cold_overlap[i]);
+	for (int i = 0; i < res.n_cold; i++) {
+		printf("cold %3d thread%s   %10.1f samples/s  (%.1f-%.1f), ", res.cold_threads[i],
+		       res.cold_threads[i] > 1 ? "s" : " ", res.cold_rate[i].med, res.cold_rate[i].min,
+		       res.cold_rate[i].max);
+		if (res.local)
+			printf("a miss adds %.3f ms per item per worker\n", 1e3 * res.cold_miss[i]);
+		else
+			printf("overlap %.3f\n", res.cold_overlap[i]);
+	}
 	if (res.check_cache_bytes > 0)
 		printf("memory check       %10.1f samples/s measured at %.0f%% cache (hit rate %.3f), "
 		       "model %.1f (%+.1f%%)\n", res.check_measured.med,
@@ -805,6 +926,9 @@ static int read_job_report(const char *path, syn__job_point_t *pts, int max, uin
 		p->fetch_time = jnum(q, "fetch_time");
 		p->storage_bytes = jnum(q, "storage_bytes");
 		p->items = jnum(q, "hits") + jnum(q, "misses");
+		/* Per-miss worker time only from points where every item
+		 * missed: with hits, fetch_time also holds cache reads. */
+		p->misses = jnum(q, "hits") == 0 ? jnum(q, "misses") : 0;
 		if (p->threads < 1 || p->samples < 0 || p->consumer < 0 || p->prep_time < 0 ||
 		    p->fetch_time < 0 || p->storage_bytes < 0 || jnum(q, "hits") < 0 ||
 		    jnum(q, "misses") < 0) {
@@ -918,6 +1042,7 @@ out:
 static int cmd_measure(struct args *a, int argc, char **argv)
 {
 	syn__stat_t st;
+	syn__point_detail_t d;
 	double hit;
 	char msg[256];
 	if (argc != 1)
@@ -925,13 +1050,17 @@ static int cmd_measure(struct args *a, int argc, char **argv)
 	if (!a->threads || !a->have_cache)
 		return usage_error("measure: --threads N and --cache BYTES are required");
 	a->mo.dataset = argv[0];
-	if (syn__measure_point(&a->mo, a->threads, a->cache, a->epochs ? a->epochs : 3, &st, &hit, msg,
-	                       sizeof(msg)) < 0) {
+	if (syn__measure_point(&a->mo, a->threads, a->cache, a->epochs ? a->epochs : 3, &st, &hit, &d,
+	                       msg, sizeof(msg)) < 0) {
 		errmsg("%s: %s", argv[0], msg);
 		return 1;
 	}
-	printf("threads %d cache %.0f hit_rate %.3f samples_per_s %.1f min %.1f max %.1f\n", a->threads,
-	       a->cache, hit, st.med, st.min, st.max);
+	/* Where the time went, per item, over the measured epochs: worker
+	 * time decoding and fetching, and the process's CPU time. */
+	double n = d.items > 0 ? d.items : 1;
+	printf("threads %d cache %.0f hit_rate %.3f samples_per_s %.1f min %.1f max %.1f "
+	       "prep_ms %.4f fetch_ms %.4f cpu_ms %.4f\n", a->threads, a->cache, hit, st.med, st.min,
+	       st.max, 1e3 * d.prep_time / n, 1e3 * d.fetch_time / n, 1e3 * d.cpu_time / n);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # cli.sh: golden-output tests of synergy-profile show / what-if on the
 # checked-in profile, list over a store holding good and corrupt files, the
-# store lookup through synergy.conf, and the CLI's error paths.
+# store lookup through synergy.conf, the stall report (text and --json) and
+# the CLI's error paths.
 . "$top_srcdir/tests/lib/tap.sh"
 sp="$top_builddir/profiler/synergy-profile"
 data="$top_srcdir/profiler/test/data"
@@ -33,6 +34,20 @@ whatif_remote() {
 whatif_remote > "$tmp/whatif-remote.out" 2>&1
 test_ok "what-if of a remote profile predicts the storage rate and the fetch ceiling" \
 	diff -u "$data/whatif-remote.out" "$tmp/whatif-remote.out"
+# The stall report (DS-Analyzer's answers) as JSON: at the share for show,
+# at the grant for what-if. Hand-checked for resnet18 at the share: G =
+# 2040 / 812.5 = 2.511, cached (clamped at 125 GiB) 1.02: GPU 39.8%, prep
+# stall 1/1.02 - 1/2.511 = 58.2%, fetch stall 2.0%; 9 cpus give 2.5 >=
+# 0.99 G; 62.5 + 62.5 * 0.0098 / 0.02 = 93.125 GiB reach 0.99 * 1.02.
+test_ok "show --json: the stall report at the share (golden)" \
+	sh -c "'$sp' show --json '$data/resnet18.json' | diff -u '$data/report-resnet18.json' -"
+test_ok "what-if --json: the stall report at the grant (golden)" \
+	sh -c "'$sp' what-if --json '$data/resnet18.json' --cpus 7.5 --cache 20.8G |
+		diff -u '$data/report-whatif-resnet18.json' -"
+test_ok "show names what bounds the job at the share" \
+	sh -c "'$sp' show '$data/resnet18.json' | grep -q '^  bound      prep\$'"
+# A profile that predicts nothing at its share has no report: exit 1, named.
+sed 's/\[0.98, 1, 1.02\]/[0, 0, 0]/' "$data/resnet18.json" > "$tmp/zero.json"
 
 # A store with one good profile, one corrupt and one of a future schema.
 store="$tmp/store"
@@ -71,6 +86,10 @@ test_ok "a broken synergy.conf: exit 1 naming file:line" \
 	expect_fail 1 "broken.conf:1" env SYNERGY_CONF="$tmp/broken.conf" "$sp" show r18
 test_ok "a missing --conf file: exit 1 naming it" \
 	expect_fail 1 "none.conf" "$sp" show --conf "$tmp/none.conf" r18
+test_ok "show of a profile with no throughput at its share: exit 1 naming it" \
+	expect_fail 1 "predicts no throughput at 3 cpus, 62.5 GiB" "$sp" show "$tmp/zero.json"
+test_ok "what-if there: exit 1 as well" \
+	expect_fail 1 "no throughput" "$sp" what-if --json "$tmp/zero.json" --cpus 3 --cache 62.5G
 test_ok "what-if without --cache: usage error" expect_fail 2 "cache" "$sp" what-if "$data/resnet18.json" --cpus 2
 test_ok "bad --cache value: usage error naming it" expect_fail 2 "--cache '12X'" "$sp" what-if r18 --cpus 2 --cache 12X
 test_ok "bad --key: usage error" expect_fail 2 "--key '../x'" "$sp" run --key ../x /nonexistent

@@ -1,7 +1,9 @@
 /*
  * model.c: tests of the DS-Analyzer what-if arithmetic: the prep curve
  * (interpolation, origin, linear extrapolation), the MinIO fetch model,
- * the min() of the three rates, the normalised grid, and the list and
+ * the min() of the three rates, the local-storage miss time (fit,
+ * interpolation, the serial worker form and its storage cap), the
+ * normalised grid, and the list and
  * byte-count parsers the CLI uses. Expected values are worked by hand in
  * the comments.
  */
@@ -199,6 +201,72 @@ static void test_overlap(void)
 	        "grid cell uses the overlap");
 }
 
+static void test_miss(void)
+{
+	syn__rates_t r = rates();
+	char msg[160];
+
+	/* Fit: 4 threads, all cached 3000/s (a worker spends 4/3000 s per
+	 * item), cold and uncached 1000/s (4/1000 s): a miss adds 4/1000 -
+	 * 4/3000 = 2.6667 ms. */
+	is_near(syn__model_fit_miss(4, 3000, 1000), 0.004 - 4 / 3000.0, 1e-15, "fit: t_m = c/R_cold - c/R_prep");
+	is_near(syn__model_fit_miss(2, 1800, 2000), 0, 0, "cold faster than cached: 0");
+	is_near(syn__model_fit_miss(0, 1800, 900), 0, 0, "cpus 0: 0");
+	is_near(syn__model_fit_miss(2, NAN, 900), 0, 0, "NaN prep rate: 0");
+	is_near(syn__model_fit_miss(2, 1800, INFINITY), 0, 0, "infinite cold rate: 0");
+
+	/* t_m(c): none = 0; linear between points, held beyond. */
+	is_near(syn__model_miss_time(&r, 2), 0, 0, "no miss times: 0");
+	ok(syn__model_add_miss(&r, 4, 0.004 - 4 / 3000.0) == 0, "add t_m at 4 threads");
+	ok(syn__model_add_miss(&r, 1, 0.001) == 0, "add t_m at 1 thread (kept sorted)");
+	ok(r.n_miss == 2 && r.miss_cpus[0] == 1 && r.miss_cpus[1] == 4, "miss points sorted by cpus");
+	is_near(syn__model_miss_time(&r, 2), 0.001 + (0.004 - 4 / 3000.0 - 0.001) / 3, 1e-15,
+	        "linear between points");
+	is_near(syn__model_miss_time(&r, 0.5), 0.001, 0, "held below the first");
+	is_near(syn__model_miss_time(&r, 16), 0.004 - 4 / 3000.0, 0, "held beyond the last");
+	errno = 0;
+	ok(syn__model_add_miss(&r, 0, 0.001) == -1 && errno == EINVAL, "cpus 0 is rejected");
+	errno = 0;
+	ok(syn__model_add_miss(&r, 2, -1e-3) == -1 && errno == EINVAL, "a negative time is rejected");
+	errno = 0;
+	ok(syn__model_add_miss(&r, 2, NAN) == -1 && errno == EINVAL, "NaN is rejected");
+	ok(r.n_miss == 2, "rejected points change nothing");
+
+	/* The serial worker form. Storage fast enough not to cap (1 GiB/s:
+	 * 10000 items/s). 4 threads: t_p = 4/3000 s, t_m = 4/1000 - 4/3000. */
+	r.fetch_storage_bps = SYN__GIB;
+	double tp = 4 / 3000.0, tm = 0.004 - tp;
+	is_near(syn__model_loader(&r, 4, 0), 1000, 1e-9, "no cache: every item misses (the cold rate)");
+	is_near(syn__model_loader(&r, 4, SYN__GIB / 2), 4 / (tp + 0.5 * tm), 1e-9,
+	        "half cached: half the items pay t_m");
+	is_near(syn__model_loader(&r, 4, SYN__GIB), 3000, 1e-9, "all cached: the prep rate");
+	/* Storage caps what the misses can bring: 100 MiB/s = 976.5625 items/s. */
+	r.fetch_storage_bps = 100.0 * 1024 * 1024;
+	is_near(syn__model_loader(&r, 4, 0), 976.5625, 1e-9, "no cache: storage-bound below the cold rate");
+	is_near(syn__model_loader(&r, 4, SYN__GIB / 2), 4 / (tp + 0.5 * tm), 1e-9,
+	        "half cached: storage brings 1953/s, the workers are the limit");
+	is_near(syn__model_tput(&r, 4, SYN__GIB), 2000, 1e-9, "all cached: GPU bound");
+
+	/* Remote storage ignores miss times: the overlap form. */
+	syn__rates_t q = r;
+	q.fetch_latency = 0.05;
+	q.fetch_concurrency = 50; /* 1000 items/s */
+	syn__rates_t q0 = q;
+	q0.n_miss = 0;
+	is_near(syn__model_loader(&q, 4, 0), syn__model_loader(&q0, 4, 0), 0,
+	        "remote storage: miss times not used");
+
+	/* The grid records t_m at the most threads, rounded to 0.1 us. */
+	syn_profile_t p;
+	double cpus[] = { 1, 2, 4 }, mem[] = { 0, 0.5, 1 };
+	memset(&p, 0, sizeof(p));
+	r.fetch_storage_bps = SYN__GIB;
+	ok(syn__model_grid(&r, cpus, 3, mem, 3, 4, 1, &p, msg, sizeof(msg)) == 0, "grid with miss times");
+	is_near(p.fetch_miss_s, round((0.004 - 4 / 3000.0) * 1e7) / 1e7, 1e-15,
+	        "fetch_miss_s from the most threads");
+	is_near(p.tput[2][1], R4(4 / (tp + 0.5 * tm) / 2000), 1e-12, "grid cell uses the serial form");
+}
+
 static void test_from_job(void)
 {
 	syn__rates_t r;
@@ -207,9 +275,9 @@ static void test_from_job(void)
 	 * (800/s). The job spent 0.5 + 0.3 s outside coordl_next for 800
 	 * samples: GPU 1000/s. */
 	syn__job_point_t p[] = {
-		{ 4, 400, 0.5, 1.6, 0.8, 100e6, 400 },
-		{ 2, 400, 0.3, 1.0, 0.4, 100e6, 400 },
-		{ 1, 0, 0, 0, 0, 0, 0 }, /* never measured: ignored */
+		{ 4, 400, 0.5, 1.6, 0.8, 100e6, 400, 0 },
+		{ 2, 400, 0.3, 1.0, 0.4, 100e6, 400, 0 },
+		{ 1, 0, 0, 0, 0, 0, 0, 0 }, /* never measured: ignored */
 	};
 	ok(syn__rates_from_job(p, 3, 1000000000ULL, 10000, &r) == 0, "rates from a job report");
 	is_near(r.gpu, 1000, 1e-9, "gpu = samples / consumer time");
@@ -219,6 +287,16 @@ static void test_from_job(void)
 	is_near(r.fetch_storage_bps, 500e6, 1e-3, "storage = threads * bytes / fetch time, most threads");
 	ok(r.fetch_memory_bps == 0 && r.n_overlap == 0 && r.dataset_items == 10000,
 	   "cache bandwidth unmeasured, serial, dataset copied");
+	ok(r.n_miss == 0, "no miss counts reported: no miss times (the overlap form)");
+	/* With miss counts: a worker's fetch time per miss. 4 threads: 0.8 s
+	 * for 400 misses = 2 ms; 2 threads: 0.4 s for 200 misses = 2 ms. */
+	p[0].misses = 400;
+	p[1].misses = 200;
+	ok(syn__rates_from_job(p, 3, 1000000000ULL, 10000, &r) == 0 && r.n_miss == 2 &&
+	   r.miss_cpus[0] == 2 && r.miss_cpus[1] == 4, "miss times at both measured thread counts");
+	is_near(r.miss_time[0], 0.002, 1e-12, "t_m at 2 threads = fetch time / misses");
+	is_near(r.miss_time[1], 0.002, 1e-12, "t_m at 4 threads");
+	p[0].misses = p[1].misses = 0;
 	p[0].storage_bytes = 0;
 	ok(syn__rates_from_job(p, 2, 1000000000ULL, 10000, &r) == 0 && r.fetch_storage_bps == 0,
 	   "all hits: storage not limiting");
@@ -309,6 +387,7 @@ int main(void)
 {
 	test_prep();
 	test_overlap();
+	test_miss();
 	test_from_job();
 	test_fetch();
 	test_remote_fetch();

@@ -28,7 +28,7 @@ test_ok "run reports the measured memory point" grep -q '^memory check .*(hit ra
 test_ok "show reads it back from the store" \
 	sh -c "'$sp' show --store '$tmp/store' e2e | grep -q '^dataset   96 items'"
 test_ok "the grid has the requested rows" \
-	sh -c "'$sp' show --store '$tmp/store' e2e | awk '/^ +cpus/ {f=1; next} f {print \$1}' | tr '\\n' ' ' | grep -qx '1 2 4 '"
+	sh -c "'$sp' show --store '$tmp/store' e2e | awk '/^ +cpus/ {f=1; next} f && !NF {exit} f {print \$1}' | tr '\\n' ' ' | grep -qx '1 2 4 '"
 test_ok "the proportional share evaluates to 1.0" \
 	sh -c "'$sp' what-if --store '$tmp/store' e2e --cpus 2 --cache 1G | grep -q '^normalised   1.0000'"
 test_ok "a what-if prediction is positive" \

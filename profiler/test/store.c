@@ -47,6 +47,7 @@ static void make_profile(syn_profile_t *p, const char *key, double salt)
 	p->fetch_storage_bps = 5.24288e8;
 	p->fetch_memory_bps = 1e10 / 3;
 	p->fetch_overlap = 2.0 / 3;
+	p->fetch_miss_s = 1.0 / 7000;
 	p->dataset_bytes = 150000000000ULL;
 	p->dataset_items = 1281167;
 	snprintf(p->machine, sizeof(p->machine), "host \"quoted\" \\ tab\t");
@@ -75,7 +76,7 @@ static int same(const syn_profile_t *a, const syn_profile_t *b)
 	       a->prep_rate_per_core == b->prep_rate_per_core &&
 	       a->fetch_storage_bps == b->fetch_storage_bps &&
 	       a->fetch_memory_bps == b->fetch_memory_bps && a->fetch_overlap == b->fetch_overlap &&
-	       a->dataset_bytes == b->dataset_bytes &&
+	       a->fetch_miss_s == b->fetch_miss_s && a->dataset_bytes == b->dataset_bytes &&
 	       a->dataset_items == b->dataset_items;
 }
 
@@ -111,6 +112,7 @@ static void test_round_trip(void)
 	a.gpu_rate = 680.2;
 	a.fetch_memory_bps = 3333333333;
 	a.fetch_overlap = 0.6123;
+	a.fetch_miss_s = 0.0004;
 	text = syn_profile_format(&a, NULL);
 	ok(text && strstr(text, "0.4321") && !strstr(text, "0.43209999"),
 	   "rounded values are written with short digits");
@@ -125,6 +127,22 @@ static void test_round_trip(void)
 	ok(text && !strstr(text, "fetch_overlap") &&
 	   syn_profile_parse(text, strlen(text), "short", &b, NULL) == 0 && b.fetch_overlap == 0,
 	   "overlap 0: no field written, read back as 0");
+	free(text);
+
+	/* A measured miss time is written; none (0) writes no field, so
+	 * profiles without it (older tools, remote storage) read as 0. */
+	a.fetch_miss_s = 0.0004321;
+	text = syn_profile_format(&a, NULL);
+	ok(text && strstr(text, "\"fetch_miss_s\": 0.0004321") &&
+	   syn_profile_parse(text, strlen(text), "short", &b, NULL) == 0 && b.fetch_miss_s == 0.0004321,
+	   "a miss time is written and read back");
+	free(text);
+	a.fetch_miss_s = 0;
+	text = syn_profile_format(&a, NULL);
+	memset(&b, 0xff, sizeof(b));
+	ok(text && !strstr(text, "fetch_miss_s") &&
+	   syn_profile_parse(text, strlen(text), "short", &b, NULL) == 0 && b.fetch_miss_s == 0,
+	   "miss time 0: no field written, read back as 0");
 	free(text);
 }
 
@@ -143,6 +161,7 @@ static void test_golden(void)
 	is_near(p.base_tput, 812.5, 0, "golden base_tput");
 	is_near(p.fetch_storage_bps, 524288000, 0, "golden rates.fetch_storage_bps");
 	is_near(p.fetch_overlap, 0, 0, "golden file without rates.fetch_overlap: 0 (serial)");
+	is_near(p.fetch_miss_s, 0, 0, "golden file (older tool) without rates.fetch_miss_s: 0");
 	ok(p.dataset_items == 1281167, "golden dataset.items");
 }
 
@@ -189,6 +208,10 @@ static const struct bad_case bad_cases[] = {
 	{ "rate negative", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":{\"gpu\":-1}}", EINVAL, "'rates.gpu'" },
 	{ "overlap above 1", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":{\"fetch_overlap\":1.5}}", EINVAL,
 	  "'rates.fetch_overlap'" },
+	{ "miss time negative", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":{\"fetch_miss_s\":-0.001}}",
+	  EINVAL, "'rates.fetch_miss_s'" },
+	{ "miss time string", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"rates\":{\"fetch_miss_s\":\"1\"}}",
+	  EINVAL, "'rates.fetch_miss_s'" },
 	{ "dataset items fraction", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"dataset\":{\"items\":1.5}}", EINVAL,
 	  "'dataset.items'" },
 	{ "duplicate field", GOOD_HEAD GOOD_GRID GOOD_PROP ",\"prop_cpus\":3}", EINVAL, "duplicate" },

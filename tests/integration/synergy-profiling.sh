@@ -91,7 +91,7 @@ test_ok "synergy-profile show reads the profile back from the store" \
 		grep -q '^dataset   48 items' '$C/show.txt'"
 test_ok "with the share and grid ProfileCommand asked for" \
 	bash -c "grep -q '^share     1 cpus, 0.5 GiB per GPU' '$C/show.txt' &&
-		awk '/^ +cpus/ {f=1; next} f {print \$1}' '$C/show.txt' | tr '\\n' ' ' | grep -qx '1 2 '"
+		awk '/^ +cpus/ {f=1; next} f && !NF {exit} f {print \$1}' '$C/show.txt' | tr '\\n' ' ' | grep -qx '1 2 '"
 test_ok "no profile was filed for the failed key" test ! -e "$C/store/nodata.json"
 test_ok "the work directories are gone" test ! -e "$C/requests/work/newkey" -a ! -e "$C/requests/work/nodata"
 test_ok "the request is retired" test ! -e "$C/requests/newkey.req" -a ! -e "$C/requests/newkey.job"
