@@ -18,7 +18,7 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-live.sh tests/integration/synergy-trainval.sh \
 	tests/integration/demo.sh \
 	tests/integration/packaging.sh
-EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/suites.sh tests/vm/README tests/vm/init
+EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init
 dist_noinst_SCRIPTS += tests/vm/vm-run
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report

@@ -68,6 +68,8 @@
 
 # shellcheck source=tap.sh
 . "${top_srcdir:?}/tests/lib/tap.sh"
+# shellcheck source=tests/lib/ports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 : "${top_builddir:?}"
 CLUSTER_GPUS=${CLUSTER_GPUS:-2}
@@ -147,22 +149,14 @@ cluster_require_system() {
 
 bail() { echo "Bail out! $*"; exit 1; }
 
-# cluster__port: a TCP port nobody listens on at 127.0.0.1, not yet used by
-# this cluster. Random rather than derived from $$ alone, and probed, so that
-# clusters started side by side do not collide.
+# cluster__port: a free TCP port (tests/lib/ports.sh) not yet used by this
+# cluster, so that clusters started side by side do not collide.
 cluster__used_ports=
 cluster__port() {
-	local p i
-	for i in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		case " $cluster__used_ports " in *" $p "*) continue ;; esac
-		if [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ]; then
-			cluster__used_ports="$cluster__used_ports $p"
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
+	local p
+	p=$(ports_pick "$cluster__used_ports") || return 1
+	cluster__used_ports="$cluster__used_ports $p"
+	echo "$p"
 }
 
 # cluster__wait TIMEOUT CMD...: poll CMD every CLUSTER_POLL_MS (100 ms)

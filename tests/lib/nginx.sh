@@ -16,6 +16,8 @@
 #   nginx_port                     a free TCP port on 127.0.0.1
 #   nginx_latency_loc PATH ROOT S  a location serving ROOT at /PATH/ after S s
 
+# shellcheck source=tests/lib/ports.sh
+. "${top_srcdir:-${srcdir:-.}}/tests/lib/ports.sh"
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 NGINX_MODULES=${NGINX_MODULES:-/usr/lib/nginx/modules}
 NGINX_PID=
@@ -27,18 +29,9 @@ nginx_have() {
 
 nginx__used_ports=
 nginx_port() {
-	local p i=0
-	while [ $i -lt 200 ]; do
-		i=$((i + 1))
-		p=$(( ( $(od -An -N2 -tu2 /dev/urandom) % 20000 ) + 30000 ))
-		case " $nginx__used_ports " in *" $p "*) continue ;; esac
-		if [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ]; then
-			nginx__used_ports="$nginx__used_ports $p"
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
+	nginx__p=$(ports_pick "$nginx__used_ports") || return 1
+	nginx__used_ports="$nginx__used_ports $nginx__p"
+	echo "$nginx__p"
 }
 
 nginx_latency_loc() {
