@@ -15,14 +15,15 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/fetch.c loader/fetch.h \
 	loader/cache.c loader/cache.h \
 	loader/grant.c loader/grant.h \
+	loader/peer.c loader/peer.h \
 	loader/loader.c \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
 	loader/rng.h loader/cuda.h
 loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader \
-	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS)
+	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(UCX_CFLAGS) $(PMIX_CFLAGS)
 loader_libcoordl_core_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(LIBCURL_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) \
-	$(LIBM) $(LIBRT)
+	$(LIBM) $(LIBRT) $(UCX_LIBS) $(PMIX_LIBS)
 if HAVE_CUDA
 loader_libcoordl_core_la_SOURCES += loader/cuda.c
 endif
