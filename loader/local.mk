@@ -35,6 +35,7 @@ loader_libcoordl_la_LIBADD = loader/libcoordl-core.la
 loader_libcoordl_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^coordl_[^_]'
 
 include_HEADERS += include/coordl.h include/synergy_env.h
+noinst_HEADERS += include/coordl_peerwire.h
 dist_man_MANS += doc/coordl.3
 pkgconfig_DATA += loader/coordl.pc
 DISTCLEANFILES += loader/coordl.pc
@@ -56,7 +57,8 @@ LOADER_TEST_PROGS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
-	loader/test/remote.t
+	loader/test/remote.t \
+	loader/test/peer.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -67,6 +69,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
+	loader/test/peer.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
@@ -108,6 +111,10 @@ loader_test_multi_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
+# peer.t runs UCX itself (a hostile peer) besides the loader's.
+loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
+loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
+loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
 # The server test (nginx on 127.0.0.1) drives remote-client.
 check_PROGRAMS += loader/test/remote-client
 loader_test_remote_client_SOURCES = loader/test/remote-client.c

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coordl_peerwire.h"
 #include "peer.h"
 #include "synergy_env.h"
 #include "util.h"
@@ -57,45 +58,28 @@
 #include <pmix.h>
 #endif
 
+#define AM_HELLO COORDL_PEER_AM_HELLO
+#define HELLO_MAGIC COORDL_PEER_MAGIC
+#define HELLO_VERSION COORDL_PEER_VERSION
+#define RKEY_MAX COORDL_PEER_RKEY_MAX
 #define NENT 1024                  /* read-ahead entries */
 #define NURG 128                   /* entries for reads outside the read-ahead */
 #define WINDOW 32                  /* read-ahead items being read at once */
 #define HELD_BUDGET (64ULL << 20)  /* bytes read ahead and not yet taken */
 #define FIRST_RETRY 0.2            /* s between attempts to reach a node never reached */
+#define FIRST_RETRY_MAX 2.0        /* s, the longest of those */
 #define BACKOFF_MIN 0.5            /* s before the first reconnection */
 #define BACKOFF_MAX 8.0
 #define LISTEN_RETRY 2.0           /* s between attempts to listen */
-#define AM_HELLO 23                /* active message id of the listener's hello */
-#define HELLO_MAGIC 0x31506c64726f6f63ULL /* "coordlP1" */
-#define HELLO_VERSION 1
-#define RKEY_MAX 4096              /* largest packed remote key accepted */
 #define MAX_SERVED 1024            /* peers connected to our listener at once */
 #define NEVENTS 128
+#define PROGRESS_BURST 64          /* worker progress calls between two steps */
 #define PMIX_FENCE_S 30
 #define NOWNER 0xffff              /* owner not known yet */
 
 enum { E_FREE = 0, E_NEW, E_ENT, E_DATA, E_DONE, E_ABSENT, E_FAIL };
 enum { N_SELF = 0, N_DOWN, N_CONNECTING, N_UP, N_OFF };
 enum { EV_CONN = 1, EV_HELLO, EV_ERROR };
-
-/* What a listener tells a connecting peer (followed by the packed rkey). */
-struct hello {
-	uint64_t magic;
-	uint32_t version, node;
-	uint64_t tag, signature, nitems;
-	uint64_t base, index_off, data_off, data_cap;
-	uint32_t rkey_len, serves;
-};
-
-/* What a rank puts into PMIx (followed by the rkey, then the worker
- * address). */
-struct pmix_blob {
-	uint64_t magic;
-	uint32_t version, node, local_rank, serves;
-	uint64_t signature, nitems;
-	uint64_t base, index_off, data_off, data_cap;
-	uint32_t rkey_len, addr_len;
-};
 
 struct ent {
 	int state;
@@ -142,7 +126,7 @@ struct node {
 
 struct served {
 	ucp_ep_h ep;
-	struct hello hello;      /* sent from here: valid until the ep closes */
+	struct coordl_peer_hello hello;      /* sent from here: valid until the ep closes */
 };
 
 struct closing {
@@ -154,7 +138,7 @@ struct event {
 	int kind;
 	ucp_ep_h ep;
 	ucp_conn_request_h conn;
-	struct hello hello;
+	struct coordl_peer_hello hello;
 	uint8_t rkey[RKEY_MAX];
 	size_t rkey_len;
 };
@@ -210,6 +194,7 @@ struct coordl__peer {
 	/* Statistics of the epoch (under mu). */
 	uint64_t hits, bytes, absent, fallbacks, bad, stalls, failures, rejected;
 	char note[256];
+	int note_node;           /* the node the note is about, or -1 */
 };
 
 static void set_note(struct coordl__peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -284,7 +269,7 @@ static ucs_status_t hello_cb(void *arg, const void *header, size_t header_length
 	struct event *ev;
 
 	/* Only a small eager hello with its reply endpoint is one of ours. */
-	if (header_length != sizeof(struct hello) || length > RKEY_MAX ||
+	if (header_length != sizeof(struct coordl_peer_hello) || length > RKEY_MAX ||
 	    (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
 	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
 		return UCS_OK;
@@ -358,6 +343,8 @@ static void node_down(struct coordl__peer *p, int k, double now, const char *why
 
 	if (n->state != N_UP && n->state != N_CONNECTING)
 		return;
+	if (!p->note[0])
+		p->note_node = k;
 	set_note(p, "peer node %d (%s:%d): %s; its part is read from storage until it is back", k,
 		 n->host, n->port, why);
 	if (n->ep)
@@ -369,8 +356,12 @@ static void node_down(struct coordl__peer *p, int k, double now, const char *why
 	__atomic_store_n(&n->state, N_DOWN, __ATOMIC_RELAXED);
 	if (!n->was_up) {
 		/* Never reached yet: the nodes of a job start within moments
-		 * of each other, so keep trying often. */
-		n->retry_at = now + FIRST_RETRY;
+		 * of each other, so keep trying often, backing off to
+		 * FIRST_RETRY_MAX for a node that does not answer. */
+		n->backoff = n->backoff < FIRST_RETRY ? FIRST_RETRY : n->backoff * 2;
+		if (n->backoff > FIRST_RETRY_MAX)
+			n->backoff = FIRST_RETRY_MAX;
+		n->retry_at = now + n->backoff;
 	} else {
 		n->backoff = n->backoff < BACKOFF_MIN ? BACKOFF_MIN : n->backoff * 2;
 		if (n->backoff > BACKOFF_MAX)
@@ -381,6 +372,22 @@ static void node_down(struct coordl__peer *p, int k, double now, const char *why
 	if (n->ncand > 1)
 		n->cur = (n->cur + 1) % n->ncand;
 	p->failures++;
+}
+
+/* Node k answered: reads go to it again, and a note about its failure
+ * (at start, nodes often try each other before all of them listen) is
+ * dropped. */
+static void node_up(struct coordl__peer *p, int k)
+{
+	struct node *n = &p->nodes[k];
+
+	__atomic_store_n(&n->state, N_UP, __ATOMIC_RELAXED);
+	n->was_up = 1;
+	n->backoff = 0;
+	if (p->note_node == k) {
+		p->note[0] = '\0';
+		p->note_node = -1;
+	}
 }
 
 static void connect_node(struct coordl__peer *p, int k, double now)
@@ -413,8 +420,7 @@ static void connect_node(struct coordl__peer *p, int k, double now)
 		n->index_off = c->index_off;
 		n->data_off = c->data_off;
 		n->data_cap = c->data_cap;
-		__atomic_store_n(&n->state, N_UP, __ATOMIC_RELAXED);
-		n->was_up = 1;
+		node_up(p, k);
 		return;
 	}
 	ep.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
@@ -435,7 +441,7 @@ static void connect_node(struct coordl__peer *p, int k, double now)
 /* The listener's hello arrived on one of our endpoints. */
 static void on_hello(struct coordl__peer *p, struct event *ev, double now)
 {
-	const struct hello *h = &ev->hello;
+	const struct coordl_peer_hello *h = &ev->hello;
 	struct node *n = NULL;
 	int k;
 
@@ -446,6 +452,11 @@ static void on_hello(struct coordl__peer *p, struct event *ev, double now)
 		}
 	if (!n)
 		return;
+	if (p->note_node == k) {
+		/* What it says replaces a failure noted while it started. */
+		p->note[0] = '\0';
+		p->note_node = -1;
+	}
 	if (h->magic != HELLO_MAGIC || h->version != HELLO_VERSION || h->node != (uint32_t)k ||
 	    h->tag != p->tag) {
 		set_note(p, "peer node %d (%s:%d) is not this job's node %d: not used", k, n->host,
@@ -478,9 +489,7 @@ static void on_hello(struct coordl__peer *p, struct event *ev, double now)
 	n->index_off = h->index_off;
 	n->data_off = h->data_off;
 	n->data_cap = h->data_cap;
-	__atomic_store_n(&n->state, N_UP, __ATOMIC_RELAXED);
-	n->was_up = 1;
-	n->backoff = 0;
+	node_up(p, k);
 }
 
 /* Is this address one of the job's nodes'? */
@@ -696,7 +705,8 @@ static void advance(struct coordl__peer *p, struct ent *e, double now)
 				finish(p, e, E_FAIL);
 		} else if (n->state == N_OFF) {
 			finish(p, e, E_ABSENT);
-		} else if (n->state != N_CONNECTING || now - e->t_new > p->timeout) {
+		} else {
+			/* Not connected (yet, or any more): storage, at once. */
 			finish(p, e, E_FAIL);
 		}
 		break;
@@ -769,8 +779,7 @@ static void fill(struct coordl__peer *p, double now)
 		int k = p->owner[idx];
 		struct ent *e = &p->ent[pos % NENT];
 
-		if (k == p->me || k >= p->nnodes || p->nodes[k].state == N_DOWN ||
-		    p->nodes[k].state == N_OFF) {
+		if (k == p->me || k >= p->nnodes || p->nodes[k].state != N_UP) {
 			p->ra_next++;
 			continue;
 		}
@@ -813,6 +822,17 @@ static void step(struct coordl__peer *p, double now)
 	poll_closing(p);
 }
 
+/* Progress the worker up to PROGRESS_BURST times while it reports work;
+ * returns whether it did any. */
+static int progress_burst(ucp_worker_h w)
+{
+	int n = 0;
+
+	while (n < PROGRESS_BURST && ucp_worker_progress(w))
+		n++;
+	return n > 0;
+}
+
 static void *io_main(void *arg)
 {
 	struct coordl__peer *p = arg;
@@ -837,11 +857,11 @@ static void *io_main(void *arg)
 			busy = p->nodes[k].busy > 0 || p->nodes[k].state == N_CONNECTING;
 		busy = busy || p->nclosing > 0;
 		pthread_mutex_unlock(&p->mu);
-		if (ucp_worker_progress(p->worker)) {
-			while (ucp_worker_progress(p->worker))
-				;
+		/* A bounded burst: a connection that keeps UCX busy (a peer
+		 * that stalls or died mid-transfer can make every call report
+		 * progress) must not keep the thread from its deadlines. */
+		if (progress_burst(p->worker))
 			continue;
-		}
 		if (ucp_worker_arm(p->worker) == UCS_ERR_BUSY)
 			continue;
 		/* Deadlines and reconnections are looked at every 10 ms
@@ -962,7 +982,7 @@ static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 	pmix_info_t info[2];
 	ucp_address_t *addr = NULL;
 	size_t addr_len = 0, blob_len;
-	struct pmix_blob *b = NULL;
+	struct coordl_peer_pmix_blob *b = NULL;
 	uint32_t nodeid, nnodes, size, lrank;
 	char key[64];
 	bool collect = true;
@@ -1034,7 +1054,7 @@ static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 		goto out;
 	}
 	for (uint32_t r = 0; r < size; r++) {
-		struct pmix_blob pb;
+		struct coordl_peer_pmix_blob pb;
 		struct node *n;
 		struct cand *c;
 		if (r == me.rank)
@@ -1137,6 +1157,7 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 		return NULL;
 	}
 	p->efd = p->wakefd = -1;
+	p->note_node = -1;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	pthread_mutex_init(&p->ev_mu, NULL);
@@ -1284,8 +1305,7 @@ void coordl__peer_destroy(coordl__peer_t *p)
 		/* Forced closes and the reads they fail complete in progress. */
 		until = coordl__now() + 2.0;
 		do {
-			while (ucp_worker_progress(p->worker))
-				;
+			progress_burst(p->worker);
 			poll_closing(p);
 		} while (p->nclosing > 0 && coordl__now() < until);
 		for (int i = 0; i < NENT + NURG; i++)
@@ -1458,10 +1478,10 @@ int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf,
 		if (r->state != E_FREE && r->pos == pos && r->gen == p->gen && !r->orphan &&
 		    r->idx == idx)
 			e = r;
-		else if (r->state == E_FREE && n->state != N_DOWN)
+		else if (r->state == E_FREE && n->state == N_UP)
 			e = r;
 	}
-	if (!e && n->state == N_DOWN) {
+	if (!e && n->state != N_UP) {
 		p->fallbacks++;
 		pthread_mutex_unlock(&p->mu);
 		return COORDL__PEER_FAILED;
