@@ -309,8 +309,8 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
 
 /*
  * Multi-node jobs. When the environment names the job's nodes
- * (SYNERGY_PEERS and SYNERGY_NODE_INDEX, which the Synergy SPANK plugin
- * exports into every step that spans nodes), or the process is a rank
+ * (SYNERGY_PEERS and SYNERGY_NODE_INDEX, set by the job script; the
+ * SPANK plugin does not export them yet), or the process is a rank
  * that `srun --mpi=pmix` launched, the loader that takes the job's cache
  * shares it with the other nodes over UCX: each node caches a different
  * part of the dataset (fixed by the seed, the epoch the loader first ran

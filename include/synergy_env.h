@@ -99,9 +99,8 @@
  * The partitioned cache of a job that spans nodes (CoorDL's second
  * technique): each node's cache holds a different part of the dataset and
  * a node reads what it misses from the node that caches it before going to
- * storage. The plugin exports these into every task of a job step that
- * runs on more than one node; a program started some other way may set
- * them itself (coordl(3) shows how from Slurm's own variables).
+ * storage. The job sets them (the SPANK plugin does not export them yet);
+ * coordl(3) shows how from Slurm's own variables.
  */
 
 /* Every node's peer address, in node index order: comma-separated
