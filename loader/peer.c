@@ -195,6 +195,7 @@ struct coordl__peer {
 	uint64_t hits, bytes, absent, fallbacks, bad, stalls, failures, rejected;
 	char note[256];
 	int note_node;           /* the node the note is about, or -1 */
+	char note_out[256];      /* what coordl__peer_note() returned last */
 };
 
 static void set_note(struct coordl__peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1560,8 +1561,14 @@ const char *coordl__peer_note(coordl__peer_t *p)
 
 	if (!p)
 		return NULL;
+	/* The I/O thread may change note at any time (a note about a node
+	 * that came up is dropped): hand out a copy it never touches. */
 	pthread_mutex_lock(&p->mu);
-	s = p->note[0] ? p->note : NULL;
+	s = NULL;
+	if (p->note[0]) {
+		memcpy(p->note_out, p->note, sizeof(p->note_out));
+		s = p->note_out;
+	}
 	pthread_mutex_unlock(&p->mu);
 	return s;
 }

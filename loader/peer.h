@@ -145,7 +145,9 @@ int coordl__peer_serves(const coordl__peer_t *p, size_t idx);
 void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st);
 
 /* The first problem the peer tier met while running (a peer that failed,
- * a listener that could not bind), or NULL. Owned by p. */
+ * a listener that could not bind; dropped when a node that failed while
+ * the job started answers), or NULL. Owned by p, valid until the next call
+ * (a copy: the I/O thread may change the note meanwhile). */
 const char *coordl__peer_note(coordl__peer_t *p);
 
 #endif
