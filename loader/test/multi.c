@@ -157,12 +157,15 @@ static void test_train_and_eval(void)
 /* torchrun: one process per rank, same dataset, same name: one cache. */
 static void test_ranks(void)
 {
-	int up[2], down[2], good = 0;
+	int up[2], downs[2][2], good = 0;
 	pid_t pid[2];
 
-	if (pipe(up) < 0 || pipe(down) < 0)
+	/* One down pipe per rank: with a shared one, a fast rank could take
+	 * the other's go and leave it waiting forever. */
+	if (pipe(up) < 0 || pipe(downs[0]) < 0 || pipe(downs[1]) < 0)
 		bail_out("pipe");
 	for (int r = 0; r < 2; r++) {
+		int *down = downs[r];
 		if ((pid[r] = fork()) == 0) {
 			coordl_error_t err = { "" };
 			coordl_loader_t *ld = make(ds_a, COORDL_MODE_TRAIN, COORDL_CACHE_AUTO, -1, NULL, r, 2, &err);
@@ -188,7 +191,7 @@ static void test_ranks(void)
 		for (int r = 0; r < 2; r++)
 			if (read(up[0], &c, 1) != 1)
 				break;
-		if (write(down[1], "gg", 2) != 2)
+		if (write(downs[0][1], "g", 1) != 1 || write(downs[1][1], "g", 1) != 1)
 			break;
 	}
 	for (int r = 0; r < 2; r++) {
@@ -201,8 +204,10 @@ static void test_ranks(void)
 	is_int(good, 2, "ranks in two processes share one job cache: epoch 1 is all hits for both");
 	close(up[0]);
 	close(up[1]);
-	close(down[0]);
-	close(down[1]);
+	for (int r = 0; r < 2; r++) {
+		close(downs[r][0]);
+		close(downs[r][1]);
+	}
 }
 
 /* An unsafe file at the cache's path, a file system without room: the
