@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 	int64_t epochs = 2, max_batches = 0;
 	double gpu_rate = 0;
 	uint64_t bytes;
-	int c, remote;
+	int c, remote, peers;
 
 	coordl_config_init(&cfg);
 	while ((c = getopt_long(argc, argv, "e:t:c:b:s:m:l:g:n:h", opts, NULL)) != -1) {
@@ -230,11 +230,20 @@ int main(int argc, char **argv)
 			printf("# cache: %s\n", coordl_cache_note(ld));
 	}
 	remote = strstr(cfg.path, "://") != NULL;
+	{
+		coordl_stats_t st0;
+		coordl_get_stats(ld, &st0);
+		peers = st0.peer_nodes > 0;
+		if (peers)
+			printf("# partitioned cache: node %d of %d\n", st0.peer_node_index, st0.peer_nodes);
+	}
 	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %8s %7s %8s", "epoch", "images", "wall_s",
 	       "img/s", "img/s/thr", "img/cpu-s", "stall%", "hit%", "storageMB", "diskMB", "corrupt",
 	       "rssMB");
 	if (remote)
 		printf(" %8s %7s %7s %6s", "requests", "p50ms", "p99ms", "window");
+	if (peers)
+		printf(" %7s %8s %8s %6s %3s", "peer%", "peerMB", "fallback", "stalls", "up");
 	putchar('\n');
 	for (int64_t e = 0; e < epochs; e++) {
 		coordl_batch_t *b;
@@ -287,6 +296,11 @@ int main(int argc, char **argv)
 			if (remote)
 				printf(" %8llu %7.1f %7.1f %6d", (unsigned long long)st.requests,
 				       1e3 * st.req_latency_p50, 1e3 * st.req_latency_p99, st.io_window);
+			if (peers)
+				printf(" %7.1f %8.1f %8llu %6llu %3d",
+				       lookups ? 100.0 * (double)st.peer_hits / (double)lookups : 0.0,
+				       (double)st.peer_bytes / 1e6, (unsigned long long)st.peer_fallbacks,
+				       (unsigned long long)st.peer_stalls, st.peers_up);
 			putchar('\n');
 			fflush(stdout);
 		}

@@ -31,6 +31,9 @@ bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
 # sim bench (policy helper)
 EXTRA_DIST += bench/sim-bench.sh
 
+# peer bench (issue 14): the partitioned cache, NODES processes on 127.0.0.1.
+EXTRA_DIST += bench/peer-bench.sh
+
 # profiler bench: full-profile time and predicted-vs-measured accuracy
 # (bench/profiler-accuracy.sh BUILD_DIR prints both tables).
 EXTRA_DIST += bench/profiler-accuracy.sh

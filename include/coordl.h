@@ -288,9 +288,40 @@ typedef struct coordl_stats {
 	int io_inflight;            /* requests in flight now */
 	uint64_t io_bytes_in_flight;/* bytes fetched or being fetched that no worker
 	                               has taken yet (the read-ahead's memory) */
+	/* Where this epoch's items came from: cache_hits from this node's
+	 * cache, peer_hits from another node's (the partitioned cache of a
+	 * multi-node job, see "Multi-node jobs" below), storage_reads from
+	 * storage. */
+	uint64_t storage_reads;     /* items read from storage this epoch */
+	int peer_nodes;             /* nodes whose caches form the job's cache (0: none) */
+	int peer_node_index;        /* this node's index among them */
+	int peers_up;               /* other nodes connected now */
+	uint64_t peer_hits;         /* items read from another node's cache this epoch */
+	uint64_t peer_bytes;        /* their bytes */
+	uint64_t peer_absent;       /* items their node did not cache: read from storage */
+	uint64_t peer_fallbacks;    /* items whose node failed, stalled or sent bytes that
+	                               failed their check: read from storage */
+	uint64_t peer_bad;          /* of those, items that failed their check */
+	uint64_t peer_stalls;       /* nodes cut off this epoch for missing the deadline */
 } coordl_stats_t;
 
 int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
+
+/*
+ * Multi-node jobs. When the environment names the job's nodes
+ * (SYNERGY_PEERS and SYNERGY_NODE_INDEX, set by the job script; the
+ * SPANK plugin does not export them yet), or the process is a rank
+ * that `srun --mpi=pmix` launched, the loader that takes the job's cache
+ * shares it with the other nodes over UCX: each node caches a different
+ * part of the dataset (fixed by the seed, the epoch the loader first ran
+ * and the rank layout; ranks numbered node by node), and an item this
+ * node does not cache is read from the node that does, several items in
+ * flight, before storage. After the first epoch storage is read only for
+ * what no node caches. A node that dies or stalls costs a fallback to
+ * storage for its part (SYNERGY_PEER_TIMEOUT_MS), never a hang or wrong
+ * bytes (every item read from a peer is checked). Nothing changes on one
+ * node. See coordl(3) and synergy_env.h.
+ */
 
 /*
  * Why the loader's cache is not what the configuration and environment

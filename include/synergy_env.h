@@ -103,6 +103,40 @@
  * chosen at start. */
 #define SYNERGY_ENV_FOLLOW_CPUSET "SYNERGY_FOLLOW_CPUSET"
 
+/*
+ * The partitioned cache of a job that spans nodes (CoorDL's second
+ * technique): each node's cache holds a different part of the dataset and
+ * a node reads what it misses from the node that caches it before going to
+ * storage. The job sets them (the SPANK plugin does not export them yet);
+ * coordl(3) shows how from Slurm's own variables.
+ */
+
+/* Every node's peer address, in node index order: comma-separated
+ * "host:port" (host a name, an IPv4 address or an IPv6 address in
+ * brackets; port 1..65535), 2..1024 entries. The loader of node i listens
+ * on entry i (one process per node; the others only read) and connects to
+ * the others. */
+#define SYNERGY_ENV_PEERS "SYNERGY_PEERS"
+
+/* This node's index in SYNERGY_PEERS: a decimal integer 0..n-1. Required
+ * with SYNERGY_PEERS. */
+#define SYNERGY_ENV_NODE_INDEX "SYNERGY_NODE_INDEX"
+
+/* The job's peer tag: a decimal integer 0..2^64-1 that a connecting peer
+ * presents and the listener checks (so that a port reused by another job
+ * is not taken for this job's peer). Default 0. */
+#define SYNERGY_ENV_PEER_TAG "SYNERGY_PEER_TAG"
+
+/* How long a read from a peer may take before the peer counts as stalled
+ * and its part is read from storage, in ms: 1..600000 (default 1000). */
+#define SYNERGY_ENV_PEER_TIMEOUT_MS "SYNERGY_PEER_TIMEOUT_MS"
+
+/* How peers find each other: "auto" (default: "pmix" for a rank that
+ * `srun --mpi=pmix` launched, else "sockaddr"), "sockaddr" (the addresses
+ * in SYNERGY_PEERS), "pmix" (worker addresses exchanged through PMIx; node
+ * index and count from PMIx too) or "off" (no peers). */
+#define SYNERGY_ENV_PEER_WIREUP "SYNERGY_PEER_WIREUP"
+
 /* Set to "1" by the plugin when Synergy sized this job, "0" when it ran
  * GPU-proportional (no profile, --synergy=off, or a fallback). */
 #define SYNERGY_ENV_ACTIVE "SYNERGY_ACTIVE"

@@ -1,14 +1,20 @@
 /*
  * cache.c: the MinIO cache (see cache.h).
  *
- * Segment layout (version 2), offsets in bytes:
+ * Segment layout (version 3), offsets in bytes:
  *   0            header: geometry (written once by the creator), then the
  *                shared state (allocation offset, bound, counters, phase)
  *   4096         COORDL__CACHE_MAX_ATTACH slots of 64 bytes, one per
  *                attached loader: its operations in flight
  *   8192         index: one 16-byte entry per dataset item
  *   data_off     data area (64-aligned), data_cap bytes: the whole dataset
- *                plus slack, so that the cache can grow to any bound
+ *                plus slack, so that the cache can grow to any bound. Each
+ *                item is stored as its bytes followed by an 8-byte trailer,
+ *                coordl__cache_sum() of (index, bytes): a peer node that
+ *                reads an item out of this segment over the network
+ *                (peer.h), without taking part in the grace periods below,
+ *                checks it to tell a consistent copy from bytes that were
+ *                dropped or reused while it read them
  * The file is that long but sparse: memory is reserved (fallocate) only
  * for the header, for the index while the bound allows storing anything,
  * and for each item as it is stored; a store that finds the file system
@@ -78,7 +84,7 @@
 #include "util.h"
 
 #define CACHE_MAGIC 0x636f6f72646c4d32ULL /* "coordlM2" */
-#define CACHE_VERSION 2
+#define CACHE_VERSION 3
 
 #define SLOT_OFF 4096
 #define HDR_BYTES COORDL__CACHE_HEADER_BYTES
@@ -132,6 +138,7 @@ struct entry {
 _Static_assert(sizeof(struct header) <= SLOT_OFF, "header fits before the slots");
 _Static_assert(SLOT_OFF + NSLOTS * sizeof(struct slot) <= HDR_BYTES, "slots fit in the header");
 _Static_assert(sizeof(struct entry) == 16, "entry is 16 bytes");
+_Static_assert(sizeof(struct entry) == COORDL__CACHE_ENTRY_BYTES, "the peer layout matches");
 
 struct coordl__cache {
 	uint8_t *base;       /* mapping (or image) of seg_size bytes; NULL: stores nothing */
@@ -792,7 +799,7 @@ int coordl__cache_done(coordl__cache_t *c, const coordl__cache_ticket_t *ticket)
 int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t len)
 {
 	struct entry *e;
-	uint64_t lim, a, used, until;
+	uint64_t lim, a, used, until, room, sum;
 	uint32_t st;
 	unsigned p;
 	int rv = 0;
@@ -813,17 +820,18 @@ int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t 
 	if (!__atomic_compare_exchange_n(&e->state, &st, st | ENTRY_FILLING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		goto out;
+	room = (uint64_t)len + COORDL__CACHE_TRAILER;
 	a = __atomic_load_n(&c->hdr->alloc, __ATOMIC_ACQUIRE);
 	do {
 		used = a & ALLOC_USED;
 		/* Frozen by a shrink, or full for this item: never evict.
 		 * Another, smaller item may still fit. */
-		if ((a & ALLOC_FROZEN) || used > lim || len > lim - used)
+		if ((a & ALLOC_FROZEN) || used > lim || room > lim - used)
 			goto undo;
-	} while (!__atomic_compare_exchange_n(&c->hdr->alloc, &a, a + len, 1, __ATOMIC_ACQ_REL,
+	} while (!__atomic_compare_exchange_n(&c->hdr->alloc, &a, a + room, 1, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
-	if (c->fd >= 0 && posix_fallocate(c->fd, (off_t)(c->data_off + used), (off_t)len) != 0) {
-		uint64_t mine = a + len;
+	if (c->fd >= 0 && posix_fallocate(c->fd, (off_t)(c->data_off + used), (off_t)room) != 0) {
+		uint64_t mine = a + room;
 		/* No room in the file system: skip the item rather than
 		 * fault later, hand the space back if nobody took more
 		 * since, and stop trying for a while. */
@@ -833,6 +841,8 @@ int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t 
 		goto undo;
 	}
 	memcpy(c->data + used, data, len);
+	sum = coordl__cache_sum(i, data, len);
+	memcpy(c->data + used + len, &sum, sizeof(sum));
 	__atomic_store_n(&e->off, used, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->len, (uint32_t)len, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->state, st | ENTRY_READY, __ATOMIC_RELEASE);
@@ -875,8 +885,9 @@ static void shrink_locked(coordl__cache_t *c, uint64_t bound, int scan)
 				continue;
 			off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
 			l = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-			if (l != 0 && off <= lim && l <= lim - off) {
-				kept_end = off + l > kept_end ? off + l : kept_end;
+			if (l != 0 && off <= lim && l + COORDL__CACHE_TRAILER <= lim - off) {
+				uint64_t end = off + l + COORDL__CACHE_TRAILER;
+				kept_end = end > kept_end ? end : kept_end;
 				kept_items++;
 				kept_bytes += l;
 				continue;
@@ -1004,4 +1015,66 @@ const uint8_t *coordl__cache_mapping(const coordl__cache_t *c, size_t *len)
 		return NULL;
 	*len = (size_t)c->seg_size;
 	return c->base;
+}
+
+/* ---- what peer nodes read (peer.h) ---- */
+
+uint64_t coordl__cache_sum(uint64_t i, const uint8_t *p, size_t len)
+{
+	/* Four independent lanes of multiply-rotate mixing over 32-byte
+	 * blocks keep this at several GB/s; the splitmix64 finaliser
+	 * spreads every input bit over the result. Not cryptographic: it
+	 * tells a consistent copy of an item from torn or reused bytes. */
+	const uint64_t k1 = 0x9e3779b97f4a7c15ULL, k2 = 0xc2b2ae3d27d4eb4fULL;
+	uint64_t h[4] = { i ^ k1, (uint64_t)len ^ k2, i * k2 + 1, (uint64_t)len * k1 + 2 };
+	size_t n = 0;
+
+	for (; n + 32 <= len; n += 32) {
+		for (int l = 0; l < 4; l++) {
+			uint64_t w;
+			memcpy(&w, p + n + 8 * (size_t)l, 8);
+			h[l] ^= w * k1;
+			h[l] = ((h[l] << 31) | (h[l] >> 33)) * k2;
+		}
+	}
+	for (; n < len; n++) {
+		h[n & 3] ^= (uint64_t)p[n] * k1;
+		h[n & 3] = ((h[n & 3] << 31) | (h[n & 3] >> 33)) * k2;
+	}
+	uint64_t x = h[0] ^ ((h[1] << 17) | (h[1] >> 47)) ^ ((h[2] << 29) | (h[2] >> 35)) ^
+		     ((h[3] << 43) | (h[3] >> 21));
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+int coordl__cache_layout(const coordl__cache_t *c, coordl__cache_layout_t *out)
+{
+	if (!c || !c->base || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	out->base = c->base;
+	out->seg_size = c->seg_size;
+	out->index_off = HDR_BYTES;
+	out->data_off = c->data_off;
+	out->data_cap = c->data_cap;
+	out->nitems = c->nitems;
+	return 0;
+}
+
+int coordl__cache_entry_ready(const void *raw, uint64_t data_cap, uint64_t *off, uint32_t *len)
+{
+	struct entry e;
+
+	memcpy(&e, raw, sizeof(e));
+	if ((e.state & STATE_MASK) != ENTRY_READY || e.len == 0 || e.off > data_cap ||
+	    (uint64_t)e.len + COORDL__CACHE_TRAILER > data_cap - e.off)
+		return 0;
+	*off = e.off;
+	*len = e.len;
+	return 1;
 }

@@ -81,9 +81,10 @@ const uint8_t *coordl__cache_get(coordl__cache_t *c, size_t i, size_t *len,
  * this reader: then use of the bytes must be redone from storage). */
 int coordl__cache_done(coordl__cache_t *c, const coordl__cache_ticket_t *ticket);
 
-/* Store item i. Returns 1 when stored, 0 when it is already stored, being
- * stored by another loader, or does not fit under the bound (the cache
- * never evicts) or in the file system. Never fails otherwise. */
+/* Store item i (its bytes and an 8-byte checksum trailer, see below).
+ * Returns 1 when stored, 0 when it is already stored, being stored by
+ * another loader, or does not fit under the bound (the cache never evicts)
+ * or in the file system. Never fails otherwise. */
 int coordl__cache_put(coordl__cache_t *c, size_t i, const uint8_t *data, size_t len);
 
 /*
@@ -111,6 +112,37 @@ uint64_t coordl__cache_capacity(const coordl__cache_t *c);
 uint64_t coordl__cache_bound(const coordl__cache_t *c);
 uint64_t coordl__cache_shrinks(const coordl__cache_t *c);
 uint64_t coordl__cache_grows(const coordl__cache_t *c);
+
+/*
+ * What a peer node needs to read items out of this cache over the network
+ * (peer.h): where the segment is mapped, its length, and where the index
+ * (COORDL__CACHE_ENTRY_BYTES per item, item i at index_off + i * that)
+ * and the data area start. An entry read this way is decoded with
+ * coordl__cache_entry_ready(); the item's bytes lie at data_off + off and
+ * are followed by a COORDL__CACHE_TRAILER-byte trailer holding
+ * coordl__cache_sum(i, bytes, len) (host byte order: peers of one job run
+ * on one architecture). A reader that takes no part in the cache's grace
+ * periods must check the trailer: the item may have been dropped and its
+ * room reused while it read.
+ */
+#define COORDL__CACHE_ENTRY_BYTES 16
+#define COORDL__CACHE_TRAILER 8
+
+typedef struct coordl__cache_layout {
+	uint8_t *base;
+	uint64_t seg_size, index_off, data_off, data_cap, nitems;
+} coordl__cache_layout_t;
+
+/* Fill out for a cache that can store anything. 0, or -1 (EINVAL). */
+int coordl__cache_layout(const coordl__cache_t *c, coordl__cache_layout_t *out);
+
+/* Decode a raw index entry (COORDL__CACHE_ENTRY_BYTES read from a
+ * segment): 1 and *off, *len when it is a stored item whose bytes and
+ * trailer lie within data_cap, else 0. Never trusts the entry. */
+int coordl__cache_entry_ready(const void *raw, uint64_t data_cap, uint64_t *off, uint32_t *len);
+
+/* The trailer's checksum of item i's bytes. */
+uint64_t coordl__cache_sum(uint64_t i, const uint8_t *p, size_t len);
 
 /* Filesystem path of a named segment, else NULL. */
 const char *coordl__cache_path(const coordl__cache_t *c);

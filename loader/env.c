@@ -156,6 +156,62 @@ bad:
 	return -1;
 }
 
+int coordl__parse_peers(const char *s, int (*fn)(void *arg, int k, const char *host, int port),
+			void *arg)
+{
+	char host[COORDL__HOST_MAX + 1];
+	const char *p = s;
+	int k = 0;
+
+	if (!s || !*s)
+		goto bad;
+	for (;;) {
+		size_t n = 0;
+		uint64_t port;
+		int rc;
+
+		if (k >= COORDL__MAX_NODES)
+			goto bad;
+		if (*p == '[') {
+			/* An IPv6 address: hex digits, colons and dots. */
+			for (p++; *p && *p != ']'; p++) {
+				if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
+					goto bad;
+				if (n >= COORDL__HOST_MAX)
+					goto bad;
+				host[n++] = *p;
+			}
+			if (*p != ']' || n == 0)
+				goto bad;
+			p++;
+		} else {
+			for (; *p && *p != ':'; p++) {
+				if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+					goto bad;
+				if (n >= COORDL__HOST_MAX)
+					goto bad;
+				host[n++] = *p;
+			}
+			if (n == 0)
+				goto bad;
+		}
+		host[n] = '\0';
+		if (*p != ':' || parse_digits(p + 1, &port, &p) < 0 || port < 1 || port > 65535)
+			goto bad;
+		if (fn && (rc = fn(arg, k, host, (int)port)) != 0)
+			return rc;
+		k++;
+		if (*p == '\0')
+			return k;
+		if (*p != ',')
+			goto bad;
+		p++;
+	}
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
 /* Count the cores this process may run on. A node with more possible CPUs
  * than a cpu_set_t holds refuses the fixed-size mask (EINVAL), so the
  * mask grows until the kernel takes it. */
@@ -235,6 +291,48 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
 					 SYNERGY_ENV_CPUS, v);
+	if ((v = getenv(SYNERGY_ENV_PEERS))) {
+		int k = coordl__parse_peers(v, NULL, NULL);
+		if (k < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected host:port,host:port,... (at most %d)",
+						 SYNERGY_ENV_PEERS, v, COORDL__MAX_NODES);
+		e.peers = v;
+		e.nnodes = k;
+		if (!(v = getenv(SYNERGY_ENV_NODE_INDEX)))
+			return coordl__errprintf(err, EINVAL, "%s is set but %s is not",
+						 SYNERGY_ENV_PEERS, SYNERGY_ENV_NODE_INDEX);
+		if (coordl__parse_int(v, 0, k - 1, &n) < 0)
+			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 0..%d (%s has %d entries)",
+						 SYNERGY_ENV_NODE_INDEX, v, k - 1, SYNERGY_ENV_PEERS, k);
+		e.node_index = (int)n;
+	}
+	if ((v = getenv(SYNERGY_ENV_PEER_TAG))) {
+		uint64_t tag;
+		const char *end;
+		if (parse_digits(v, &tag, &end) < 0 || *end != '\0')
+			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 0..2^64-1",
+						 SYNERGY_ENV_PEER_TAG, v);
+		e.peer_tag = tag;
+	}
+	e.peer_timeout_ms = COORDL__PEER_TIMEOUT_DEFAULT;
+	if ((v = getenv(SYNERGY_ENV_PEER_TIMEOUT_MS))) {
+		if (coordl__parse_int(v, 1, 600000, &n) < 0)
+			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected milliseconds 1..600000",
+						 SYNERGY_ENV_PEER_TIMEOUT_MS, v);
+		e.peer_timeout_ms = (int)n;
+	}
+	if ((v = getenv(SYNERGY_ENV_PEER_WIREUP))) {
+		static const char *names[] = { "auto", "sockaddr", "pmix", "off" };
+		int w = -1;
+		for (int i = 0; i < 4; i++)
+			if (strcmp(v, names[i]) == 0)
+				w = i;
+		if (w < 0)
+			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected auto, sockaddr, pmix or off",
+						 SYNERGY_ENV_PEER_WIREUP, v);
+		e.wireup = w;
+	}
 	if (check_flag(SYNERGY_ENV_PROFILE_MODE, err) < 0 || check_flag(SYNERGY_ENV_ACTIVE, err) < 0 ||
 	    check_flag(SYNERGY_ENV_FOLLOW_CPUSET, err) < 0)
 		return -1;
@@ -287,6 +385,10 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		e.job_cache = 0;
 		e.cache_fixed = 1;
 	}
+	/* Only the loader that takes the job's cache joins the peer tier:
+	 * one partition per node and job, like the cache itself. */
+	if (!e.job_cache || cfg->mode == COORDL_MODE_SYNTHETIC)
+		e.wireup = COORDL__WIREUP_OFF;
 	*out = e;
 	return 0;
 }

@@ -33,6 +33,27 @@ int coordl__parse_cpulist(const char *s);
 /* Validate a cache name: [A-Za-z0-9_.-], 1..64 characters, not "." or "..". */
 int coordl__valid_cache_name(const char *s);
 
+/* Peer wire-up (SYNERGY_PEER_WIREUP). */
+enum { COORDL__WIREUP_AUTO = 0, COORDL__WIREUP_SOCKADDR, COORDL__WIREUP_PMIX, COORDL__WIREUP_OFF };
+
+/* The most nodes of one job the peer tier serves, the longest host name
+ * in SYNERGY_PEERS, and the default peer deadline. */
+#define COORDL__MAX_NODES 1024
+#define COORDL__HOST_MAX 255
+#define COORDL__PEER_TIMEOUT_DEFAULT 1000
+
+/*
+ * Parse a SYNERGY_PEERS list (synergy_env.h): comma-separated host:port,
+ * host a name or IPv4 address ([A-Za-z0-9._-], 1..255 characters) or an
+ * IPv6 address in brackets, port 1..65535, at most COORDL__MAX_NODES
+ * entries. fn (may be NULL) is called for each entry in order with its
+ * index, host (without brackets) and port; a non-zero return stops the
+ * walk and is returned. Returns the number of entries, or -1 with errno
+ * EINVAL for a malformed list.
+ */
+int coordl__parse_peers(const char *s, int (*fn)(void *arg, int k, const char *host, int port),
+			void *arg);
+
 /* The default and the largest max_item_bytes. */
 #define COORDL__MAX_ITEM_DEFAULT (64LL << 20)
 #define COORDL__MAX_ITEM_LIMIT (1LL << 40)
@@ -61,6 +82,13 @@ typedef struct coordl__env {
 	const char *profile_out; /* SYNERGY_PROFILE_OUT when SYNERGY_PROFILE_MODE=1, else NULL */
 	int follow;        /* 1: threads were not fixed by the API and
 	                      SYNERGY_FOLLOW_CPUSET is not 0: follow the cpuset */
+	/* The peer tier (peer.h), for the loader that takes the job's cache
+	 * only; wireup OFF for every other loader. */
+	int wireup;              /* COORDL__WIREUP_* */
+	const char *peers;       /* SYNERGY_PEERS (validated), or NULL */
+	int nnodes, node_index;  /* entries of peers and ours (0, 0 without) */
+	uint64_t peer_tag;
+	int peer_timeout_ms;
 } coordl__env_t;
 
 /*

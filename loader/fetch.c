@@ -75,6 +75,8 @@ struct coordl__fetch {
 	coordl__source_t *src;
 	const coordl__remote_t *rem;
 	coordl__cache_t *cache;
+	int (*skip)(void *arg, size_t idx);
+	void *skip_arg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* an entry became DONE or FAILED */
 	pthread_t thr;
@@ -454,6 +456,11 @@ static void fill(struct coordl__fetch *f, double now)
 			f->next++;
 			continue;
 		}
+		/* Another node's cache serves it (likewise). */
+		if (f->skip && f->skip(f->skip_arg, idx)) {
+			f->next++;
+			continue;
+		}
 		if (!(e = alloc_ent(f)))
 			break;
 		e->ra = 1;
@@ -791,5 +798,13 @@ void coordl__fetch_stats(coordl__fetch_t *f, coordl_stats_t *st)
 	st->io_window = f->readahead ? f->window : 0;
 	st->io_inflight = f->n_active;
 	st->io_bytes_in_flight = bytes;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void coordl__fetch_set_skip(coordl__fetch_t *f, int (*skip)(void *arg, size_t idx), void *arg)
+{
+	pthread_mutex_lock(&f->mu);
+	f->skip = skip;
+	f->skip_arg = arg;
 	pthread_mutex_unlock(&f->mu);
 }

@@ -78,6 +78,12 @@ int coordl__fetch_get(coordl__fetch_t *f, uint64_t pos, size_t idx, uint8_t **bu
  * drop what was read ahead for it. */
 void coordl__fetch_forget(coordl__fetch_t *f, uint64_t pos);
 
+/* Leave out of the read-ahead every item for which skip(arg, idx) says 1
+ * (a peer node serves it, peer.h); a worker that asks for one anyway gets
+ * it fetched on the spot. skip runs in the engine's thread and must not
+ * block. Call before the first restart. */
+void coordl__fetch_set_skip(coordl__fetch_t *f, int (*skip)(void *arg, size_t idx), void *arg);
+
 /* Fill the remote fields of st (requests, retries, latency percentiles,
  * window, requests and bytes in flight). */
 void coordl__fetch_stats(coordl__fetch_t *f, coordl_stats_t *st);

@@ -35,6 +35,12 @@
  * epoch's order with many requests in flight; a worker takes its item's
  * bytes from it instead of reading them itself. The engine learns the
  * order whenever it is (re)computed and only changes when bytes arrive.
+ *
+ * In a job that spans nodes, the peer tier (peer.h) makes the nodes'
+ * caches one partitioned cache: an item of another node's part is asked
+ * of that node (its own read-ahead keeps many in flight) before storage,
+ * only items of this node's part go into the local cache, and the
+ * partition is fixed from the order of the first epoch that runs.
  */
 #include "config.h"
 
@@ -52,6 +58,7 @@
 #include "fetch.h"
 #include "follow.h"
 #include "grant.h"
+#include "peer.h"
 #include "prep.h"
 #include "profmode.h"
 #include "rng.h"
@@ -128,6 +135,8 @@ struct coordl_loader {
 	int cache_shared;         /* the cache is a named, shared one */
 	char cache_note[320];     /* why the cache is not as asked ("" when it is) */
 	coordl__fetch_t *fetch;   /* remote datasets: the fetch engine, else NULL */
+	coordl__peer_t *peer;     /* a multi-node job's partitioned cache, else NULL */
+	uint64_t storage_reads;   /* atomic: items read from storage this epoch */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
 #endif
@@ -259,6 +268,9 @@ static void restart_fetch(coordl_loader_t *ld)
 	if (ld->fetch)
 		coordl__fetch_restart(ld->fetch, ld->order, end < ld->per_rank ? end : ld->per_rank,
 				      ld->base_pos);
+	if (ld->peer)
+		coordl__peer_restart(ld->peer, ld->order, end < ld->per_rank ? end : ld->per_rank,
+				     ld->base_pos);
 }
 
 /*
@@ -294,6 +306,7 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 	__atomic_store_n(&ld->prep_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ld->fetch_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ld->storage_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ld->storage_reads, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ld->hits, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ld->misses, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ld->corrupt, 0, __ATOMIC_RELAXED);
@@ -384,14 +397,25 @@ again:
 				coordl__fetch_forget(ld->fetch, pos);
 		} else {
 			double t = coordl__now();
+			int pr = COORDL__PEER_ABSENT;
 			__atomic_add_fetch(&ld->misses, 1, __ATOMIC_RELAXED);
-			if (fetch_item(ld, attempt || skip_cache ? COORDL__NOPOS : pos, idx, &w->buf,
-				       &w->cap, &len, why,
-				       sizeof(why)) < 0) {
+			/* Another node's part: ask that node before storage. */
+			if (ld->peer && !coordl__peer_mine(ld->peer, idx))
+				pr = coordl__peer_get(ld->peer, attempt || skip_cache ? COORDL__NOPOS : pos,
+						      idx, &w->buf, &w->cap, &len);
+			if (pr == COORDL__PEER_HIT) {
+				bytes = w->buf;
+				if (ld->fetch && attempt == 0)
+					coordl__fetch_forget(ld->fetch, pos);
+			} else if (fetch_item(ld, attempt || skip_cache ? COORDL__NOPOS : pos, idx,
+					      &w->buf, &w->cap, &len, why, sizeof(why)) < 0) {
 				ok = 0;
 			} else {
 				__atomic_add_fetch(&ld->storage_bytes, len, __ATOMIC_RELAXED);
-				coordl__cache_put(ld->cache, idx, w->buf, len);
+				__atomic_add_fetch(&ld->storage_reads, 1, __ATOMIC_RELAXED);
+				/* Only this node's part goes into its cache. */
+				if (coordl__peer_mine(ld->peer, idx))
+					coordl__cache_put(ld->cache, idx, w->buf, len);
 				bytes = w->buf;
 			}
 			__atomic_add_fetch(&ld->fetch_ns, ns_since(t), __ATOMIC_RELAXED);
@@ -617,6 +641,38 @@ static void open_cache(coordl_loader_t *ld, const coordl__env_t *env)
 			 strerror(errno));
 }
 
+/* Let the fetch engine leave out what a peer will serve. */
+static int peer_serves(void *arg, size_t idx)
+{
+	return coordl__peer_serves(arg, idx);
+}
+
+/*
+ * Join the partitioned cache of a multi-node job when the environment
+ * says the job spans nodes (peer.h). Never fails: without peers the
+ * loader works as on one node, and cache_note says why when peers were
+ * asked for but cannot be had.
+ */
+static void open_peers(coordl_loader_t *ld, const coordl__env_t *env)
+{
+	coordl__peer_opts_t po;
+	char why[256];
+
+	memset(&po, 0, sizeof(po));
+	po.env = env;
+	po.rank = ld->cfg.rank;
+	po.world = ld->cfg.world_size;
+	po.signature = coordl__source_signature(ld->src);
+	po.nitems = ld->nitems;
+	po.per_rank = ld->per_rank;
+	po.max_item = (uint64_t)env->max_item_bytes;
+	ld->peer = coordl__peer_create(ld->cache, &po, why, sizeof(why));
+	if (!ld->peer && why[0] && !ld->cache_note[0])
+		snprintf(ld->cache_note, sizeof(ld->cache_note), "%.300s", why);
+	if (ld->peer && ld->fetch)
+		coordl__fetch_set_skip(ld->fetch, peer_serves, ld->peer);
+}
+
 /* Allocate every batch buffer once and touch it, so that page faults are
  * paid here and never on the hot path. */
 static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
@@ -729,6 +785,8 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 		if (!(ld->fetch = coordl__fetch_create(ld->src, ld->cache, &fo, err)))
 			goto out;
 	}
+	if (cfg->mode != COORDL_MODE_SYNTHETIC)
+		open_peers(ld, &env);
 	if (!(ld->perm = malloc(ld->nitems * sizeof(uint64_t))) ||
 	    !(ld->order = malloc(ld->per_rank * sizeof(uint64_t))) ||
 	    !(ld->thr = calloc(COORDL__MAX_THREADS, sizeof(pthread_t))) ||
@@ -785,6 +843,8 @@ void coordl_destroy(coordl_loader_t *ld)
 	coordl__cuda_destroy(ld->cuda);
 #endif
 	coordl__fetch_destroy(ld->fetch);
+	/* The peer tier has the cache's mapping registered: it goes first. */
+	coordl__peer_destroy(ld->peer);
 	free_slots(ld);
 	coordl__cache_detach(ld->cache);
 	coordl__source_destroy(ld->src);
@@ -863,6 +923,9 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 	if (!ld->started) {
 		ld->started = 1;
 		ld->t0 = coordl__now();
+		/* The first epoch that runs fixes the partition (peer.h). */
+		if (ld->peer)
+			coordl__peer_fix(ld->peer, ld->perm, ld->nitems);
 		pthread_cond_broadcast(&ld->work_cv);
 	}
 	if (ld->fatal) {
@@ -1049,6 +1112,8 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st)
 	st->cache_shared = l->cache_shared;
 	if (l->fetch)
 		coordl__fetch_stats(l->fetch, st);
+	st->storage_reads = __atomic_load_n(&l->storage_reads, __ATOMIC_RELAXED);
+	coordl__peer_stats(l->peer, st);
 	if (st->epoch_wall > 0) {
 		st->images_per_s = (double)st->samples / st->epoch_wall;
 		st->images_per_s_per_core = st->images_per_s / (st->threads > 0 ? st->threads : 1);
@@ -1062,7 +1127,9 @@ const char *coordl_cache_note(const coordl_loader_t *ld)
 		return NULL;
 	if (ld->cache_note[0])
 		return ld->cache_note;
-	return coordl__grant_note(ld->grant);
+	if (coordl__grant_note(ld->grant))
+		return coordl__grant_note(ld->grant);
+	return coordl__peer_note(ld->peer);
 }
 
 const char *coordl_last_corrupt(const coordl_loader_t *ld)

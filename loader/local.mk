@@ -15,14 +15,15 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/fetch.c loader/fetch.h \
 	loader/cache.c loader/cache.h \
 	loader/grant.c loader/grant.h \
+	loader/peer.c loader/peer.h \
 	loader/loader.c \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
 	loader/rng.h loader/cuda.h
 loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader \
-	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS)
+	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(UCX_CFLAGS) $(PMIX_CFLAGS)
 loader_libcoordl_core_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(LIBCURL_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) \
-	$(LIBM) $(LIBRT)
+	$(LIBM) $(LIBRT) $(UCX_LIBS) $(PMIX_LIBS)
 if HAVE_CUDA
 loader_libcoordl_core_la_SOURCES += loader/cuda.c
 endif
@@ -34,6 +35,7 @@ loader_libcoordl_la_LIBADD = loader/libcoordl-core.la
 loader_libcoordl_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^coordl_[^_]'
 
 include_HEADERS += include/coordl.h include/synergy_env.h
+noinst_HEADERS += include/coordl_peerwire.h
 dist_man_MANS += doc/coordl.3
 pkgconfig_DATA += loader/coordl.pc
 DISTCLEANFILES += loader/coordl.pc
@@ -55,7 +57,8 @@ LOADER_TEST_PROGS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
-	loader/test/remote.t
+	loader/test/remote.t \
+	loader/test/peer.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -66,6 +69,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
+	loader/test/peer.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
@@ -107,6 +111,10 @@ loader_test_multi_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
+# peer.t runs UCX itself (a hostile peer) besides the loader's.
+loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
+loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
+loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
 # The server test (nginx on 127.0.0.1) drives remote-client.
 check_PROGRAMS += loader/test/remote-client
 loader_test_remote_client_SOURCES = loader/test/remote-client.c

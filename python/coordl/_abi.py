@@ -139,6 +139,16 @@ class Stats(Structure):
         ("io_window", c_int),
         ("io_inflight", c_int),
         ("io_bytes_in_flight", c_uint64),
+        ("storage_reads", c_uint64),
+        ("peer_nodes", c_int),
+        ("peer_node_index", c_int),
+        ("peers_up", c_int),
+        ("peer_hits", c_uint64),
+        ("peer_bytes", c_uint64),
+        ("peer_absent", c_uint64),
+        ("peer_fallbacks", c_uint64),
+        ("peer_bad", c_uint64),
+        ("peer_stalls", c_uint64),
     ]
 
 

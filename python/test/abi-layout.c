@@ -105,6 +105,16 @@ int main(void)
 	FIELD(coordl_stats_t, io_window);
 	FIELD(coordl_stats_t, io_inflight);
 	FIELD(coordl_stats_t, io_bytes_in_flight);
+	FIELD(coordl_stats_t, storage_reads);
+	FIELD(coordl_stats_t, peer_nodes);
+	FIELD(coordl_stats_t, peer_node_index);
+	FIELD(coordl_stats_t, peers_up);
+	FIELD(coordl_stats_t, peer_hits);
+	FIELD(coordl_stats_t, peer_bytes);
+	FIELD(coordl_stats_t, peer_absent);
+	FIELD(coordl_stats_t, peer_fallbacks);
+	FIELD(coordl_stats_t, peer_bad);
+	FIELD(coordl_stats_t, peer_stalls);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);

@@ -1,0 +1,101 @@
+#!/bin/sh
+# peer-bench.sh: the partitioned cache of a multi-node job (issue 14) on one
+# machine. NODES coordl-bench processes on 127.0.0.1 act as the nodes of one
+# job (rank k of NODES on node k, each its own cache directory), UCX forced
+# onto TCP (UCX_TLS=tcp) so that peer reads cross sockets. Each node's cache
+# bound is CACHE_FRAC of the dataset, so the dataset does not fit one node's
+# cache but fits the union. Three configurations, interleaved per repetition:
+#   partitioned  SYNERGY_PEERS set: each node caches its part, misses from peers
+#   per-node     SYNERGY_PEER_WIREUP=off: independent MinIO caches
+#   no cache     SYNERGY_CACHE_BYTES=0: storage (here: the page cache) only
+# Prints one row per configuration, repetition, node and epoch, then, for the
+# epochs after the first, min/median/max over repetitions and nodes of
+# storage MB and images/s.
+#
+# Usage: bench/peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]
+# (defaults 2 nodes, 2000 images, 4 epochs, 3 repetitions). Env: CACHE_FRAC
+# (default 0.6), THREADS per node (default 1), OUT_SIZE (default 64).
+set -eu
+b=${1:?usage: peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]}
+nodes=${2:-2}
+images=${3:-2000}
+epochs=${4:-4}
+reps=${5:-3}
+frac=${CACHE_FRAC:-0.6}
+threads=${THREADS:-1}
+size=${OUT_SIZE:-64}
+bench=$b/bench/coordl-bench
+gen=$b/tools/coordl-datagen
+[ -x "$bench" ] && [ -x "$gen" ] || { echo "peer-bench: build $b first" >&2; exit 2; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/peer-bench.XXXXXX")
+pids=
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || :; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+"$gen" --out "$tmp/ds" --classes 10 --images "$images" --seed 14 --width-range 300-500 -j 2 >/dev/null
+dsbytes=$(find "$tmp/ds" -type f -name '*.jpg' -printf '%s\n' | awk '{s += $1} END {print s}')
+cache=$(awk -v d="$dsbytes" -v f="$frac" 'BEGIN {printf "%d", d * f}')
+port0=$((30000 + $$ % 20000))
+echo "# peer-bench: $nodes nodes on 127.0.0.1, UCX_TLS=tcp, dataset $images images $dsbytes bytes," \
+	"cache $cache bytes per node ($frac), $threads thread(s)/node, out $size, $(nproc) cpus"
+echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %3s %4s %5s %10s %9s %8s %8s\n' config rep node epoch storageMB img/s peerMB fallback
+run_config() { # config rep
+	cfg=$1
+	rep=$2
+	port=$((port0 + rep * 16))
+	peers=
+	k=0
+	while [ $k -lt "$nodes" ]; do
+		peers="$peers${peers:+,}127.0.0.1:$((port + k))"
+		k=$((k + 1))
+	done
+	pids=
+	k=0
+	while [ $k -lt "$nodes" ]; do
+		rm -rf "$tmp/c$k"
+		mkdir -p "$tmp/c$k"
+		(
+			export UCX_TLS=tcp SYNERGY_CACHE_NAME=peerbench SYNERGY_CACHE_DIR="$tmp/c$k"
+			export SYNERGY_CACHE_BYTES="$cache"
+			case $cfg in
+			partitioned) export SYNERGY_PEERS="$peers" SYNERGY_NODE_INDEX=$k SYNERGY_PEER_TAG=$port ;;
+			per-node) export SYNERGY_PEER_WIREUP=off ;;
+			no-cache) export SYNERGY_CACHE_BYTES=0 ;;
+			esac
+			exec "$bench" -e "$epochs" -t "$threads" -s "$size" -b 32 --rank=$k \
+				--world-size="$nodes" "$tmp/ds" >"$tmp/out.$k" 2>"$tmp/err.$k"
+		) &
+		pids="$pids $!"
+		k=$((k + 1))
+	done
+	for p in $pids; do wait "$p" || { echo "peer-bench: a node failed:" >&2; cat "$tmp"/err.* >&2; exit 1; }; done
+	pids=
+	k=0
+	while [ $k -lt "$nodes" ]; do
+		# epoch images wall img/s img/s/thr img/cpu-s stall% hit% storageMB diskMB corrupt rssMB
+		# [peer% peerMB fallback stalls up]
+		awk -v c="$cfg" -v r="$rep" -v k=$k '$1 ~ /^[0-9]+$/ {
+			printf "%-12s %3d %4d %5d %10.2f %9.1f %8.2f %8s\n", c, r, k, $1, $9, $4,
+				(NF >= 17 ? $14 : 0), (NF >= 17 ? $15 : "-") }' "$tmp/out.$k"
+		k=$((k + 1))
+	done
+}
+r=1
+while [ "$r" -le "$reps" ]; do
+	for cfg in partitioned per-node no-cache; do
+		run_config "$cfg" "$r" | tee -a "$tmp/rows"
+	done
+	r=$((r + 1))
+done
+echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# epochs 1..$((epochs - 1)), over repetitions and nodes: min/median/max"
+printf '%-12s %26s %26s\n' config "storageMB/node/epoch" "img/s/node"
+for cfg in partitioned per-node no-cache; do
+	awk -v c="$cfg" '$1 == c && $4 >= 1 {print $5, $6}' "$tmp/rows" >"$tmp/sel"
+	s=$(cut -d' ' -f1 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.2f/%.2f/%.2f", a[1], a[int((NR + 1) / 2)], a[NR]}')
+	i=$(cut -d' ' -f2 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.0f/%.0f/%.0f", a[1], a[int((NR + 1) / 2)], a[NR]}')
+	printf '%-12s %26s %26s\n' "$cfg" "$s" "$i"
+done
