@@ -61,6 +61,13 @@ typedef struct coordl__env {
 	const char *profile_out; /* SYNERGY_PROFILE_OUT when SYNERGY_PROFILE_MODE=1, else NULL */
 	int follow;        /* 1: threads were not fixed by the API and
 	                      SYNERGY_FOLLOW_CPUSET is not 0: follow the cpuset */
+	/* Coordinated prep: the group this loader joins (NULL: none). Only
+	 * the job's training loader joins: TRAIN mode, or EVAL mode with
+	 * cache_use JOB; never in profiling mode. */
+	const char *group;
+	const char *group_dir;   /* NULL: /dev/shm */
+	uint64_t group_bytes;    /* staging bound */
+	uint32_t group_window;   /* batches */
 } coordl__env_t;
 
 /*

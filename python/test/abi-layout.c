@@ -64,6 +64,7 @@ int main(void)
 	FIELD(coordl_batch_t, seq);
 	FIELD(coordl_batch_t, replaced);
 	FIELD(coordl_batch_t, device_data);
+	FIELD(coordl_batch_t, readonly);
 
 	SIZE(coordl_state_t);
 	FIELD(coordl_state_t, seed);
@@ -105,6 +106,14 @@ int main(void)
 	FIELD(coordl_stats_t, io_window);
 	FIELD(coordl_stats_t, io_inflight);
 	FIELD(coordl_stats_t, io_bytes_in_flight);
+	FIELD(coordl_stats_t, batches_prepared);
+	FIELD(coordl_stats_t, batches_received);
+	FIELD(coordl_stats_t, group_members);
+	FIELD(coordl_stats_t, group_shared);
+	FIELD(coordl_stats_t, group_batches);
+	FIELD(coordl_stats_t, group_solo);
+	FIELD(coordl_stats_t, group_redone);
+	FIELD(coordl_stats_t, group_reaped);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);
