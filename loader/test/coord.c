@@ -12,9 +12,11 @@
  *    behind prepares its own batches (SOLO) and rejoins once close;
  *  - exact resume (state) works per member, shared when the position is a
  *    whole number of batches, alone otherwise;
- *  - other pipelines do not share; bad environment values are errors that
- *    name the variable; a staging area too small or an unsafe file leaves
- *    the loader on its own with a note; nothing is left behind.
+ *  - other pipelines (another seed, another dataset under the same group
+ *    name) do not share; hostile environment values are errors that name
+ *    the variable; a staging area too small, a missing directory, or an
+ *    unsafe file (wrong mode, a symbolic link) leaves the loader on its own
+ *    with a note; nothing is left behind.
  */
 #include "config.h"
 
@@ -615,6 +617,84 @@ static void test_edges(void)
 	ok(!a && strstr(err.text, SYNERGY_ENV_GROUP_DIR), "a relative group directory is an error");
 	coordl_destroy(a);
 
+	/* Hostile values: each is refused with an error naming the variable,
+	 * and nothing is made in the group directory. */
+	{
+		static const struct {
+			const char *var, *val;
+		} bad[] = {
+			{ SYNERGY_ENV_GROUP, ".." },
+			{ SYNERGY_ENV_GROUP, "." },
+			{ SYNERGY_ENV_GROUP, "a b" },
+			{ SYNERGY_ENV_GROUP, "x\n" },
+			{ SYNERGY_ENV_GROUP,
+			  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
+			{ SYNERGY_ENV_GROUP_BYTES, "-1" },
+			{ SYNERGY_ENV_GROUP_BYTES, "99999999999999999999" },
+			{ SYNERGY_ENV_GROUP_BYTES, "9999999999T" },
+			{ SYNERGY_ENV_GROUP_BYTES, "4MB" },
+			{ SYNERGY_ENV_GROUP_WINDOW, "1000001" },
+			{ SYNERGY_ENV_GROUP_WINDOW, "-3" },
+			{ SYNERGY_ENV_GROUP_WINDOW, "8x" },
+			{ SYNERGY_ENV_GROUP_DIR, "" },
+		};
+		int all = 1;
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			group_env("hostile");
+			setenv(bad[i].var, bad[i].val, 1);
+			errno = 0;
+			a = make(7, 1, &err);
+			if (a || errno != EINVAL || !strstr(err.text, bad[i].var)) {
+				diag("%s='%s' was not refused: %s", bad[i].var, bad[i].val,
+				     a ? "(created)" : err.text);
+				all = 0;
+			}
+			coordl_destroy(a);
+		}
+		ok(all && leftovers() == 0,
+		   "hostile group values (.., spaces, 65 chars, overflowing bytes, window "
+		   "out of range, empty dir) are refused naming the variable, nothing made");
+	}
+
+	/* A group directory that does not exist: the loader runs alone. */
+	group_env("edge");
+	snprintf(path, sizeof(path), "%s/missing", gdir);
+	setenv(SYNERGY_ENV_GROUP_DIR, path, 1);
+	a = make(7, 1, &err);
+	ok(a && coordl_group_note(a) && strstr(coordl_group_note(a), "missing") &&
+		   take(a, 0, NULL) == 1 && stats(a).group_members == 0,
+	   "a missing group directory leaves the loader alone, with a note: %s",
+	   a && coordl_group_note(a) ? coordl_group_note(a) : "(none)");
+	coordl_destroy(a);
+
+	/* Same group name, another dataset: another signature, no sharing. */
+	{
+		char ds2[1200];
+		coordl_config_t cfg;
+
+		group_env("edge");
+		snprintf(ds2, sizeof(ds2), "%s/ds2", dir);
+		a = make(7, 1, &err);
+		coordl_config_init(&cfg);
+		cfg.path = ds2;
+		cfg.out_size = 24;
+		cfg.batch_size = BS;
+		cfg.threads = 1;
+		cfg.seed = 7;
+		cfg.cache_bytes = 0;
+		b = NULL;
+		if (mkdir(ds2, 0755) == 0 && td_imagefolder(ds2, 3, 20) >= 0)
+			b = coordl_create(&cfg, &err);
+		ok(a && b && stats(a).group_members == 1 && stats(b).group_members == 1 &&
+			   leftovers() == 4,
+		   "loaders of one group over different datasets get separate segments");
+		ok(a && take(a, 0, NULL) == 1, "and the first still gets the reference batches");
+		coordl_destroy(a);
+		coordl_destroy(b);
+		td_rmrf(ds2);
+	}
+
 	group_env("edge");
 	setenv(SYNERGY_ENV_GROUP_BYTES, "1K", 1);
 	a = make(7, 1, &err);
@@ -652,6 +732,31 @@ static void test_edges(void)
 		   "a segment file that is not 0600 is not used: %s",
 		   a && coordl_group_note(a) ? coordl_group_note(a) : "(none)");
 		coordl_destroy(a);
+		/* A symbolic link of the segment's name to a victim file of the
+		 * user: not followed, the victim unchanged. */
+		{
+			char victim[1200];
+			struct stat vst;
+			int linked = 0;
+
+			snprintf(victim, sizeof(victim), "%s/victim", dir);
+			fd = open(victim, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+			if (fd >= 0) {
+				linked = write(fd, "keep", 4) == 4;
+				close(fd);
+			}
+			if (path[0])
+				unlink(path);
+			linked = linked && path[0] && symlink(victim, path) == 0;
+			a = make(7, 1, &err);
+			ok(linked && a && coordl_group_note(a) &&
+				   strstr(coordl_group_note(a), "symbolic link") &&
+				   take(a, 0, NULL) == 1 && stat(victim, &vst) == 0 && vst.st_size == 4,
+			   "a symbolic link in the segment's place is not followed: %s",
+			   a && coordl_group_note(a) ? coordl_group_note(a) : "(none)");
+			coordl_destroy(a);
+			unlink(victim);
+		}
 		if (path[0])
 			unlink(path);
 		snprintf(path + strlen(path) - 4, 6, ".lock");
