@@ -325,9 +325,8 @@ const char *coordl_cache_note(const coordl_loader_t *ld);
 
 /*
  * Coordinated prep. A training loader whose environment names a group
- * (SYNERGY_GROUP, see synergy_env.h; the Synergy plugin sets it for the
- * tasks of a job array, or jobs naming the same --synergy-group, on one
- * node) shares a staging area of prepared batches with the other loaders
+ * (SYNERGY_GROUP, see synergy_env.h; meant for the tasks of a job array,
+ * or jobs naming the same group, on one node) shares a staging area of prepared batches with the other loaders
  * of that group on the node that read the same dataset with the same
  * pipeline (seed, batch size, augmentation, output, rank and world size):
  * each batch is fetched and prepared once, by whichever member's workers

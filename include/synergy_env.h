@@ -98,9 +98,10 @@
 /*
  * Coordinated prep (CoorDL's hyperparameter-search technique): the group
  * this job's training loader shares prepared batches with on this node.
- * The plugin sets it for the tasks of a job array, and for jobs of one
- * user that name the same --synergy-group=NAME: "u<uid>-a<array job id>"
- * or "u<uid>-g-<NAME>", so that jobs of different users never share (the
+ * Meant to be set by the plugin for the tasks of a job array, and for jobs
+ * of one user that name the same --synergy-group=NAME: "u<uid>-a<array job
+ * id>" or "u<uid>-g-<NAME>" (the plugin does not set it yet: a job script
+ * may export it), so that jobs of different users never share (the
  * loader's segment also carries the uid in its name, and only files of
  * this user, mode 0600, are used). The job's training loader joins the
  * group (TRAIN mode, or EVAL mode with cache_use JOB; not in profiling
@@ -111,8 +112,9 @@
 #define SYNERGY_ENV_GROUP "SYNERGY_GROUP"
 
 /* Directory for the group's staging segment (an absolute path; tmpfs):
- * made by the plugin per group and node, owned by the job's user, mode
- * 0700, removed when the group's last job on the node ends. Unset: the
+ * meant to be made by the plugin per group and node, owned by the job's
+ * user, mode 0700, removed when the group's last job on the node ends
+ * (not yet). Unset: the
  * segment is /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
 #define SYNERGY_ENV_GROUP_DIR "SYNERGY_GROUP_DIR"
 
