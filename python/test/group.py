@@ -5,13 +5,19 @@ it for the tasks of a job array) give exactly the batches a loader alone
 gives; nothing changes in the loop; stats() shows batches_prepared and
 batches_received and the group's members; the shared images are read-only
 numpy arrays (copy=True gives writable private copies); torch tensors of
-them come without a warning when torch is installed; a group that cannot be
-joined emits a coordl.GroupWarning and the loader runs on alone.
+them come without a warning when torch is installed; a member in another
+process killed with SIGKILL mid-epoch does not block the survivor, which
+reaps it; a group that cannot be joined emits a coordl.GroupWarning and the
+loader runs on alone.
 """
 
 import gc
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 import warnings
 
 import taputil
@@ -108,6 +114,49 @@ with taputil.Dataset(classes=3, images=36, seed=9) as ds, \
         del images, labels
     else:
         ok(True, "# SKIP torch is not installed for this Python")
+
+    # A member in another process killed with SIGKILL mid-epoch: the
+    # survivor is not blocked and still gets exactly its batches.
+    child_src = (
+        "import sys, time\n"
+        "sys.path.insert(0, %r)\n"
+        "import coordl\n"
+        "ld = coordl.Loader(%r, batch_size=4, out_size=24, threads=1, seed=3,"
+        " output='numpy')\n"
+        "it = ld.batches()\n"
+        "next(it); next(it)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(600)\n"
+        % (os.path.join(taputil.SRCDIR, "python"), ds.root))
+    child = subprocess.Popen([sys.executable, "-c", child_src],
+                             stdout=subprocess.PIPE, text=True)
+    line = child.stdout.readline().strip()
+    s = coordl.Loader(ds.root, **common)
+    members_before = s.stats()["group_members"]
+    got_s = []
+    killed_after = None
+    t0 = time.monotonic()
+    for bt in s.batches():
+        got_s.append((bt.seq, bytes(bt.indices.tobytes()), bt.images.tobytes()))
+        if len(got_s) == 3:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            killed_after = time.monotonic()
+    del bt
+    took = time.monotonic() - t0
+    ok(line == "ready" and members_before == 2 and killed_after is not None and
+       child.returncode == -signal.SIGKILL,
+       "a member in another process took batches and was killed with SIGKILL")
+    ok(got_s == strip,
+       "the survivor got exactly its batches after the kill (%.2f s in all)"
+       % took)
+    st = s.stats()
+    ok(st["group_members"] == 1 and st["group_reaped"] >= 1,
+       "the survivor reaped the dead member (%d members, %d reaped)"
+       % (st["group_members"], st["group_reaped"]))
+    s.close()
+    child.stdout.close()
+    ok(os.listdir(gdir) == [], "nothing is left of the group after the kill")
 
     os.environ["SYNERGY_GROUP_BYTES"] = "1K"
     with warnings.catch_warnings(record=True) as caught:
