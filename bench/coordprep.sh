@@ -26,7 +26,7 @@ bench=${COORDL_BENCH:-$bd/bench/coordl-bench}
 ds=$1; reps=${2:-5}; rate=${3:-1000}; shift; [ $# -ge 1 ] && shift; [ $# -ge 1 ] && shift
 ks=${*:-1 2 4}
 [ -x "$bench" ] || { echo "coordprep: $bench not built" >&2; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; trap 'exit 130' INT TERM
 mkdir -m 0700 "$tmp/grp"
 unset SYNERGY_THREADS SYNERGY_CACHE_BYTES SYNERGY_CACHE_NAME SYNERGY_CACHE_GRANT \
 	SYNERGY_GROUP SYNERGY_GROUP_BYTES SYNERGY_GROUP_WINDOW 2>/dev/null || true
@@ -36,6 +36,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 # run K MODE REP: one run; appends "K MODE cpu img/s passes" to runs.
 run() {
 	k=$1 mode=$2 t=$((2 / $1)); [ "$t" -ge 1 ] || t=1
+	rm -f "$tmp"/out.*
 	i=0
 	while [ "$i" -lt "$k" ]; do
 		if [ "$mode" = coord ]; then
