@@ -767,7 +767,10 @@ static void test_edges(void)
 
 int main(void)
 {
-	snprintf(dir, sizeof(dir), "%s", td_tmpdir("coord"));
+	char *tmp = td_tmpdir("coord");
+
+	snprintf(dir, sizeof(dir), "%s", tmp);
+	free(tmp);
 	snprintf(ds, sizeof(ds), "%s/ds", dir);
 	snprintf(gdir, sizeof(gdir), "%s/grp", dir);
 	if (mkdir(ds, 0755) < 0 || mkdir(gdir, 0700) < 0 || td_imagefolder(ds, 4, 30) < 0) {
