@@ -16,6 +16,12 @@
  * For a remote dataset (a URL) four more columns give the requests of the
  * epoch, the median and 99th percentile request latency and the fetch
  * engine's window at the end of the epoch.
+ *
+ * Under SYNERGY_GROUP (coordinated prep, coordl(3)) the loader shares
+ * prepared batches with the other members of its group; a last "# group:"
+ * line says how many batches its workers prepared and how many it
+ * received. Its CPU time then includes work done for the other members, so
+ * compare the sum over the group (bench/coordprep.sh does).
  */
 #include "config.h"
 
@@ -228,6 +234,8 @@ int main(int argc, char **argv)
 			printf("# emulated GPU: %.1f images/s\n", gpu_rate);
 		if (coordl_cache_note(ld))
 			printf("# cache: %s\n", coordl_cache_note(ld));
+		if (coordl_group_note(ld))
+			printf("# group: %s\n", coordl_group_note(ld));
 	}
 	remote = strstr(cfg.path, "://") != NULL;
 	{
@@ -307,6 +315,17 @@ int main(int argc, char **argv)
 	}
 	if (coordl_last_corrupt(ld))
 		printf("# last corrupt item: %s\n", coordl_last_corrupt(ld));
+	{
+		coordl_stats_t st;
+
+		/* Coordinated prep: what this member did for the group. */
+		if (coordl_get_stats(ld, &st) == 0 && (st.group_batches || st.group_solo))
+			printf("# group: batches prepared %.2f received %.2f, from staging %llu, "
+			       "solo %llu, redone %llu, reaped %llu\n",
+			       st.batches_prepared, st.batches_received,
+			       (unsigned long long)st.group_batches, (unsigned long long)st.group_solo,
+			       (unsigned long long)st.group_redone, (unsigned long long)st.group_reaped);
+	}
 	coordl_destroy(ld);
 	return 0;
 }

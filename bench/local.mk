@@ -50,3 +50,8 @@ EXTRA_DIST += bench/soak.sh bench/soak-sampler.py
 # remote datasets (issue 16): coordl over HTTP at 0/20/50 ms per request versus
 # local disk, one request per worker, and torch with an HTTP Dataset.
 EXTRA_DIST += bench/remote-bench.sh
+
+# coordinated prep (issue 15): k jobs over one dataset with and without a
+# shared group (SYNERGY_GROUP), interleaved: the group's CPU-seconds per
+# epoch and each job's images/s (bench/coordprep.sh DATASET).
+EXTRA_DIST += bench/coordprep.sh

@@ -209,6 +209,9 @@ typedef struct coordl_batch {
 	uint64_t seq;          /* batch number within the epoch, from 0 */
 	int replaced;          /* items of this batch that were corrupt and replaced */
 	void *device_data;     /* device copy when coordl_to_device() was used, else NULL */
+	int readonly;          /* 1: the batch is shared with the other jobs of a group
+	                          (coordinated prep): data, labels and indices lie in a
+	                          read-only mapping and must not be written */
 } coordl_batch_t;
 
 /*
@@ -303,6 +306,24 @@ typedef struct coordl_stats {
 	                               failed their check: read from storage */
 	uint64_t peer_bad;          /* of those, items that failed their check */
 	uint64_t peer_stalls;       /* nodes cut off this epoch for missing the deadline */
+	/* Coordinated prep (a group of jobs on one node, see "Coordinated prep"),
+	 * over the loader's life. Outside a group batches_prepared counts the
+	 * batches of its own pipeline and the group fields are 0. */
+	double batches_prepared;    /* batches this loader's workers prepared, for itself or
+	                               for other members (a shared batch counts by the share
+	                               of its items they did) */
+	double batches_received;    /* batches it consumed that other members' workers
+	                               prepared (by the same share) */
+	int group_members;          /* live members of its group now (0: not in a group) */
+	int group_shared;           /* 1: it takes its batches from the group's staging
+	                               area now; 0: from its own pipeline */
+	uint64_t group_batches;     /* batches it took from the staging area */
+	uint64_t group_solo;        /* batches it prepared alone while in a group (it was
+	                               too far behind, or could not join) */
+	uint64_t group_redone;      /* batches its workers began again (dropped from the
+	                               staging area before a member took it, or a stopped
+	                               member's) */
+	uint64_t group_reaped;      /* dead members it noticed and cleaned up after */
 } coordl_stats_t;
 
 int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
@@ -332,6 +353,30 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
  * coordl_destroy(). The library never logs: print it if you want it seen.
  */
 const char *coordl_cache_note(const coordl_loader_t *ld);
+
+/*
+ * Coordinated prep. A training loader whose environment names a group
+ * (SYNERGY_GROUP, see synergy_env.h; meant for the tasks of a job array,
+ * or jobs naming the same group, on one node) shares a staging area of prepared batches with the other loaders
+ * of that group on the node that read the same dataset with the same
+ * pipeline (seed, batch size, augmentation, output, rank and world size):
+ * each batch is fetched and prepared once, by whichever member's workers
+ * are free, and handed to every member. Nothing changes for the program:
+ * every member receives exactly the batches it would receive alone, in the
+ * same order (sample order depends only on (seed, epoch, rank, world
+ * size)), except that a shared batch is read-only (coordl_batch_t.readonly;
+ * copy it to change it). A member more than SYNERGY_GROUP_WINDOW batches
+ * behind the fastest of the group falls back to preparing its own batches
+ * with its own workers, without holding the others back, and rejoins when
+ * it comes within half that. A member that exits or is killed is noticed
+ * within a second and its part given to the others. The stats' group_*
+ * fields and batches_prepared / batches_received show what it did.
+ *
+ * Why the loader is not in the group its environment names (the name is
+ * bad, the staging area cannot hold two batches, the segment cannot be
+ * made), or NULL when it is or none was named. Owned by the loader.
+ */
+const char *coordl_group_note(const coordl_loader_t *ld);
 
 /* Description of the last corrupt item (path and reason), or NULL. The text
  * is owned by the loader and may change when the next corrupt item is met. */

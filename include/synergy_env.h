@@ -137,6 +137,41 @@
  * index and count from PMIx too) or "off" (no peers). */
 #define SYNERGY_ENV_PEER_WIREUP "SYNERGY_PEER_WIREUP"
 
+/*
+ * Coordinated prep (CoorDL's hyperparameter-search technique): the group
+ * this job's training loader shares prepared batches with on this node.
+ * Meant to be set by the plugin for the tasks of a job array, and for jobs
+ * of one user that name the same --synergy-group=NAME: "u<uid>-a<array job
+ * id>" or "u<uid>-g-<NAME>" (the plugin does not set it yet: a job script
+ * may export it), so that jobs of different users never share (the
+ * loader's segment also carries the uid in its name, and only files of
+ * this user, mode 0600, are used). The job's training loader joins the
+ * group (TRAIN mode, or EVAL mode with cache_use JOB; not in profiling
+ * mode); loaders of the group share batches only when their dataset and
+ * pipeline are the same (coordl(3), "Coordinated prep"). 1..64 of [A-Za-z0-9_.-], not
+ * "." or ".."; unset or empty: no group. A user may set it by hand.
+ */
+#define SYNERGY_ENV_GROUP "SYNERGY_GROUP"
+
+/* Directory for the group's staging segment (an absolute path; tmpfs):
+ * meant to be made by the plugin per group and node, owned by the job's
+ * user, mode 0700, removed when the group's last job on the node ends
+ * (not yet). Unset: the
+ * segment is /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
+#define SYNERGY_ENV_GROUP_DIR "SYNERGY_GROUP_DIR"
+
+/* The group's staging area bound in bytes (decimal, optional K, M, G, T
+ * suffix): prepared batches waiting for members never take more. Each
+ * member's memory cgroup pays for the slots it reserved first. Unset:
+ * 512M. */
+#define SYNERGY_ENV_GROUP_BYTES "SYNERGY_GROUP_BYTES"
+
+/* How many batches a member may fall behind the fastest member of its
+ * group before it prepares its own (it rejoins when within half of it):
+ * an integer 1..1000000, default 256. It also bounds how long members
+ * wait for a late one to catch up. Not set by the plugin. */
+#define SYNERGY_ENV_GROUP_WINDOW "SYNERGY_GROUP_WINDOW"
+
 /* Set to "1" by the plugin when Synergy sized this job, "0" when it ran
  * GPU-proportional (no profile, --synergy=off, or a fallback). */
 #define SYNERGY_ENV_ACTIVE "SYNERGY_ACTIVE"

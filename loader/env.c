@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "synergy_env.h"
+#include "coord.h"
 #include "env.h"
 #include "util.h"
 
@@ -288,6 +289,35 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 						 SYNERGY_ENV_CACHE_GRANT, v);
 		grant = v;
 	}
+	if ((v = getenv(SYNERGY_ENV_GROUP)) && *v) {
+		if (coordl__valid_cache_name(v) < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected 1..64 of [A-Za-z0-9_.-]",
+						 SYNERGY_ENV_GROUP, v);
+		e.group = v;
+	}
+	if ((v = getenv(SYNERGY_ENV_GROUP_DIR))) {
+		if (v[0] != '/' || strlen(v) >= PATH_MAX - 128)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected an absolute directory",
+						 SYNERGY_ENV_GROUP_DIR, v);
+		e.group_dir = v;
+	}
+	e.group_bytes = COORDL__GROUP_BYTES_DEFAULT;
+	if ((v = getenv(SYNERGY_ENV_GROUP_BYTES))) {
+		if (coordl__parse_bytes(v, &bytes) < 0)
+			return coordl__errprintf(err, EINVAL,
+						 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T",
+						 SYNERGY_ENV_GROUP_BYTES, v);
+		e.group_bytes = bytes;
+	}
+	e.group_window = COORDL__GROUP_WINDOW_DEFAULT;
+	if ((v = getenv(SYNERGY_ENV_GROUP_WINDOW))) {
+		if (coordl__parse_int(v, 1, 1000000, &n) < 0)
+			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 1..1000000",
+						 SYNERGY_ENV_GROUP_WINDOW, v);
+		e.group_window = (uint32_t)n;
+	}
 	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
 					 SYNERGY_ENV_CPUS, v);
@@ -376,6 +406,10 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 	/* The cache: see env.h. */
 	e.job_cache = cfg->cache_use == COORDL_CACHE_JOB ||
 		      (cfg->cache_use == COORDL_CACHE_AUTO && cfg->mode == COORDL_MODE_TRAIN);
+	/* The group goes with the job's training loader (see env.h). */
+	if (e.profile_out || !(cfg->mode == COORDL_MODE_TRAIN ||
+			       (cfg->mode == COORDL_MODE_EVAL && cfg->cache_use == COORDL_CACHE_JOB)))
+		e.group = NULL;
 	if (cfg->cache_use != COORDL_CACHE_NONE) {
 		e.cache_fixed = cfg->cache_bytes >= 0;
 		e.cache_bytes = e.cache_fixed ? cfg->cache_bytes : e.job_cache ? env_bytes : 0;

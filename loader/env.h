@@ -89,6 +89,13 @@ typedef struct coordl__env {
 	int nnodes, node_index;  /* entries of peers and ours (0, 0 without) */
 	uint64_t peer_tag;
 	int peer_timeout_ms;
+	/* Coordinated prep: the group this loader joins (NULL: none). Only
+	 * the job's training loader joins: TRAIN mode, or EVAL mode with
+	 * cache_use JOB; never in profiling mode. */
+	const char *group;
+	const char *group_dir;   /* NULL: /dev/shm */
+	uint64_t group_bytes;    /* staging bound */
+	uint32_t group_window;   /* batches */
 } coordl__env_t;
 
 /*

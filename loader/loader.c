@@ -41,6 +41,15 @@
  * of that node (its own read-ahead keeps many in flight) before storage,
  * only items of this node's part go into the local cache, and the
  * partition is fixed from the order of the first epoch that runs.
+ *
+ * In a group (coordinated prep, coord.h) the loader is a member of a
+ * staging area shared with the group's other loaders on the node. While
+ * the member is SHARED its private ring stands still: coordl_next() takes
+ * batches from the staging area, and the workers prepare items of the
+ * group's batches (group_work). When the group makes it SOLO (too far
+ * behind, or no room), the private ring goes on from the member's
+ * position as without a group; coordl_next() tries to rejoin at every
+ * batch boundary. Lock order: the loader's mutex before the group's.
  */
 #include "config.h"
 
@@ -54,6 +63,7 @@
 
 #include "coordl.h"
 #include "cache.h"
+#include "coord.h"
 #include "env.h"
 #include "fetch.h"
 #include "follow.h"
@@ -137,8 +147,14 @@ struct coordl_loader {
 	coordl__fetch_t *fetch;   /* remote datasets: the fetch engine, else NULL */
 	coordl__peer_t *peer;     /* a multi-node job's partitioned cache, else NULL */
 	uint64_t storage_reads;   /* atomic: items read from storage this epoch */
+	coordl__group_t *group;   /* coordinated prep: the group's staging area, else NULL */
+	int grp_shared;           /* under mu: batches come from the staging area now */
+	char group_note[320];     /* why the loader is not in the group it was told of */
+	uint64_t own_batches;     /* atomic: batches the private ring prepared */
+	uint64_t solo_batches;    /* under mu: private batches handed out while in a group */
 #ifdef HAVE_CUDA
 	coordl__cuda_t *cuda;
+	coordl__cuda_t *gcuda;    /* device buffers for batches of the staging area */
 #endif
 };
 
@@ -282,6 +298,8 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 {
 	ld->quiesce = 1;
 	ld->gen++;
+	/* Workers waiting in the group for work come back at once. */
+	coordl__group_kick(ld->group);
 	while (ld->active > 0)
 		pthread_cond_wait(&ld->idle_cv, &ld->mu);
 	for (int i = 0; i < ld->nslots; i++)
@@ -299,6 +317,9 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 	ld->next_start = ld->next_hand = 0;
 	ld->end_batches = batches_from(ld, pos);
 	restart_fetch(ld);
+	if (ld->group)
+		ld->grp_shared = coordl__group_restart(ld->group, epoch, pos, ld->end_batches) ==
+				 COORDL__GROUP_SHARED;
 	ld->t0 = ld->t1 = 0;
 	ld->stall = 0;
 	ld->samples = ld->batches = 0;
@@ -359,16 +380,16 @@ struct wstate {
 };
 
 /*
- * Produce sample k of slot s: the item at that position, or, when it cannot
- * be read or decoded, a deterministic replacement. Returns 1 when a
- * replacement was used, 0 otherwise, -1 when no readable item was found.
+ * Produce one sample into dst: item orig of `epoch` (at position pos of
+ * this loader's order, or COORDL__NOPOS), or, when it cannot be read or
+ * decoded, a deterministic replacement; *label and *index receive the
+ * label and dataset index used. Returns 1 when a replacement was used, 0
+ * otherwise, -1 when no readable item was found.
  */
-static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, int k)
+static int produce_sample(coordl_loader_t *ld, struct wstate *w, uint64_t epoch, uint64_t pos,
+			  uint64_t orig, uint8_t *dst, int32_t *label, uint64_t *index)
 {
-	uint64_t pos = s->start + (uint64_t)k;
-	uint64_t orig = ld->order[pos], idx = orig;
-	uint64_t epoch = ld->epoch, seed = ld->cfg.seed;
-	uint8_t *dst = (uint8_t *)s->data + (size_t)k * ld->sample_bytes;
+	uint64_t idx = orig, seed = ld->cfg.seed;
 	coordl__rng_t rng;
 	char why[128];
 
@@ -393,7 +414,7 @@ again:
 		ok = 1;
 		if (!skip_cache && (bytes = coordl__cache_get(ld->cache, idx, &len, &tk))) {
 			from_cache = 1;
-			if (ld->fetch && attempt == 0)
+			if (ld->fetch && attempt == 0 && pos != COORDL__NOPOS)
 				coordl__fetch_forget(ld->fetch, pos);
 		} else {
 			double t = coordl__now();
@@ -401,13 +422,16 @@ again:
 			__atomic_add_fetch(&ld->misses, 1, __ATOMIC_RELAXED);
 			/* Another node's part: ask that node before storage. */
 			if (ld->peer && !coordl__peer_mine(ld->peer, idx))
-				pr = coordl__peer_get(ld->peer, attempt || skip_cache ? COORDL__NOPOS : pos,
+				pr = coordl__peer_get(ld->peer,
+						      attempt || skip_cache || pos == COORDL__NOPOS ?
+						      COORDL__NOPOS : pos,
 						      idx, &w->buf, &w->cap, &len);
 			if (pr == COORDL__PEER_HIT) {
 				bytes = w->buf;
-				if (ld->fetch && attempt == 0)
+				if (ld->fetch && attempt == 0 && pos != COORDL__NOPOS)
 					coordl__fetch_forget(ld->fetch, pos);
-			} else if (fetch_item(ld, attempt || skip_cache ? COORDL__NOPOS : pos, idx,
+			} else if (fetch_item(ld, attempt || skip_cache || pos == COORDL__NOPOS ?
+					      COORDL__NOPOS : pos, idx,
 					      &w->buf, &w->cap, &len, why, sizeof(why)) < 0) {
 				ok = 0;
 			} else {
@@ -447,11 +471,33 @@ again:
 		note_corrupt(ld, idx, why);
 		continue;
 good:
-		s->b.labels[k] = coordl__source_label(ld->src, idx);
-		s->b.indices[k] = idx;
+		*label = coordl__source_label(ld->src, idx);
+		*index = idx;
 		return attempt > 0;
 	}
 	return -1;
+}
+
+/* Produce sample k of slot s (see produce_sample). */
+static int process_item(coordl_loader_t *ld, struct wstate *w, struct slot *s, int k)
+{
+	uint64_t pos = s->start + (uint64_t)k;
+
+	return produce_sample(ld, w, ld->epoch, pos, ld->order[pos],
+			      (uint8_t *)s->data + (size_t)k * ld->sample_bytes, &s->b.labels[k],
+			      &s->b.indices[k]);
+}
+
+/* The group's callback (coord.h): one sample of any member's batch. The
+ * index comes from the shared segment: keep it inside the dataset. */
+static int group_item(void *arg, void *wstate, uint64_t epoch, uint64_t pos, uint64_t orig,
+		      void *dst, int32_t *label, uint64_t *index)
+{
+	coordl_loader_t *ld = arg;
+
+	if (orig >= ld->nitems)
+		orig %= ld->nitems;
+	return produce_sample(ld, wstate, epoch, pos, orig, dst, label, index);
 }
 
 /* Find an unclaimed item in the oldest unfinished batch, starting a new
@@ -460,6 +506,9 @@ static struct slot *claim_locked(coordl_loader_t *ld, int *k)
 {
 	struct slot *s;
 
+	/* A shared member's batches come from the staging area. */
+	if (ld->group && ld->grp_shared)
+		return NULL;
 	for (uint64_t b = ld->next_hand; b < ld->next_start; b++) {
 		s = &ld->slots[b % (uint64_t)ld->nslots];
 		if (s->state == SLOT_FILLING && s->gen == ld->gen && s->batch == b && s->claimed < s->n) {
@@ -490,6 +539,36 @@ static struct slot *claim_locked(coordl_loader_t *ld, int *k)
 	return s;
 }
 
+/*
+ * One item of the group's work (coord.h), or a short wait for some. Called
+ * with mu held; returns with it held. Counted as active, so that a restart
+ * waits for it and the order it reads stays put meanwhile.
+ */
+static void group_work(coordl_loader_t *ld, struct wstate *w)
+{
+	coordl__group_job_t job = { ld->epoch, ld->base_pos, ld->per_rank,
+				    ld->base_pos / (uint64_t)ld->cfg.batch_size + ld->end_batches,
+				    ld->order };
+	uint64_t gen = ld->gen;
+	char why[96] = "";
+	int rc;
+
+	ld->active++;
+	pthread_mutex_unlock(&ld->mu);
+	rc = coordl__group_work(ld->group, &job, w, COORDL__GROUP_TICK_MS, why, sizeof(why));
+	pthread_mutex_lock(&ld->mu);
+	ld->active--;
+	if (ld->active == 0)
+		pthread_cond_broadcast(&ld->idle_cv);
+	if (rc < 0 && gen == ld->gen && !ld->fatal) {
+		ld->fatal = 1;
+		snprintf(ld->fatal_text, sizeof(ld->fatal_text),
+			 "no readable item found after %d replacements (%.40s; last: %.40s)", MAX_REPLACE,
+			 why, ld->last_corrupt);
+		pthread_cond_broadcast(&ld->ready_cv);
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *me = arg;
@@ -508,6 +587,11 @@ static void *worker_main(void *arg)
 		uint64_t gen;
 		int k, rc;
 
+		if (ld->group && ld->grp_shared && me->id < ld->nthreads && !ld->quiesce &&
+		    !ld->fatal) {
+			group_work(ld, &w);
+			continue;
+		}
 		if (me->id >= ld->nthreads || !ld->started || ld->quiesce || ld->fatal ||
 		    !(s = claim_locked(ld, &k))) {
 			pthread_cond_wait(&ld->work_cv, &ld->mu);
@@ -539,6 +623,7 @@ static void *worker_main(void *arg)
 		if (++s->done == s->n) {
 			s->b.replaced = s->replaced;
 			s->state = SLOT_READY;
+			__atomic_add_fetch(&ld->own_batches, 1, __ATOMIC_RELAXED);
 			pthread_cond_broadcast(&ld->ready_cv);
 		}
 	}
@@ -673,6 +758,36 @@ static void open_peers(coordl_loader_t *ld, const coordl__env_t *env)
 		coordl__fetch_set_skip(ld->fetch, peer_serves, ld->peer);
 }
 
+/*
+ * Join the group the environment names (coord.h). Never fails the loader:
+ * a group that cannot be joined leaves it on its own, and group_note says
+ * why. Pinned (CUDA) buffers are the loader's own, so such a loader does
+ * not join.
+ */
+static void open_group(coordl_loader_t *ld, const coordl__env_t *env)
+{
+	coordl_error_t gerr = { "" };
+	coordl__group_geom_t geom;
+
+	if (ld->cfg.pin_memory) {
+		snprintf(ld->group_note, sizeof(ld->group_note),
+			 "group '%.64s': pin_memory=1 keeps its own pinned buffers: not joining",
+			 env->group);
+		return;
+	}
+	memset(&geom, 0, sizeof(geom));
+	geom.signature = coordl__group_signature(&ld->cfg, coordl__source_signature(ld->src),
+						 ld->nitems, ld->sample_bytes);
+	geom.batch_size = (uint32_t)ld->cfg.batch_size;
+	geom.sample_bytes = ld->sample_bytes;
+	geom.bound = env->group_bytes;
+	geom.window = env->group_window;
+	ld->group = coordl__group_join(env->group, env->group_dir, &geom, group_item, ld, &gerr);
+	if (!ld->group)
+		snprintf(ld->group_note, sizeof(ld->group_note), "%.250s: running on its own",
+			 gerr.text);
+}
+
 /* Allocate every batch buffer once and touch it, so that page faults are
  * paid here and never on the hot path. */
 static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
@@ -708,7 +823,10 @@ static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
 			 * request) turn ~5000 faults per 19 MB batch into ~10. */
 			madvise(s->data, s->data_cap, MADV_HUGEPAGE);
 		}
-		memset(s->data, 0, s->data_cap);
+		/* A group member normally takes its batches from the staging
+		 * area: its own buffers are touched only if it goes SOLO. */
+		if (!ld->group || ld->pinned)
+			memset(s->data, 0, s->data_cap);
 		if (!(s->b.labels = calloc(bs, sizeof(int32_t))) ||
 		    !(s->b.indices = calloc(bs, sizeof(uint64_t))))
 			return coordl__errprintf(err, ENOMEM, "out of memory");
@@ -779,6 +897,8 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 
 	if (cfg->mode != COORDL_MODE_SYNTHETIC)
 		open_cache(ld, &env);
+	if (env.group)
+		open_group(ld, &env);
 	if (coordl__source_remote(ld->src) && cfg->mode != COORDL_MODE_SYNTHETIC) {
 		coordl__fetch_opts_t fo = { cfg->io_window, cfg->io_deadline_ms,
 					    (uint64_t)ld->cfg.max_item_bytes };
@@ -802,6 +922,9 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 	compute_order(ld);
 	ld->end_batches = batches_from(ld, 0);
 	restart_fetch(ld);
+	if (ld->group)
+		ld->grp_shared = coordl__group_restart(ld->group, 0, 0, ld->end_batches) ==
+				 COORDL__GROUP_SHARED;
 	ld->nthreads = env.threads;
 	if (spawn_locked(ld, env.threads, err) < 0)
 		goto out;
@@ -837,10 +960,13 @@ void coordl_destroy(coordl_loader_t *ld)
 	ld->stop = 1;
 	pthread_cond_broadcast(&ld->work_cv);
 	pthread_mutex_unlock(&ld->mu);
+	coordl__group_kick(ld->group);
 	for (int i = 0; i < ld->spawned; i++)
 		pthread_join(ld->thr[i], NULL);
+	coordl__group_leave(ld->group);
 #ifdef HAVE_CUDA
 	coordl__cuda_destroy(ld->cuda);
+	coordl__cuda_destroy(ld->gcuda);
 #endif
 	coordl__fetch_destroy(ld->fetch);
 	/* The peer tier has the cache's mapping registered: it goes first. */
@@ -903,6 +1029,74 @@ static void follow_cpuset(coordl_loader_t *ld, const coordl__cpus_t *set)
 	pthread_mutex_unlock(&ld->mu);
 }
 
+/* Stop the private ring where the consumer is and drop what it prepared
+ * ahead: the member takes its batches from the staging area from here on.
+ * Batches the caller holds stay held. mu held. */
+static void pause_private_locked(coordl_loader_t *ld)
+{
+	ld->quiesce = 1;
+	ld->gen++;
+	coordl__group_kick(ld->group);
+	while (ld->active > 0)
+		pthread_cond_wait(&ld->idle_cv, &ld->mu);
+	for (int i = 0; i < ld->nslots; i++)
+		if (ld->slots[i].state != SLOT_HANDED)
+			ld->slots[i].state = SLOT_FREE;
+	ld->next_start = ld->next_hand;
+	ld->grp_shared = 1;
+	ld->quiesce = 0;
+	pthread_cond_broadcast(&ld->work_cv);
+}
+
+/*
+ * coordl_next() in a group: the batch from the staging area (1), or 2 when
+ * the member is SOLO and its private ring must produce it (from here: the
+ * ring starts at the consumer's position when the member was just made
+ * SOLO), -1 on error. mu held; released while waiting.
+ */
+static int group_next_locked(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
+{
+	coordl_batch_t *b = NULL;
+	uint64_t x = ld->next_hand;
+	double t;
+	int r;
+
+	if (!ld->grp_shared && coordl__group_try_join(ld->group, x))
+		pause_private_locked(ld);
+	if (!ld->grp_shared)
+		return 2;
+	pthread_mutex_unlock(&ld->mu);
+	t = coordl__now();
+	r = coordl__group_next(ld->group, x, &b);
+	pthread_mutex_lock(&ld->mu);
+	ld->stall += coordl__now() - t;
+	if (r < 0)
+		return coordl__errprintf(err, errno,
+					 "%d batches of the group's staging area are held by the "
+					 "caller: release a batch first",
+					 COORDL__GROUP_MAX_HELD);
+	if (r == 0) {
+		/* Made SOLO: the private ring goes on from here. */
+		ld->grp_shared = 0;
+		ld->next_start = ld->next_hand;
+		pthread_cond_broadcast(&ld->work_cv);
+		return 2;
+	}
+	if (ld->fatal) {
+		coordl__group_release(ld->group, b);
+		return coordl__errprintf(err, EIO, "%s", ld->fatal_text);
+	}
+	ld->next_hand++;
+	ld->position += (uint64_t)b->n;
+	ld->samples += (uint64_t)b->n;
+	ld->total_samples += (uint64_t)b->n;
+	ld->batches++;
+	if (ld->next_hand >= ld->end_batches)
+		ld->t1 = coordl__now();
+	*out = b;
+	return 1;
+}
+
 int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 {
 	struct slot *s;
@@ -938,6 +1132,12 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 		rv = 0;
 		goto out;
 	}
+	if (ld->group) {
+		rv = group_next_locked(ld, out, err);
+		if (rv != 2)
+			goto out;
+		rv = -1;
+	}
 	s = &ld->slots[ld->next_hand % (uint64_t)ld->nslots];
 	if (s->state == SLOT_HANDED) {
 		coordl__errprintf(err, EBUSY,
@@ -954,6 +1154,10 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 		goto out;
 	}
 	s->state = SLOT_HANDED;
+	if (ld->group) {
+		coordl__group_solo_advance(ld->group, ld->next_hand);
+		ld->solo_batches++;
+	}
 	ld->next_hand++;
 	ld->position += (uint64_t)s->n;
 	ld->samples += (uint64_t)s->n;
@@ -983,8 +1187,15 @@ void coordl_release(coordl_loader_t *ld, coordl_batch_t *b)
 {
 	struct slot *s;
 
-	if (!ld || !b || !(s = slot_of(ld, b)))
+	if (!ld || !b)
 		return;
+	if (!(s = slot_of(ld, b))) {
+		if (ld->group && coordl__group_batch_slot(ld->group, b) >= 0) {
+			b->device_data = NULL;
+			coordl__group_release(ld->group, b);
+		}
+		return;
+	}
 #ifdef HAVE_CUDA
 	/* An asynchronous copy may still be reading the host buffer. */
 	coordl__cuda_wait(ld->cuda, s->idx);
@@ -1114,6 +1325,23 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st)
 		coordl__fetch_stats(l->fetch, st);
 	st->storage_reads = __atomic_load_n(&l->storage_reads, __ATOMIC_RELAXED);
 	coordl__peer_stats(l->peer, st);
+	st->batches_prepared = (double)__atomic_load_n(&l->own_batches, __ATOMIC_RELAXED);
+	if (l->group) {
+		coordl__group_stats_t gs;
+		double bs = (double)l->cfg.batch_size;
+
+		coordl__group_stats(l->group, &gs);
+		pthread_mutex_lock(&l->mu);
+		st->group_shared = l->grp_shared;
+		st->group_solo = l->solo_batches;
+		pthread_mutex_unlock(&l->mu);
+		st->group_members = gs.members;
+		st->group_batches = gs.received;
+		st->group_redone = gs.redone;
+		st->group_reaped = gs.reaped;
+		st->batches_prepared += (double)gs.items_here / bs;
+		st->batches_received = (double)gs.items_received / bs;
+	}
 	if (st->epoch_wall > 0) {
 		st->images_per_s = (double)st->samples / st->epoch_wall;
 		st->images_per_s_per_core = st->images_per_s / (st->threads > 0 ? st->threads : 1);
@@ -1130,6 +1358,11 @@ const char *coordl_cache_note(const coordl_loader_t *ld)
 	if (coordl__grant_note(ld->grant))
 		return coordl__grant_note(ld->grant);
 	return coordl__peer_note(ld->peer);
+}
+
+const char *coordl_group_note(const coordl_loader_t *ld)
+{
+	return ld && ld->group_note[0] ? ld->group_note : NULL;
 }
 
 const char *coordl_last_corrupt(const coordl_loader_t *ld)
@@ -1149,7 +1382,16 @@ int coordl_to_device(coordl_loader_t *ld, coordl_batch_t *b, coordl_error_t *err
 {
 #ifdef HAVE_CUDA
 	struct slot *s;
+	int gi;
 
+	if (ld && b && !slot_of(ld, b) && (gi = coordl__group_batch_slot(ld->group, b)) >= 0) {
+		/* A batch of the staging area: pageable, so the copy is synchronous. */
+		if (!ld->gcuda &&
+		    !(ld->gcuda = coordl__cuda_create(COORDL__GROUP_MAX_SLOTS,
+						      (size_t)ld->cfg.batch_size * ld->sample_bytes, err)))
+			return -1;
+		return coordl__cuda_copy(ld->gcuda, gi, b->data, b->data_bytes, 0, &b->device_data, err);
+	}
 	if (!ld || !b || !(s = slot_of(ld, b)))
 		return coordl__errprintf(err, EINVAL, "coordl_to_device: not a batch of this loader");
 	if (!ld->cuda && !(ld->cuda = coordl__cuda_create(ld->nslots, s->data_cap, err)))
@@ -1166,6 +1408,8 @@ int coordl_device_wait(coordl_loader_t *ld, coordl_batch_t *b)
 #ifdef HAVE_CUDA
 	struct slot *s;
 
+	if (ld && b && !slot_of(ld, b) && coordl__group_batch_slot(ld->group, b) >= 0)
+		return 0; /* copies of the staging area's batches are synchronous */
 	if (!ld || !b || !(s = slot_of(ld, b))) {
 		errno = EINVAL;
 		return -1;

@@ -14,6 +14,7 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/remote.c loader/remote.h loader/s3.c \
 	loader/fetch.c loader/fetch.h \
 	loader/cache.c loader/cache.h \
+	loader/coord.c loader/coord.h \
 	loader/grant.c loader/grant.h \
 	loader/peer.c loader/peer.h \
 	loader/loader.c \
@@ -58,7 +59,8 @@ LOADER_TEST_PROGS = \
 	loader/test/multi.t \
 	loader/test/grant.t \
 	loader/test/remote.t \
-	loader/test/peer.t
+	loader/test/peer.t \
+	loader/test/coord.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -70,6 +72,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/multi.t \
 	loader/test/grant.t \
 	loader/test/peer.t \
+	loader/test/coord.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
@@ -108,6 +111,9 @@ loader_test_follow_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_multi_t_SOURCES = loader/test/multi.c loader/test/testdata.c
 loader_test_multi_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_multi_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_coord_t_SOURCES = loader/test/coord.c loader/test/testdata.c
+loader_test_coord_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_coord_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)

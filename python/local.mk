@@ -26,6 +26,7 @@ PYTHON_TESTS = \
 	python/test/abi.py \
 	python/test/loader.py \
 	python/test/cache.py \
+	python/test/group.py \
 	python/test/tensors.py \
 	python/test/example.py \
 	python/test/compare-pytorch.py

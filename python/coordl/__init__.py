@@ -18,7 +18,7 @@ libcoordl is found through $COORDL_LIBRARY, the build tree, the install
 libdir, or the system.
 """
 
-from .loader import Batch, CacheWarning, CoordlError, Loader
+from .loader import Batch, CacheWarning, CoordlError, GroupWarning, Loader
 from ._abi import library_path
 
 
@@ -28,5 +28,5 @@ def version():
     return _abi.load().coordl_version().decode()
 
 
-__all__ = ["Loader", "Batch", "CoordlError", "CacheWarning", "version",
+__all__ = ["Loader", "Batch", "CoordlError", "CacheWarning", "GroupWarning", "version",
            "library_path"]

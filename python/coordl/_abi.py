@@ -90,6 +90,7 @@ class Batch(Structure):
         ("seq", c_uint64),
         ("replaced", c_int),
         ("device_data", c_void_p),
+        ("readonly", c_int),
     ]
 
 
@@ -149,6 +150,14 @@ class Stats(Structure):
         ("peer_fallbacks", c_uint64),
         ("peer_bad", c_uint64),
         ("peer_stalls", c_uint64),
+        ("batches_prepared", c_double),
+        ("batches_received", c_double),
+        ("group_members", c_int),
+        ("group_shared", c_int),
+        ("group_batches", c_uint64),
+        ("group_solo", c_uint64),
+        ("group_redone", c_uint64),
+        ("group_reaped", c_uint64),
     ]
 
 
@@ -176,6 +185,7 @@ _PROTOTYPES = [
     ("coordl_get_stats", c_int, [_LOADER_P, POINTER(Stats)]),
     ("coordl_last_corrupt", c_char_p, [_LOADER_P]),
     ("coordl_cache_note", c_char_p, [_LOADER_P]),
+    ("coordl_group_note", c_char_p, [_LOADER_P]),
     ("coordl_to_device", c_int, [_LOADER_P, POINTER(Batch), POINTER(Error)]),
     ("coordl_version", c_char_p, []),
 ]

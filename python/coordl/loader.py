@@ -12,6 +12,15 @@ dataset indices (uint64) are small and always copied.
 The buffers' memory itself is freed only once no view of it remains, so a
 view kept after close() reads stale pixels but never freed memory.
 
+In a group of jobs that share prepared batches (coordinated prep: the tasks
+of a Slurm job array under Synergy, see coordl(3)), a batch's images are a
+view of the group's staging area, shared with the other jobs: the numpy
+array is read-only (and so is a torch tensor made from it; writing it would
+fault). Take copy=True, or copy the tensor, to change images in place.
+stats() then shows batches_prepared (by this job's workers) and
+batches_received (prepared by the others), and group_note() says why a
+loader that was told of a group runs on its own.
+
 Why not keep a buffer for as long as Python references it? libcoordl fills
 its buffers as a ring and refuses (EBUSY) to hand out a batch whose buffer
 the caller still holds; the loop variable of `for images, labels in
@@ -53,6 +62,12 @@ class CacheWarning(RuntimeWarning):
     use for another dataset, has no room, or its file is unsafe; or the
     grant file cannot be read): the loader runs on with a private cache or
     none. The message is libcoordl's coordl_cache_note()."""
+
+
+class GroupWarning(RuntimeWarning):
+    """The loader was told of a group (SYNERGY_GROUP) but runs on its own
+    (the staging area is too small, its file is unsafe, ...). The message
+    is libcoordl's coordl_group_note()."""
 
 
 def _raise(call, err_struct):
@@ -151,7 +166,7 @@ class _Buffer:
             handle.views += 1
         self.__array_interface__ = {
             "version": 3, "shape": shape, "typestr": typestr,
-            "data": (bptr.contents.data, False),
+            "data": (bptr.contents.data, bool(bptr.contents.readonly)),
         }
 
     def release(self):
@@ -261,6 +276,9 @@ class Loader:
         note = self.cache_note()
         if note is not None:
             warnings.warn(note, CacheWarning, stacklevel=2)
+        note = self.group_note()
+        if note is not None:
+            warnings.warn(note, GroupWarning, stacklevel=2)
         self._copy = bool(copy)
         self._torch = None
         if output == "torch" or (output == "auto" and "torch" in sys.modules):
@@ -376,6 +394,12 @@ class Loader:
         s = self._lib.coordl_cache_note(self._ptr())
         return s.decode("utf-8", "replace") if s is not None else None
 
+    def group_note(self):
+        """Why the loader runs on its own although its environment names a
+        group (see GroupWarning), or None."""
+        s = self._lib.coordl_group_note(self._ptr())
+        return s.decode("utf-8", "replace") if s is not None else None
+
     def last_corrupt(self):
         """Path and reason of the last corrupt item skipped, or None."""
         s = self._lib.coordl_last_corrupt(self._ptr())
@@ -464,7 +488,15 @@ class Loader:
         images, labels = b.images, b.labels
         if self._torch is not None:
             if images is not None:
-                images = self._torch.from_numpy(images)
+                if not images.flags.writeable:
+                    # A group's shared batch: torch warns that it does not
+                    # support read-only tensors; the docstring says why.
+                    with warnings.catch_warnings():
+                        warnings.filterwarnings(
+                            "ignore", message=".*not writable.*")
+                        images = self._torch.from_numpy(images)
+                else:
+                    images = self._torch.from_numpy(images)
             labels = self._torch.from_numpy(labels)
         return images, labels
 

@@ -64,6 +64,7 @@ int main(void)
 	FIELD(coordl_batch_t, seq);
 	FIELD(coordl_batch_t, replaced);
 	FIELD(coordl_batch_t, device_data);
+	FIELD(coordl_batch_t, readonly);
 
 	SIZE(coordl_state_t);
 	FIELD(coordl_state_t, seed);
@@ -115,6 +116,14 @@ int main(void)
 	FIELD(coordl_stats_t, peer_fallbacks);
 	FIELD(coordl_stats_t, peer_bad);
 	FIELD(coordl_stats_t, peer_stalls);
+	FIELD(coordl_stats_t, batches_prepared);
+	FIELD(coordl_stats_t, batches_received);
+	FIELD(coordl_stats_t, group_members);
+	FIELD(coordl_stats_t, group_shared);
+	FIELD(coordl_stats_t, group_batches);
+	FIELD(coordl_stats_t, group_solo);
+	FIELD(coordl_stats_t, group_redone);
+	FIELD(coordl_stats_t, group_reaped);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);
