@@ -55,6 +55,7 @@ LOADER_TEST_PROGS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
+	loader/test/profmode.t \
 	loader/test/remote.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
@@ -66,6 +67,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
+	loader/test/profmode.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
@@ -107,6 +109,9 @@ loader_test_multi_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_profmode_t_SOURCES = loader/test/profmode.c loader/test/testdata.c
+loader_test_profmode_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_profmode_t_LDADD = $(LOADER_TEST_LDADD)
 # The server test (nginx on 127.0.0.1) drives remote-client.
 check_PROGRAMS += loader/test/remote-client
 loader_test_remote_client_SOURCES = loader/test/remote-client.c
