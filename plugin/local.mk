@@ -17,7 +17,8 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/cpulist.c plugin/cpulist.h \
 	plugin/nodeconf.c plugin/nodeconf.h \
 	plugin/tuner.c plugin/tuner.h \
-	plugin/cores.c plugin/cores.h
+	plugin/cores.c plugin/cores.h \
+	plugin/claim.c plugin/claim.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
 
@@ -53,6 +54,14 @@ plugin_test_util_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANS
 plugin_test_cores_t_SOURCES = plugin/test/cores.c
 plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cores_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
+
+# Profile on first run: claims on profiling a key in place (one job per
+# user and key sweeps at a time).
+check_PROGRAMS += plugin/test/claim.t
+UNIT_TESTS += plugin/test/claim.t
+plugin_test_claim_t_SOURCES = plugin/test/claim.c
+plugin_test_claim_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_claim_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 
 # Idle-core lending: the decision (a pure function) and its node state.
 check_PROGRAMS += plugin/test/lend.t plugin/test/lendstate.t
