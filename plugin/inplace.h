@@ -21,8 +21,10 @@
  *
  * slurmstepd calls syn__inplace_collect every second while the job's step
  * runs (so a long training job's profile is filed as soon as its search
- * ended) and the epilog once more with final set. Both run under the
- * node's lock, so exactly one of them files.
+ * ended), once more with final set when the batch step ends (before the
+ * node agent removes the job's record), and the epilog with final set
+ * (jobs without a batch step, lending off). All run under the node's
+ * lock, so exactly one of them files.
  */
 #ifndef SYN_PLUGIN_INPLACE_H
 #define SYN_PLUGIN_INPLACE_H

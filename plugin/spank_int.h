@@ -82,6 +82,10 @@ void syn__cache_dir_remove(uint32_t jobid);
  * configuration and the node agent's view of the node's CPUs. */
 void syn__inplace_fill(syn__inplace_t *x, uint32_t jobid, uint32_t uid, int final);
 
+/* syn__inplace_collect for job jobid of user uid (final: the job ended),
+ * logging what came of it. Returns its SYN__INPLACE_* or -1. */
+int syn__inplace_run(uint32_t jobid, uint32_t uid, int final);
+
 /* Log through Slurm: lend.h's log callback. */
 void syn__spank_log(int is_error, const char *msg, void *arg);
 

@@ -332,20 +332,8 @@ int syn__job_epilog(spank_t sp)
 	 * that the key's next first job tries again. Before anything of the
 	 * job (its record, its cache directory with the report) goes. */
 	node = syn__node_name();
-	if (node && access(conf.state_dir, F_OK) == 0) {
-		syn__inplace_t x;
-		char msg[600];
-		int rc;
-
-		syn__inplace_fill(&x, jobid, (uint32_t)uid, 1);
-		rc = syn__inplace_collect(&x, msg, sizeof(msg));
-		if (rc == SYN__INPLACE_FILED)
-			slurm_info("synergy: job %u: profiled in place: %s", (unsigned)jobid, msg);
-		else if (rc == SYN__INPLACE_REFUSED || rc == SYN__INPLACE_NONE)
-			slurm_info("synergy: job %u: profiling in place: %s", (unsigned)jobid, msg);
-		else if (rc < 0)
-			slurm_error("synergy: job %u: profiling in place: %s", (unsigned)jobid, msg);
-	}
+	if (node && access(conf.state_dir, F_OK) == 0)
+		syn__inplace_run(jobid, (uint32_t)uid, 1);
 	cg = syn__node_cgroup();
 	if (cg && syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0) {
 		if (syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)

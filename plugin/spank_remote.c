@@ -23,8 +23,9 @@
  * the report every second and files the profile as soon as the search
  * ended (inplace.h), then rebalances the node: the cores lent for the
  * search go back, and the job, now profiled, is granted what its profile
- * earns. The thread ends with the step (exit joins it); the epilog files
- * what it did not get to.
+ * earns. The thread ends with the step (exit joins it); the batch step's
+ * exit files what it did not get to (or releases the claim), and so does
+ * the epilog for jobs without a batch step.
  */
 #include "config.h"
 
@@ -78,8 +79,6 @@ static struct {
 static void *watch_main(void *arg)
 {
 	struct timespec until;
-	char msg[600];
-	syn__inplace_t x;
 	int rc = SYN__INPLACE_WAIT;
 
 	(void)arg;
@@ -91,13 +90,7 @@ static void *watch_main(void *arg)
 		if (watch.stop)
 			break;
 		pthread_mutex_unlock(&watch.mu);
-		syn__inplace_fill(&x, watch.jobid, watch.uid, 0);
-		rc = syn__inplace_collect(&x, msg, sizeof(msg));
-		if (rc == SYN__INPLACE_FILED)
-			slurm_info("synergy: job %u: profiled in place: %s", (unsigned)watch.jobid, msg);
-		else if (rc == SYN__INPLACE_REFUSED)
-			slurm_info("synergy: job %u: profiling in place: %s", (unsigned)watch.jobid,
-				   msg);
+		rc = syn__inplace_run(watch.jobid, watch.uid, 0);
 		/* Done (filed, refused, or done by another step): the cores
 		 * lent for the search go back; the job, if profiled now, is
 		 * granted what its profile earns. */
@@ -384,14 +377,21 @@ int syn__remote_exit(spank_t sp)
 {
 	uint32_t stepid;
 
+	int batch;
+
 	watch_stop();
+	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
+		stepid == SLURM_BATCH_SCRIPT;
 	if (st.active && st.job_rel[0])
 		cleanup(sp, "step exit");
-	/* The batch step ending is the job ending: its CPUs and memory are
-	 * free now, not only once the epilog runs. */
-	if (lend_enabled() && st.lend_rel[0] && syn__node_agent() &&
-	    spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
-	    stepid == SLURM_BATCH_SCRIPT)
+	/* The batch step ending is the job ending: a job that profiled in
+	 * place files its report now (or releases its claim), before its
+	 * record goes with the rebalance below; the epilog does it for jobs
+	 * without a batch step, and when lending is off. */
+	if (batch && st.active && st.rec.profile[0])
+		syn__inplace_run(st.jobid, st.rec.uid, 1);
+	/* Its CPUs and memory are free now, not only once the epilog runs. */
+	if (lend_enabled() && st.lend_rel[0] && syn__node_agent() && batch)
 		syn__lend_rebalance(syn__node_agent(), NULL, st.jobid);
 	return 0;
 }

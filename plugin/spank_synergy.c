@@ -265,3 +265,20 @@ void syn__inplace_fill(syn__inplace_t *x, uint32_t jobid, uint32_t uid, int fina
 	else if ((n = sysconf(_SC_NPROCESSORS_ONLN)) > 0)
 		x->node_cpus = (int)n;
 }
+
+int syn__inplace_run(uint32_t jobid, uint32_t uid, int final)
+{
+	syn__inplace_t x;
+	char msg[600];
+	int rc;
+
+	syn__inplace_fill(&x, jobid, uid, final);
+	rc = syn__inplace_collect(&x, msg, sizeof(msg));
+	if (rc == SYN__INPLACE_FILED)
+		slurm_info("synergy: job %u: profiled in place: %s", (unsigned)jobid, msg);
+	else if (rc == SYN__INPLACE_REFUSED || rc == SYN__INPLACE_NONE)
+		slurm_info("synergy: job %u: profiling in place: %s", (unsigned)jobid, msg);
+	else if (rc < 0)
+		slurm_error("synergy: job %u: profiling in place: %s", (unsigned)jobid, msg);
+	return rc;
+}
