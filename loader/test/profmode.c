@@ -184,7 +184,7 @@ static char *slurp(const char *path)
 int main(int argc, char **argv)
 {
 	const char *dir = getenv("PROFMODE_T_DIR");
-	char first[64], *text;
+	char first[64], *text, *tmp;
 	int rc, ncpu = count_affinity();
 
 	if (argc == 2 && dir) {
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 		printf("1..0 # SKIP needs 2 or more CPUs in the affinity mask\n");
 		return 0;
 	}
-	dir = td_tmpdir("profmode");
+	dir = tmp = td_tmpdir("profmode");
 	snprintf(root, sizeof(root), "%s/ds", dir);
 	snprintf(rep, sizeof(rep), "%s/rep.json", dir);
 	if (td_imagefolder(root, NCLS, NPER) < 0)
@@ -225,5 +225,6 @@ int main(int argc, char **argv)
 	   "and its report, written at once, says the search is incomplete");
 
 	td_rmrf(dir);
+	free(tmp);
 	return done_testing();
 }
