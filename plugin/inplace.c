@@ -296,11 +296,10 @@ done:
 		unlinkat(jfd, SYN__REPORT_NAME, 0);
 	syn__claim_release(x->store_dir, x->uid, r.key, r.profile);
 	r.profile[0] = '\0';
-	if (syn__jobrec_write(dfd, x->node, x->jobid, &r) < 0 && msg && msglen) {
+	err[0] = '\0';
+	if (syn__jobrec_write(dfd, x->node, x->jobid, &r) < 0)
 		snprintf(err, sizeof(err), "; cannot update its record: %s", strerror(errno));
-		strncat(why, err, sizeof(why) - strlen(why) - 1);
-	}
-	snprintf(msg, msglen, "%s", why);
+	snprintf(msg, msglen, "%s%s", why, err);
 	rv = outcome;
 out:
 	if (jfd >= 0)
