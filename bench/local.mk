@@ -38,6 +38,10 @@ EXTRA_DIST += bench/peer-bench.sh
 # (bench/profiler-accuracy.sh BUILD_DIR prints both tables).
 EXTRA_DIST += bench/profiler-accuracy.sh
 
+# profile on the job's first run (issue 17): what the loader's live search
+# costs the job, interleaved with plain runs.
+EXTRA_DIST += bench/firstrun-cost.sh
+
 # loader benches (loader helper): thread scaling, interleaved; MinIO versus
 # the page cache under one memory cgroup limit (root).
 EXTRA_DIST += bench/coordl-scaling.sh bench/minio-vs-pagecache.sh

@@ -89,9 +89,34 @@
  * profiling protocol and writes its report to SYNERGY_PROFILE_OUT. */
 #define SYNERGY_ENV_PROFILE_MODE "SYNERGY_PROFILE_MODE"
 
-/* Path of the profiling report the loader writes in profiling mode (without
- * it the loader does not profile). */
+/*
+ * Path of the profiling report the loader writes in profiling mode (without
+ * it the loader does not profile). The first training (or evaluation)
+ * loader of the process runs Synergy's CPU search live: from the threads it
+ * started with (SYNERGY_THREADS, else its cpuset), halving while the job's
+ * own throughput stays within 10% of the first point, then one thread at a
+ * time; each point is timed over a few windows of batches between the
+ * program's own batch requests. When the search ends the report is written
+ * (a temporary file beside the path, renamed over it) and the loader trains
+ * on, following its cpuset again. A search cut short (the node took back
+ * CPUs it ran on, or the loader was destroyed first) writes the report with
+ * "complete": false. Format (JSON; per point, sums over its timed windows):
+ *   { "coordl_profile": 1,               -- SYNERGY_PROFILE_REPORT_VERSION
+ *     "complete": true|false,
+ *     "batch_size": B, "max_threads": T,
+ *     "elapsed": s,                      -- first batch request to the search's end
+ *     "dataset": { "bytes": D, "items": N },
+ *     "points": [ { "threads": c, "samples": S, "wall": s, "consumer": s,
+ *                   "stall": s, "prep_time": s, "fetch_time": s,
+ *                   "storage_bytes": b, "hits": h, "misses": m,
+ *                   "tput": med, "tput_min": x, "tput_max": y }, ... ] }
+ * wall: the windows' length; consumer: the program's time between batch
+ * requests in them (its GPU step); stall: its time waiting inside the
+ * loader; prep_time, fetch_time: worker time summed over the workers.
+ * Readers must treat every value as untrusted input (the job wrote it).
+ */
 #define SYNERGY_ENV_PROFILE_OUT "SYNERGY_PROFILE_OUT"
+#define SYNERGY_PROFILE_REPORT_VERSION 1
 
 /* The job's profile key (what the user gave with --synergy-profile). */
 #define SYNERGY_ENV_PROFILE_KEY "SYNERGY_PROFILE_KEY"

@@ -28,8 +28,16 @@
  *                "fetch_latency_s": 0.05,  -- optional: remote storage, seconds per
  *                "fetch_concurrency": 60 },-- request and requests in flight; absent = 0
  *     "dataset": { "bytes": ..., "items": ... },
- *     "machine": "...", "date": "2026-11-22T15:00:00Z", "tool": "synergy-profile 0.1.0"
+ *     "machine": "...", "date": "2026-11-22T15:00:00Z", "tool": "synergy-profile 0.1.0",
+ *     "owner": 1000                      -- optional: see below
  *   }
+ *
+ * Ownership: a profile without "owner" was made by an admin (synergy-profile
+ * run, synergyd's ProfileCommand) and is used for every user's jobs of its
+ * key. A profile measured inside a user's own job (profile on first run,
+ * spank-synergy(8)) records that user's uid as "owner" and is used only for
+ * that user's jobs: a user's job can never decide how another user's jobs
+ * are sized. See syn_store_get_for() in synergy_store.h.
  */
 #ifndef SYNERGY_PROFILE_H
 #define SYNERGY_PROFILE_H
@@ -73,6 +81,8 @@ typedef struct syn_profile {
 	char machine[128];
 	char date[32];
 	char tool[64];
+	int has_owner;                        /* 1: measured in a job of user `owner` */
+	uint32_t owner;                       /* that user's uid (has_owner 1 only) */
 } syn_profile_t;
 
 /* A valid key: 1..64 characters of [A-Za-z0-9_.-], not starting with '.'. */

@@ -110,6 +110,33 @@ int syn_store_get(syn_store_t *s, const char *key, syn_profile_t *p, syn_store_e
  */
 int syn_store_put(syn_store_t *s, const syn_profile_t *p, syn_store_error_t *err);
 
+/*
+ * Profiles measured in users' own jobs (synergy_profile.h, "owner") live
+ * apart from the shared ones, one directory per user:
+ * <dir>/SYN_STORE_USER_DIR/<uid>/<key>.json. The shared profiles stay
+ * <dir>/<key>.json; syn_store_list() and syn_store_get() see only those.
+ */
+#define SYN_STORE_USER_DIR "user"
+
+/*
+ * Look up the profile a job of user uid uses for key: the shared profile
+ * <dir>/<key>.json when it has no owner or uid owns it; else uid's own
+ * (<dir>/user/<uid>/<key>.json), which must record uid as its owner. A
+ * shared profile that exists but cannot be read is an error (not a reason
+ * to use another). Returns 0 and fills *p, or -1 with errno as
+ * syn_store_get(): ENOENT when there is none for uid.
+ */
+int syn_store_get_for(syn_store_t *s, const char *key, uint32_t uid, syn_profile_t *p,
+                      syn_store_error_t *err);
+
+/*
+ * Store a profile measured in a user's job (p->has_owner must be set,
+ * else EINVAL) as that user's: <dir>/user/<owner>/<key>.json, the
+ * directories made (0755) as needed, atomically as syn_store_put(). A
+ * shared profile of the key is never touched. Returns 0 or -1 with errno.
+ */
+int syn_store_put_owned(syn_store_t *s, const syn_profile_t *p, syn_store_error_t *err);
+
 /* Remove key's profile. Returns 0, or -1 with errno (ENOENT if absent). */
 int syn_store_remove(syn_store_t *s, const char *key, syn_store_error_t *err);
 

@@ -380,11 +380,10 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 	/* Profiling mode needs somewhere to report: without a path (a Slurm
 	 * profiling job that runs synergy-profile on a dataset sets only the
 	 * mode) the loader trains normally. It sweeps the worker count
-	 * itself, so it does not follow the cpuset. */
-	if ((v = getenv(SYNERGY_ENV_PROFILE_MODE)) && strcmp(v, "1") == 0 &&
-	    (e.profile_out = getenv(SYNERGY_ENV_PROFILE_OUT)) && *e.profile_out)
-		e.follow = 0;
-	else
+	 * itself, and follows the cpuset (if it would) only once the search
+	 * ended. */
+	if (!(v = getenv(SYNERGY_ENV_PROFILE_MODE)) || strcmp(v, "1") != 0 ||
+	    !(e.profile_out = getenv(SYNERGY_ENV_PROFILE_OUT)) || !*e.profile_out)
 		e.profile_out = NULL;
 
 	if (cfg->cache_bytes < -1)

@@ -81,7 +81,8 @@ typedef struct coordl__env {
 	int64_t max_item_bytes;
 	const char *profile_out; /* SYNERGY_PROFILE_OUT when SYNERGY_PROFILE_MODE=1, else NULL */
 	int follow;        /* 1: threads were not fixed by the API and
-	                      SYNERGY_FOLLOW_CPUSET is not 0: follow the cpuset */
+	                      SYNERGY_FOLLOW_CPUSET is not 0: follow the cpuset
+	                      (in profiling mode: once the search ended) */
 	/* The peer tier (peer.h), for the loader that takes the job's cache
 	 * only; wireup OFF for every other loader. */
 	int wireup;              /* COORDL__WIREUP_* */

@@ -319,6 +319,50 @@ int coordl__follow_check(coordl__follow_t *f, coordl__cpus_t *set)
 	return changed;
 }
 
+int coordl__cpus_affinity(coordl__cpus_t *set)
+{
+	if (read_affinity(set) < 0)
+		return -1;
+	return coordl__cpus_count(set);
+}
+
+int coordl__follow_now(coordl__follow_t *f, coordl__cpus_t *set)
+{
+	coordl__cpus_t cg = { NULL, 0 }, aff = { NULL, 0 };
+	int rv = -1;
+
+	set->set = NULL;
+	set->size = 0;
+	if (!f) {
+		errno = EINVAL;
+		return -1;
+	}
+	f->next = coordl__now() + COORDL__FOLLOW_PERIOD;
+	read_cgroup_set(&cg);
+	read_affinity(&aff);
+	/* As coordl__follow_check decides: a cpuset that moved since the last
+	 * look rules; else the affinity (which lies within the cpuset). */
+	if (cg.set && (!f->cg.set || !coordl__cpus_equal(&cg, &f->cg) || !aff.set)) {
+		if (cpus_copy(set, &cg) == 0)
+			rv = coordl__cpus_count(set);
+	} else if (aff.set && cpus_copy(set, &aff) == 0) {
+		rv = coordl__cpus_count(set);
+	}
+	if (cg.set) {
+		coordl__cpus_free(&f->cg);
+		f->cg = cg;
+		cg.set = NULL;
+	}
+	/* The caller pins this thread to *set (as after a change). */
+	if (rv > 0)
+		cpus_copy(&f->aff, set);
+	coordl__cpus_free(&cg);
+	coordl__cpus_free(&aff);
+	if (rv < 0)
+		errno = ENOENT;
+	return rv;
+}
+
 int coordl__follow_pin(const coordl__cpus_t *set, const pthread_t *thr, int n)
 {
 	int rv = 0, first = 0;

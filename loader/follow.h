@@ -86,6 +86,19 @@ void coordl__follow_destroy(coordl__follow_t *f);
 int coordl__follow_check(coordl__follow_t *f, coordl__cpus_t *set);
 
 /*
+ * The set to follow now, whatever the last look saw: the cgroup's CPU set
+ * when it moved since the last look (or no affinity can be read), else the
+ * calling thread's affinity; both are remembered as seen. Fills
+ * *set (the caller frees it) and returns its count, or -1 with errno.
+ * (A loader that stopped following for a while, to profile, resumes here.)
+ */
+int coordl__follow_now(coordl__follow_t *f, coordl__cpus_t *set);
+
+/* The calling thread's affinity into *set (the caller frees it). Returns
+ * the count, or -1 with errno. */
+int coordl__cpus_affinity(coordl__cpus_t *set);
+
+/*
  * Pin the calling thread and the n threads in thr to set. Returns 0, or
  * -1 with errno from the first pin that failed (the others are still
  * tried: a thread that cannot be pinned keeps its old affinity).

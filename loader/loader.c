@@ -935,6 +935,10 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
+	/* The profiling search sets the worker count itself; the loader
+	 * follows its cpuset again once it ended (coordl__profile_done). */
+	if (ld->prof)
+		__atomic_store_n(&ld->follow_off, 1, __ATOMIC_RELAXED);
 	ok = 1;
 out:
 	if (locked)
@@ -1220,6 +1224,25 @@ static int set_threads_locked(coordl_loader_t *ld, int threads, coordl_error_t *
 		pthread_cond_broadcast(&ld->work_cv);
 	}
 	return rv;
+}
+
+void coordl__profile_done(coordl_loader_t *ld, int threads)
+{
+	coordl__cpus_t set = { NULL, 0 };
+	int n = ld->follow ? coordl__follow_now(ld->follow, &set) : -1;
+
+	pthread_mutex_lock(&ld->mu);
+	if (n > 0) {
+		/* One worker per CPU the job may use now: the node may have
+		 * taken back what it lent for the search, or lend more. */
+		coordl__follow_pin(&set, ld->thr, ld->spawned);
+		threads = n;
+		__atomic_store_n(&ld->follow_off, 0, __ATOMIC_RELAXED);
+	}
+	set_threads_locked(ld, threads < 1 ? 1 : threads > COORDL__MAX_THREADS ? COORDL__MAX_THREADS :
+			   threads, NULL);
+	pthread_mutex_unlock(&ld->mu);
+	coordl__cpus_free(&set);
 }
 
 int coordl_set_threads(coordl_loader_t *ld, int threads, coordl_error_t *err)

@@ -58,6 +58,7 @@ LOADER_TEST_PROGS = \
 	loader/test/follow.t \
 	loader/test/multi.t \
 	loader/test/grant.t \
+	loader/test/profmode.t \
 	loader/test/remote.t \
 	loader/test/peer.t \
 	loader/test/coord.t
@@ -73,6 +74,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/grant.t \
 	loader/test/peer.t \
 	loader/test/coord.t \
+	loader/test/profmode.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
@@ -121,6 +123,9 @@ loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
 loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
 loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
+loader_test_profmode_t_SOURCES = loader/test/profmode.c loader/test/testdata.c
+loader_test_profmode_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_profmode_t_LDADD = $(LOADER_TEST_LDADD)
 # The server test (nginx on 127.0.0.1) drives remote-client.
 check_PROGRAMS += loader/test/remote-client
 loader_test_remote_client_SOURCES = loader/test/remote-client.c

@@ -5,6 +5,14 @@
  * own step time (its GPU) sets the pace, and every rate comes from the
  * loader's counters (coordl_get_stats) and the monotonic clock. The search
  * mirrors syn__cpu_search in the profiler, as a state machine.
+ *
+ * The node may take back CPUs it lent the job for the search (a newcomer's
+ * share): at every window's end the consumer's affinity is counted, and
+ * once fewer CPUs remain than the search started with and than the point
+ * runs threads, the point could not be measured as it should: the search
+ * stops there and reports itself incomplete. Either way the loader then
+ * trains on (coordl__profile_done: following its cpuset again, or at the
+ * thread count it started with).
  */
 #include "config.h"
 
@@ -14,10 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "synergy_env.h"
+#include "follow.h"
 #include "profmode.h"
 #include "util.h"
 
 #define MAX_POINTS 64
+#define SYN_STR(x) #x
+#define SYN_XSTR(x) SYN_STR(x)
+#define SYN_REPORT_V SYN_XSTR(SYNERGY_PROFILE_REPORT_VERSION)
 
 struct point {
 	int threads;
@@ -44,11 +57,24 @@ struct coordl__profmode {
 	double t_win, last_return, consumer;
 	coordl_stats_t st_win;
 	int written;
+	int aborted;              /* the CPUs fell below the point's threads */
+	int cpus0;                /* CPUs in the affinity when the search began */
+	double t0, t_end;         /* first batch request; end of the search */
 };
 
 /* One report per process: the first loader that enters profiling mode
  * (a job's training loader, created before its validation loader) owns it. */
 static int claimed;
+
+/* CPUs the calling thread may run on now (0 when unknown). */
+static int affinity_count(void)
+{
+	coordl__cpus_t set = { NULL, 0 };
+	int n = coordl__cpus_affinity(&set);
+
+	coordl__cpus_free(&set);
+	return n > 0 ? n : 0;
+}
 
 coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads, const char *out,
                                             int *skipped)
@@ -74,6 +100,7 @@ coordl__profmode_t *coordl__profmode_create(coordl_loader_t *ld, int max_threads
 	p->npts = 1;
 	p->skip = p->settle;
 	p->window = -1;
+	p->cpus0 = affinity_count();
 	return p;
 }
 
@@ -106,10 +133,11 @@ static void write_report(coordl__profmode_t *p)
 	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w")))
 		goto out;
 	fd = -1;
-	fprintf(f, "{\n  \"coordl_profile\": 1,\n  \"complete\": %s,\n  \"batch_size\": %d,\n"
-	        "  \"max_threads\": %d,\n  \"dataset\": { \"bytes\": %llu, \"items\": %llu },\n"
-	        "  \"points\": [",
-	        p->state == SEARCH_DONE ? "true" : "false", p->batch_size, p->max_threads,
+	fprintf(f, "{\n  \"coordl_profile\": " SYN_REPORT_V ",\n  \"complete\": %s,\n  \"batch_size\": %d,\n"
+	        "  \"max_threads\": %d,\n  \"elapsed\": %.6f,\n"
+	        "  \"dataset\": { \"bytes\": %llu, \"items\": %llu },\n  \"points\": [",
+	        p->state == SEARCH_DONE && !p->aborted ? "true" : "false", p->batch_size,
+	        p->max_threads, p->t0 > 0 ? (p->t_end > 0 ? p->t_end : coordl__now()) - p->t0 : 0.0,
 	        (unsigned long long)p->dataset_bytes, (unsigned long long)p->dataset_items);
 	int first = 1;
 	for (int i = 0; i < p->npts; i++) {
@@ -183,6 +211,8 @@ void coordl__profmode_enter(coordl__profmode_t *p, coordl_loader_t *ld)
 
 	if (!p || p->state == SEARCH_DONE)
 		return;
+	if (p->t0 == 0)
+		p->t0 = now;
 	if (p->last_return > 0)
 		p->consumer += now - p->last_return;
 	p->last_return = 0;
@@ -196,6 +226,16 @@ void coordl__profmode_enter(coordl__profmode_t *p, coordl_loader_t *ld)
 		return;
 	if (p->window >= 0) {
 		struct point *q = &p->pts[p->npts - 1];
+		int cpus = affinity_count();
+		if (cpus > 0 && cpus < p->cpus0 && cpus < q->threads) {
+			/* CPUs taken back under this point: stop, incomplete. */
+			p->aborted = 1;
+			p->state = SEARCH_DONE;
+			p->t_end = now;
+			write_report(p);
+			coordl__profile_done(ld, p->max_threads);
+			return;
+		}
 		if (st.epoch == p->st_win.epoch && st.samples > p->st_win.samples) {
 			/* Per-epoch counters: a window inside one epoch. */
 			double wall = now - p->t_win;
@@ -217,8 +257,9 @@ void coordl__profmode_enter(coordl__profmode_t *p, coordl_loader_t *ld)
 			int c = next_threads(p, median(q->tput, COORDL__PROF_WINDOWS));
 			if (c < 1 || p->npts >= MAX_POINTS) {
 				p->state = SEARCH_DONE;
+				p->t_end = now;
 				write_report(p);
-				coordl_set_threads(ld, p->max_threads, NULL);
+				coordl__profile_done(ld, p->max_threads);
 				return;
 			}
 			p->pts[p->npts++].threads = c;

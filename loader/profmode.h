@@ -8,18 +8,15 @@
  * while the job's throughput stays within 10% of the first point, else
  * step down one thread at a time) run live by changing the worker count.
  * Each point is timed over a few windows of batches after the prefetch
- * ring settled. When the search ends (or at coordl_destroy, marked
- * incomplete) the raw measurements go to SYNERGY_PROFILE_OUT as JSON,
- * written to a temporary file and renamed; `synergy-profile run -- CMD`
- * reads it and builds the profile.
- *
- * Report (numbers are per point sums over its timed windows):
- *   { "coordl_profile": 1, "complete": true|false, "batch_size": B,
- *     "max_threads": T, "dataset": { "bytes": D, "items": N },
- *     "points": [ { "threads": c, "samples": S, "wall": s, "consumer": s,
- *                   "stall": s, "prep_time": s, "fetch_time": s,
- *                   "storage_bytes": b, "hits": h, "misses": m,
- *                   "tput": med, "tput_min": x, "tput_max": y }, ... ] }
+ * ring settled. When the search ends (or stops because the node took back
+ * CPUs it ran on, or at coordl_destroy: both marked incomplete) the raw
+ * measurements go to SYNERGY_PROFILE_OUT as JSON, written to a temporary
+ * file and renamed; `synergy-profile run -- CMD` and, for a job profiled on
+ * its first run, the Synergy plugin read it and build the profile. The
+ * report's format is the contract documented at SYNERGY_ENV_PROFILE_OUT in
+ * synergy_env.h. Once the search ended the loader trains on: following its
+ * cpuset again when its thread count was left to it, else at the count it
+ * started with (coordl__profile_done, loader.c).
  */
 #ifndef COORDL_PROFMODE_H
 #define COORDL_PROFMODE_H
@@ -47,5 +44,10 @@ void coordl__profmode_leave(coordl__profmode_t *p);
 
 /* Write the report if the search did not finish, and free. Accepts NULL. */
 void coordl__profmode_destroy(coordl__profmode_t *p);
+
+/* In loader.c: the search ended; train on (see the top of this file),
+ * `threads` being the count it started with. Called from the consumer
+ * inside coordl_next(), without the loader's lock. */
+void coordl__profile_done(coordl_loader_t *ld, int threads);
 
 #endif

@@ -21,6 +21,18 @@
 #include "cgroup.h"
 #include "jobrec.h"
 
+int syn__nonce_valid(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return 0;
+	for (n = 0; s[n]; n++)
+		if (n >= SYN__NONCE_LEN || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == SYN__NONCE_LEN;
+}
+
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -41,15 +53,15 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 	int n;
 
 	if (!r || !buf || !r->synergy || !syn__key_valid(r->key) || r->gpus < 1 ||
-	    r->cache_mb > r->mem_mb) {
+	    r->cache_mb > r->mem_mb || (r->profile[0] && !syn__nonce_valid(r->profile))) {
 		errno = EINVAL;
 		return -1;
 	}
 	n = snprintf(buf, len,
 		     "key=%s uid=%" PRIu32 " gpus=%" PRIu32 " cpus=%" PRIu32 " mem_mb=%" PRIu64
-		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64,
+		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s",
 		     r->key, r->uid, r->gpus, r->cpus, r->mem_mb, r->cache_mb, r->want_cpus,
-		     r->want_cache_mb);
+		     r->want_cache_mb, r->profile[0] ? " profile=" : "", r->profile);
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -63,7 +75,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 {
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
 					     "want_cpus", "want_cache_mb", "allotted",
-					     "alloc_mem_mb", "hold_cache_mb" };
+					     "alloc_mem_mb", "hold_cache_mb", "profile" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -81,6 +93,12 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 		if (!syn__key_valid(val))
 			return fail(err, errlen, "key: '%.70s' is not a valid profile key", val);
 		snprintf(r->key, sizeof(r->key), "%s", val);
+		return 0;
+	case 11:
+		if (!syn__nonce_valid(val))
+			return fail(err, errlen, "profile: '%.40s' is not a claim nonce (%d hex digits)",
+				    val, SYN__NONCE_LEN);
+		snprintf(r->profile, sizeof(r->profile), "%s", val);
 		return 0;
 	case 8:
 		if (syn__cpus_parse(val, &r->allotted) < 0 || CPU_COUNT(&r->allotted) == 0)

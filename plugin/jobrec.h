@@ -34,6 +34,9 @@
 #define SYN__CTL_KEY "SYNERGY_PROFILE_KEY"
 #define SYN__CTL_ONOFF "SYNERGY"
 
+/* A claim's nonce: this many lowercase hex digits (claim.h). */
+#define SYN__NONCE_LEN 16
+
 /* A record or grant is at most this long (bytes). */
 #define SYN__JOBREC_MAX 16384
 /* The largest memory figure (MB) a record holds: a petabyte. */
@@ -52,6 +55,10 @@ typedef struct syn__jobrec {
 	uint64_t cache_mb;           /* the loader cache inside mem_mb */
 	uint32_t want_cpus;          /* best case, above the share (0: none) */
 	uint64_t want_cache_mb;
+	/* Profile on first run: the nonce of the job's claim on profiling
+	 * its key in place (claim.h), "" when it does not profile. The
+	 * record drops it once the job's profile is filed or refused. */
+	char profile[SYN__NONCE_LEN + 1];
 	/* Added on the node at the job's first step. */
 	int has_allotted;
 	cpu_set_t allotted;          /* CPUs its job cgroup had from Slurm */
@@ -65,10 +72,14 @@ typedef struct syn__jobrec {
 
 /*
  * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
- * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y" into buf. Returns 0, or
+ * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [profile=NONCE]" into
+ * buf. Returns 0, or
  * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
  */
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);
+
+/* 1 if s is a claim nonce: SYN__NONCE_LEN lowercase hex digits. */
+int syn__nonce_valid(const char *s);
 
 /*
  * Parse a grant (space-separated) or a record (newline-separated) into r,

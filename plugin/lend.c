@@ -239,6 +239,7 @@ typedef struct lend_entry {
 	uint64_t cache_now;         /* cache grant its file says now, MB */
 	uint64_t cache_to;          /* the plan's cache grant, MB */
 	int synergy;                /* may be granted anything */
+	int profiling;              /* profiles in place: lent idle cores for its search */
 } lend_entry_t;
 
 typedef struct lend_ctx {
@@ -482,7 +483,9 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
 		e->mem_mb = limit >> 20;
 	e->cache_now = e->rec.has_hold ? e->rec.hold_cache_mb : allotted_cache(c, e);
 	e->has_limits = syn__cg_job_has_limits(c->a->cg, e->job_rel);
-	if (e->has_record && e->rec.synergy && e->has_limits &&
+	/* A job profiling in place has no profile yet (inplace.h). */
+	e->profiling = e->has_record && e->rec.synergy && e->rec.profile[0] && e->has_limits;
+	if (e->has_record && e->rec.synergy && e->has_limits && !e->rec.profile[0] &&
 	    syn__jobrec_name(c->node, e->job.jobid, ".json", name, sizeof(name)) == 0) {
 		snprintf(path, sizeof(path), "%s/%s", c->a->state_dir, name);
 		if (syn_profile_read_file(path, &e->profile, &serr) == 0)
@@ -548,10 +551,42 @@ static int collect(lend_ctx_t *c)
 }
 
 /*
+ * Jobs profiling in place (inplace.h) are lent the node's idle cores first,
+ * for their CPU search up to the node's size: split evenly between them
+ * (the first ones listed get the remainder), each want raised by its part. The
+ * search is short (well under a minute) and what it measures sizes every
+ * later job of its key, so it goes before other jobs' grants; like any
+ * grant it is taken back before a newcomer's tasks run.
+ */
+static void plan_profiling(lend_ctx_t *c, const cpu_set_t *node)
+{
+	int i, n = 0, idle = CPU_COUNT(node), k = 0;
+
+	for (i = 0; i < c->n; i++) {
+		idle -= CPU_COUNT(&c->e[i].job.allotted);
+		n += c->e[i].profiling;
+	}
+	if (n == 0 || idle <= 0)
+		return;
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+		int part;
+
+		if (!e->profiling)
+			continue;
+		part = idle / n + (k < idle % n ? 1 : 0);
+		k++;
+		e->job.want = CPU_COUNT(&e->job.allotted) + part;
+	}
+}
+
+/*
  * The plan: syn_node_tune over the node's jobs, its cores turned into each
  * job's want and its cache into cache_to. Without lending, or when the
  * plan cannot be made (the node's shape unknown, allotments that do not
  * fit it), every job holds its allotment and the cache it was allotted.
+ * Jobs profiling in place take the idle cores first (plan_profiling); to
+ * the plan they are other jobs holding what they were lent.
  */
 static void plan(lend_ctx_t *c, const cpu_set_t *node)
 {
@@ -574,6 +609,7 @@ static void plan(lend_ctx_t *c, const cpu_set_t *node)
 	}
 	if (!a->lend || c->n == 0)
 		return;
+	plan_profiling(c, node);
 	shape.cpus = CPU_COUNT(node);
 	/* Unknown GPUs or memory: plan cores alone, over a memory pool of 0. */
 	if (shape.gpus < gpus || shape.gpus < 1)
@@ -591,7 +627,7 @@ static void plan(lend_ctx_t *c, const cpu_set_t *node)
 		nj[i].id = e->job.jobid;
 		nj[i].synergy = e->synergy;
 		nj[i].gpus = e->synergy ? (int)e->rec.gpus : 0;
-		nj[i].cores = CPU_COUNT(&e->job.allotted);
+		nj[i].cores = e->profiling ? e->job.want : CPU_COUNT(&e->job.allotted);
 		nj[i].mem_mb = e->mem_mb;
 		nj[i].profile = e->synergy ? &e->profile : NULL;
 	}

@@ -17,19 +17,22 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/cpulist.c plugin/cpulist.h \
 	plugin/nodeconf.c plugin/nodeconf.h \
 	plugin/tuner.c plugin/tuner.h \
-	plugin/cores.c plugin/cores.h
+	plugin/cores.c plugin/cores.h \
+	plugin/claim.c plugin/claim.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
 
 slurmplugin_LTLIBRARIES += plugin/spank_synergy.la
 plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c plugin/spank_int.h \
 	plugin/spank_client.c plugin/spank_remote.c plugin/spank_jobscript.c \
-	plugin/lend.c plugin/lend.h
-plugin_spank_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+	plugin/lend.c plugin/lend.h plugin/inplace.c plugin/inplace.h
+plugin_spank_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/profiler
+plugin_spank_synergy_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugin_spank_synergy_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(srcdir)/plugin/spank_synergy.lds
-plugin_spank_synergy_la_LIBADD = plugin/libsynplugin.la \
-	profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+plugin_spank_synergy_la_LIBADD = plugin/libsynplugin.la profiler/libsynjob.la \
+	profiler/libsynmodel.la profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) \
+	$(GLPK_LIBS) $(PTHREAD_LIBS) $(LIBM)
 EXTRA_DIST += plugin/spank_synergy.lds
 
 # Unit tests: no root, no Slurm.
@@ -53,6 +56,20 @@ plugin_test_util_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANS
 plugin_test_cores_t_SOURCES = plugin/test/cores.c
 plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cores_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
+
+# Profile on first run: claims on profiling a key in place, and filing the
+# profile a job's own loader measured (its report is untrusted input).
+check_PROGRAMS += plugin/test/claim.t plugin/test/inplace.t
+UNIT_TESTS += plugin/test/claim.t plugin/test/inplace.t
+plugin_test_claim_t_SOURCES = plugin/test/claim.c
+plugin_test_claim_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_claim_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
+plugin_test_inplace_t_SOURCES = plugin/test/inplace.c plugin/inplace.c plugin/inplace.h
+plugin_test_inplace_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin \
+	-I$(top_srcdir)/profiler
+plugin_test_inplace_t_LDADD = plugin/libsynplugin.la profiler/libsynjob.la \
+	profiler/libsynmodel.la profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) \
+	$(GLPK_LIBS) $(LIBM)
 
 # Idle-core lending: the decision (a pure function) and its node state.
 check_PROGRAMS += plugin/test/lend.t plugin/test/lendstate.t

@@ -22,6 +22,7 @@
 #include <slurm/spank.h>
 
 #include "cgroup.h"
+#include "inplace.h"
 #include "jobrec.h"
 #include "util.h"
 
@@ -76,6 +77,14 @@ const struct syn__agent *syn__node_agent(void);
 
 /* Remove CacheDir/job_<id> and everything in it, never following a link. */
 void syn__cache_dir_remove(uint32_t jobid);
+
+/* Fill x for job jobid of user uid on this node (inplace.h), from the
+ * configuration and the node agent's view of the node's CPUs. */
+void syn__inplace_fill(syn__inplace_t *x, uint32_t jobid, uint32_t uid, int final);
+
+/* syn__inplace_collect for job jobid of user uid (final: the job ended),
+ * logging what came of it. Returns its SYN__INPLACE_* or -1. */
+int syn__inplace_run(uint32_t jobid, uint32_t uid, int final);
 
 /* Log through Slurm: lend.h's log callback. */
 void syn__spank_log(int is_error, const char *msg, void *arg);

@@ -38,6 +38,8 @@
 #include <slurm/spank.h>
 
 #include "synergy_store.h"
+#include "claim.h"
+#include "inplace.h"
 #include "lend.h"
 #include "spank_int.h"
 
@@ -219,7 +221,7 @@ int syn__job_prolog(spank_t sp)
 	uint32_t jobid;
 	uid_t uid;
 	gid_t gid;
-	int dfd = -1, lockfd = -1;
+	int dfd = -1, lockfd = -1, ok = 0;
 
 	if (!syn__spank_conf_ok || !conf.enabled ||
 	    spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
@@ -245,11 +247,26 @@ int syn__job_prolog(spank_t sp)
 			    "GPU-proportional", (unsigned)jobid, r.uid, (unsigned)uid);
 		return 0;
 	}
-	store = syn_store_create(conf.store_dir, 0, &serr);
-	if (!store || syn_store_get(store, r.key, &prof, &serr) < 0) {
-		slurm_error("synergy: job %u: profile %s: %s; GPU-proportional", (unsigned)jobid,
-			    r.key, serr.text);
-		goto out;
+	if (r.profile[0]) {
+		/* Profile on first run: the job profiles only while its claim
+		 * is still the one job_submit gave it (claim.h). */
+		int rc = syn__claim_renew(conf.store_dir, r.uid, r.key, r.profile, jobid, node,
+					  time(NULL));
+
+		if (rc != 1) {
+			slurm_error("synergy: job %u: %s; it runs GPU-proportional without "
+				    "profiling %s", (unsigned)jobid, rc == 0 ?
+				    "its claim on profiling in place lapsed and was taken over" :
+				    "cannot renew its claim on profiling in place", r.key);
+			return 0;
+		}
+	} else {
+		store = syn_store_create(conf.store_dir, 0, &serr);
+		if (!store || syn_store_get_for(store, r.key, r.uid, &prof, &serr) < 0) {
+			slurm_error("synergy: job %u: profile %s: %s; GPU-proportional",
+				    (unsigned)jobid, r.key, serr.text);
+			goto out;
+		}
 	}
 	dfd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
 	if (dfd < 0) {
@@ -262,9 +279,10 @@ int syn__job_prolog(spank_t sp)
 			    (unsigned)jobid, conf.state_dir, node);
 		goto out;
 	}
-	if (syn__jobrec_name(node, jobid, ".json", name, sizeof(name)) < 0 ||
-	    snprintf(path, sizeof(path), "%s/%s", conf.state_dir, name) >= (int)sizeof(path) ||
-	    syn_profile_write_file(path, &prof, &serr) < 0) {
+	if (!r.profile[0] &&
+	    (syn__jobrec_name(node, jobid, ".json", name, sizeof(name)) < 0 ||
+	     snprintf(path, sizeof(path), "%s/%s", conf.state_dir, name) >= (int)sizeof(path) ||
+	     syn_profile_write_file(path, &prof, &serr) < 0)) {
 		slurm_error("synergy: job %u: cannot copy its profile: %s; GPU-proportional",
 			    (unsigned)jobid, serr.text);
 		goto out;
@@ -282,10 +300,13 @@ int syn__job_prolog(spank_t sp)
 		syn__jobrec_remove(dfd, node, jobid);
 		goto out;
 	}
+	ok = 1;
 	slurm_info("synergy: job %u: grant key=%s gpus=%" PRIu32 " cpus=%" PRIu32
-		   " mem=%" PRIu64 "MB cache=%" PRIu64 "MB", (unsigned)jobid, r.key, r.gpus, r.cpus,
-		   r.mem_mb, r.cache_mb);
+		   " mem=%" PRIu64 "MB cache=%" PRIu64 "MB%s", (unsigned)jobid, r.key, r.gpus, r.cpus,
+		   r.mem_mb, r.cache_mb, r.profile[0] ? " profiling in place" : "");
 out:
+	if (r.profile[0] && !ok)
+		syn__claim_release(conf.store_dir, r.uid, r.key, r.profile);
 	if (lockfd >= 0)
 		close(lockfd);
 	if (dfd >= 0)
@@ -306,6 +327,13 @@ int syn__job_epilog(spank_t sp)
 	if (!syn__spank_conf_ok || spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
 		return 0;
+	/* A job that profiled in place: file its profile if its node has not
+	 * yet (it ended right after its search), else release its claim so
+	 * that the key's next first job tries again. Before anything of the
+	 * job (its record, its cache directory with the report) goes. */
+	node = syn__node_name();
+	if (node && access(conf.state_dir, F_OK) == 0)
+		syn__inplace_run(jobid, (uint32_t)uid, 1);
 	cg = syn__node_cgroup();
 	if (cg && syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0) {
 		if (syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
@@ -319,7 +347,6 @@ int syn__job_epilog(spank_t sp)
 		unlink(grant);
 	/* The record goes, lending on or off: a stale record must not describe
 	 * a later job that reuses the id. */
-	node = syn__node_name();
 	if (node && access(conf.state_dir, F_OK) == 0) {
 		dfd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
 		if (dfd >= 0) {

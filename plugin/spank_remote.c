@@ -15,15 +15,28 @@
  * task_exit / exit: at the step's end, move its leftover processes out of
  * the synergy child and remove the child once empty (v1), and when the
  * batch step ends, lend the job's CPUs to the jobs still running.
+ *
+ * Profile on first run: a job whose record carries a claim's nonce
+ * (claim.h) profiles itself. Its first local task gets the loader's
+ * profiling mode (SYNERGY_PROFILE_MODE=1, the report into the job's cache
+ * directory), and slurmstepd runs a watcher thread (root) that looks for
+ * the report every second and files the profile as soon as the search
+ * ended (inplace.h), then rebalances the node: the cores lent for the
+ * search go back, and the job, now profiled, is granted what its profile
+ * earns. The thread ends with the step (exit joins it); the batch step's
+ * exit files what it did not get to (or releases the claim), and so does
+ * the epilog for jobs without a batch step.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -48,6 +61,77 @@ static struct {
 static int lend_enabled(void)
 {
 	return syn__spank_conf_ok && conf.enabled && conf.lend_idle;
+}
+
+/* The in-place profiling watcher (see the top of the file). */
+static struct {
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
+	uint32_t jobid, uid;
+} watch = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* How often the watcher looks for the report (seconds). */
+#define WATCH_PERIOD 1
+
+static void *watch_main(void *arg)
+{
+	struct timespec until;
+	int rc = SYN__INPLACE_WAIT;
+
+	(void)arg;
+	pthread_mutex_lock(&watch.mu);
+	while (!watch.stop) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += WATCH_PERIOD;
+		pthread_cond_timedwait(&watch.cv, &watch.mu, &until);
+		if (watch.stop)
+			break;
+		pthread_mutex_unlock(&watch.mu);
+		rc = syn__inplace_run(watch.jobid, watch.uid, 0);
+		/* Done (filed, refused, or done by another step): the cores
+		 * lent for the search go back; the job, if profiled now, is
+		 * granted what its profile earns. */
+		if (rc != SYN__INPLACE_WAIT && rc >= 0 && lend_enabled() && syn__node_agent())
+			syn__lend_rebalance(syn__node_agent(), NULL, 0);
+		pthread_mutex_lock(&watch.mu);
+		if (rc != SYN__INPLACE_WAIT && rc >= 0)
+			break;
+	}
+	pthread_mutex_unlock(&watch.mu);
+	return NULL;
+}
+
+/* Start the watcher once per step, for a job that profiles in place. */
+static void watch_start(void)
+{
+	if (watch.started || !st.active || !st.rec.profile[0])
+		return;
+	/* The process-wide handles are made here, not in the thread. */
+	syn__node_name();
+	syn__node_agent();
+	watch.jobid = st.jobid;
+	watch.uid = st.rec.uid;
+	if (pthread_create(&watch.thread, NULL, watch_main, NULL) != 0) {
+		slurm_error("synergy: job %u: cannot start the profiling watcher: %m; the epilog "
+			    "files its profile", (unsigned)st.jobid);
+		return;
+	}
+	watch.started = 1;
+}
+
+static void watch_stop(void)
+{
+	if (!watch.started)
+		return;
+	pthread_mutex_lock(&watch.mu);
+	watch.stop = 1;
+	pthread_cond_broadcast(&watch.cv);
+	pthread_mutex_unlock(&watch.mu);
+	pthread_join(watch.thread, NULL);
+	watch.started = 0;
 }
 
 /* The step's directory name, as Slurm names it. */
@@ -181,6 +265,7 @@ int syn__remote_task_post_fork(spank_t sp)
 		return 0;
 	if (st.active)
 		enter(sp, cg, pid);
+	watch_start();
 	if (!lend_enabled() || lend_done)
 		return 0;
 	lend_done = 1;
@@ -204,10 +289,12 @@ int syn__remote_task_post_fork(spank_t sp)
 
 int syn__remote_task_init(spank_t sp)
 {
-	char buf[SYN__PATH_MAX + 32], val[64];
+	char buf[SYN__PATH_MAX + 64], val[64];
 	syn__cg_t *cg;
+	char out[SYN__PATH_MAX + 64];
 	cpu_set_t set;
 	char *list;
+	int taskid;
 
 	if (!syn__spank_conf_ok || !conf.enabled)
 		return 0;
@@ -233,6 +320,22 @@ int syn__remote_task_init(spank_t sp)
 	if (lend_enabled() && syn__grant_path(conf.cache_dir, st.jobid, buf, sizeof(buf)) == 0)
 		spank_setenv(sp, SYNERGY_ENV_CACHE_GRANT, buf, 1);
 	spank_setenv(sp, SYNERGY_ENV_ACTIVE, "1", 1);
+	/* Profile on first run: the step's first task profiles, its report
+	 * going where root looks for it (inplace.h). One process per job
+	 * sweeps: a second task would compete for the same cores. */
+	if (syn__inplace_report_path(conf.cache_dir, st.jobid, buf, sizeof(buf)) < 0)
+		return 0;
+	if (st.rec.profile[0] && spank_get_item(sp, S_TASK_ID, &taskid) == ESPANK_SUCCESS &&
+	    taskid == 0) {
+		spank_setenv(sp, SYNERGY_ENV_PROFILE_MODE, "1", 1);
+		spank_setenv(sp, SYNERGY_ENV_PROFILE_OUT, buf, 1);
+	} else if (spank_getenv(sp, SYNERGY_ENV_PROFILE_OUT, out, sizeof(out)) == ESPANK_SUCCESS &&
+		   strcmp(out, buf) == 0) {
+		/* Inherited from the step that profiled (srun inside the batch
+		 * script): this task does not. A user's own setting stays. */
+		spank_unsetenv(sp, SYNERGY_ENV_PROFILE_MODE);
+		spank_unsetenv(sp, SYNERGY_ENV_PROFILE_OUT);
+	}
 	return 0;
 }
 
@@ -274,13 +377,21 @@ int syn__remote_exit(spank_t sp)
 {
 	uint32_t stepid;
 
+	int batch;
+
+	watch_stop();
+	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
+		stepid == SLURM_BATCH_SCRIPT;
 	if (st.active && st.job_rel[0])
 		cleanup(sp, "step exit");
-	/* The batch step ending is the job ending: its CPUs and memory are
-	 * free now, not only once the epilog runs. */
-	if (lend_enabled() && st.lend_rel[0] && syn__node_agent() &&
-	    spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
-	    stepid == SLURM_BATCH_SCRIPT)
+	/* The batch step ending is the job ending: a job that profiled in
+	 * place files its report now (or releases its claim), before its
+	 * record goes with the rebalance below; the epilog does it for jobs
+	 * without a batch step, and when lending is off. */
+	if (batch && st.active && st.rec.profile[0])
+		syn__inplace_run(st.jobid, st.rec.uid, 1);
+	/* Its CPUs and memory are free now, not only once the epilog runs. */
+	if (lend_enabled() && st.lend_rel[0] && syn__node_agent() && batch)
 		syn__lend_rebalance(syn__node_agent(), NULL, st.jobid);
 	return 0;
 }

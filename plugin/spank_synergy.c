@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -236,4 +237,48 @@ const struct syn__agent *syn__node_agent(void)
 	agent.log = syn__spank_log;
 	ok = 1;
 	return &agent;
+}
+
+void syn__inplace_fill(syn__inplace_t *x, uint32_t jobid, uint32_t uid, int final)
+{
+	const syn__agent_t *a = syn__node_agent();
+	cpu_set_t set;
+	long n;
+
+	memset(x, 0, sizeof(*x));
+	x->store_dir = syn__spank_conf.store_dir;
+	x->cache_dir = syn__spank_conf.cache_dir;
+	x->state_dir = syn__spank_conf.state_dir;
+	x->node = syn__node_name();
+	x->jobid = jobid;
+	x->uid = uid;
+	x->node_gpus = syn__spank_conf.node_gpus;
+	x->node_cpus_conf = syn__spank_conf.node_cpus;
+	x->node_mem_mb = syn__spank_conf.node_mem_mb;
+	x->final = final;
+	x->now = time(NULL);
+	x->version = PACKAGE_VERSION;
+	/* The most CPUs a search could have run on: the node's cgroup (what
+	 * Slurm may give jobs), else the machine's. */
+	if (a && syn__cg_get_cpus(a->cg, a->node_rel, &set) == 0)
+		x->node_cpus = CPU_COUNT(&set);
+	else if ((n = sysconf(_SC_NPROCESSORS_ONLN)) > 0)
+		x->node_cpus = (int)n;
+}
+
+int syn__inplace_run(uint32_t jobid, uint32_t uid, int final)
+{
+	syn__inplace_t x;
+	char msg[600];
+	int rc;
+
+	syn__inplace_fill(&x, jobid, uid, final);
+	rc = syn__inplace_collect(&x, msg, sizeof(msg));
+	if (rc == SYN__INPLACE_FILED)
+		slurm_info("synergy: job %u: profiled in place: %s", (unsigned)jobid, msg);
+	else if (rc == SYN__INPLACE_REFUSED || rc == SYN__INPLACE_NONE)
+		slurm_info("synergy: job %u: profiling in place: %s", (unsigned)jobid, msg);
+	else if (rc < 0)
+		slurm_error("synergy: job %u: profiling in place: %s", (unsigned)jobid, msg);
+	return rc;
 }

@@ -7,10 +7,21 @@
  * synergy_policy.h): whole cores and ProcessMemMB plus a cache, never above
  * the job's GPU share of the node, below it where the profile says the job
  * does not need it; what its best case wants beyond the share is left to
- * the node agent's reclaimable grants. Without a profile the job stays
- * GPU-proportional and a profiling request is queued as a file in
- * RequestDir for the tuner. Anything unexpected also leaves the job
- * GPU-proportional; only a malformed synergy option is refused.
+ * the node agent's reclaimable grants. The profile is the store's shared
+ * one, or the user's own (measured in one of the user's jobs): a job never
+ * uses a profile another user's job measured (syn_store_get_for).
+ *
+ * Without a profile the job stays GPU-proportional. With ProfileInPlace (the
+ * default) a one-GPU, one-node, one-task job then profiles itself: it takes
+ * the claim of its user and key (claim.h) and its grant carries the claim's
+ * nonce, which tells the node to run its loader in profiling mode; while
+ * another job of the same user holds the claim, the job is not profiled.
+ * Otherwise (ProfileInPlace=no, larger jobs, a failed claim) a profiling
+ * request is queued as a file in RequestDir for the tuner (ProfileCommand).
+ * Claims in flight and queued requests count together against
+ * MaxProfileRequests and MaxProfileRequestsPerUser. Anything unexpected
+ * also leaves the job GPU-proportional; only a malformed synergy option is
+ * refused.
  */
 #include "config.h"
 
@@ -26,6 +37,7 @@
 
 #include "synergy_policy.h"
 #include "synergy_store.h"
+#include "claim.h"
 #include "jobrec.h"
 #include "shapes.h"
 #include "submit.h"
@@ -78,6 +90,33 @@ static void count_queued(const syn__conf_t *conf, uint32_t uid, uint64_t *all, u
 	closedir(d);
 }
 
+struct claim_count {
+	uint32_t uid;
+	uint64_t max_age, all, mine;
+	time_t now;
+};
+
+static int claim_count_cb(const syn__claim_t *c, void *arg)
+{
+	struct claim_count *cc = arg;
+
+	if (!syn__claim_lapsed(c, cc->max_age, cc->now)) {
+		cc->all++;
+		cc->mine += c->uid == cc->uid;
+	}
+	return 0;
+}
+
+/* Live in-place claims in the store, in total and of uid. */
+static void count_claims(const syn__conf_t *conf, uint32_t uid, uint64_t *all, uint64_t *mine)
+{
+	struct claim_count cc = { uid, conf->claim_max_age, 0, 0, time(NULL) };
+
+	syn__claim_foreach(conf->store_dir, claim_count_cb, &cc);
+	*all = cc.all;
+	*mine = cc.mine;
+}
+
 /*
  * Queue a profiling request for key: RequestDir/<key>.req, created once.
  * Returns 1 when queued (or already), 0 when a cap refused it (why says
@@ -95,9 +134,12 @@ static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid,
 	if (access(path, F_OK) == 0)
 		return 1; /* already queued */
 	{
-		uint64_t all, mine;
+		uint64_t all, mine, call, cmine;
 
 		count_queued(conf, uid, &all, &mine);
+		count_claims(conf, uid, &call, &cmine);
+		all += call;
+		mine += cmine;
 		if (all >= conf->max_requests) {
 			snprintf(why, whylen, "%llu requests queued (MaxProfileRequests)",
 				 (unsigned long long)all);
@@ -189,6 +231,83 @@ static int pick_shape(syn__conf_t *c, const syn__job_req_t *req, int gpus, char 
 	return 0;
 }
 
+/*
+ * Profile on first run (see the top of the file). Returns 1 when the job
+ * profiles in place (grant and comment set), 0 when it does not and must
+ * not queue a request either (another job holds the claim, or a cap:
+ * comment set), -1 when the offline path applies (note says why, when it
+ * is not simply that in-place profiling does not apply).
+ */
+static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const char *key, int gpus,
+		    syn__decision_t *d, char *note, size_t notelen)
+{
+	char nonce[SYN__NONCE_LEN + 1];
+	syn__claim_t held;
+	syn__jobrec_t g;
+	uint64_t all, mine, rall, rmine;
+	time_t now = time(NULL);
+	int rc;
+
+	if (!conf->profile_in_place)
+		return -1;
+	if (gpus != 1 || req->nodes > 1 || req->tasks_per_node > 1) {
+		snprintf(note, notelen, " (not in place: %d GPU(s), %u node(s), %u task(s) per node; "
+			 "a job profiles in place with 1 of each)", gpus, (unsigned)(req->nodes ? req->nodes : 1),
+			 (unsigned)(req->tasks_per_node ? req->tasks_per_node : 1));
+		return -1;
+	}
+	if (syn__claim_read(conf->store_dir, req->uid, key, &held) == 0 &&
+	    !syn__claim_lapsed(&held, conf->claim_max_age, now)) {
+		snprintf(d->comment, sizeof(d->comment),
+			 "synergy: key=%s no profile: GPU-proportional, not profiled: another job of "
+			 "uid %u profiles it in place (claim %.8s, %llds old)", key, (unsigned)req->uid,
+			 held.nonce, (long long)(now - held.time));
+		return 0;
+	}
+	count_queued(conf, req->uid, &rall, &rmine);
+	count_claims(conf, req->uid, &all, &mine);
+	if (all + rall >= conf->max_requests || mine + rmine >= conf->max_requests_per_user) {
+		snprintf(d->comment, sizeof(d->comment),
+			 "synergy: key=%s no profile: GPU-proportional, profiling refused: %llu in "
+			 "flight, %llu of uid %u (MaxProfileRequests %llu, MaxProfileRequestsPerUser "
+			 "%llu)", key, (unsigned long long)(all + rall),
+			 (unsigned long long)(mine + rmine), (unsigned)req->uid,
+			 (unsigned long long)conf->max_requests,
+			 (unsigned long long)conf->max_requests_per_user);
+		return 0;
+	}
+	rc = syn__claim_take(conf->store_dir, req->uid, key, conf->claim_max_age, now, nonce, &held);
+	if (rc == 0) {
+		snprintf(d->comment, sizeof(d->comment),
+			 "synergy: key=%s no profile: GPU-proportional, not profiled: another job of "
+			 "uid %u profiles it in place (claim %.8s)", key, (unsigned)req->uid, held.nonce);
+		return 0;
+	}
+	memset(&g, 0, sizeof(g));
+	g.synergy = 1;
+	snprintf(g.key, sizeof(g.key), "%s", key);
+	g.uid = req->uid;
+	g.gpus = (uint32_t)gpus;
+	if (rc == 1) {
+		snprintf(g.profile, sizeof(g.profile), "%s", nonce);
+		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) == 0) {
+			d->profiling_in_place = 1;
+			snprintf(d->comment, sizeof(d->comment),
+				 "synergy: key=%s no profile: GPU-proportional, profiling in place "
+				 "(claim %s)", key, nonce);
+			return 1;
+		}
+		d->grant[0] = '\0';
+		syn__claim_release(conf->store_dir, req->uid, key, nonce);
+		snprintf(note, notelen, " (in place: grant too long)");
+		return -1;
+	}
+	snprintf(d->err, sizeof(d->err), "synergy: key=%s: cannot claim profiling in place in "
+		 "%.120s/" SYN__CLAIM_DIR ": %s", key, conf->store_dir, strerror(errno));
+	snprintf(note, notelen, " (in place: cannot claim: %s)", strerror(errno));
+	return -1;
+}
+
 void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__decision_t *d)
 {
 	/* A copy, so that the node shape picked for this job can be filled in. */
@@ -240,16 +359,20 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			 "synergy: key=%s store unavailable: GPU-proportional", key);
 		goto out;
 	}
-	if (syn_store_get(store, key, &prof, &serr) < 0) {
+	if (syn_store_get_for(store, key, req->uid, &prof, &serr) < 0) {
 		if (errno == ENOENT) {
-			char why[128] = "";
-			int q = queue_request(conf, key, req->uid, gpus, why, sizeof(why));
+			char why[160] = "", note[160] = "";
+			int q, ip;
 
+			ip = in_place(conf, req, key, gpus, d, note, sizeof(note));
+			if (ip >= 0)
+				goto out; /* profiles in place, or another job does, or refused */
+			q = queue_request(conf, key, req->uid, gpus, why, sizeof(why));
 			d->profiling_requested = q == 1;
 			snprintf(d->comment, sizeof(d->comment),
 				 "synergy: key=%s no profile: GPU-proportional, profiling %s%s%s", key,
 				 q == 1 ? "requested" : q == 0 ? "refused: " : "request failed",
-				 why, "");
+				 why, note);
 		} else {
 			snprintf(d->err, sizeof(d->err), "synergy: profile %s: %s", key, serr.text);
 			snprintf(d->comment, sizeof(d->comment),

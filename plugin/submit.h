@@ -37,6 +37,7 @@ typedef struct syn__decision {
 	uint64_t mem_mb;            /* per node */
 	int gpus_per_node;          /* GPUs the request asks for per node (SIZED) */
 	int profiling_requested;    /* a request file was queued */
+	int profiling_in_place;     /* the job took its key's claim and profiles itself */
 	char key[SYN__KEY_MAX + 1];
 	char comment[320];          /* for AdminComment ("synergy: ...") */
 	char grant[512];            /* SIZED: the grant for the node (jobrec.h), else "" */

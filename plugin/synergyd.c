@@ -11,7 +11,8 @@
  * For each queued profiling request it submits one profiling job
  * (ProfileCommand, as ProfileUser) and files the profile it left. Every round it also exports the node shapes of each partition
  * for job_submit/synergy (NodeShapesFile, shapes.h), which must not call
- * slurmctld from inside it. After each round it writes a status file and
+ * slurmctld from inside it, and removes the claims on profiling a key in
+ * place (claim.h) whose job ended without releasing them. After each round it writes a status file and
  * node_exporter textfile metrics. A failed RPC (slurmctld restarting)
  * is logged and the next round tries again; the daemon never exits for it.
  */
@@ -37,6 +38,7 @@
 
 #include "synergy_conf.h"
 #include "synergy_store.h"
+#include "claim.h"
 #include "shapes.h"
 #include "submit.h"
 #include "tuner.h"
@@ -57,7 +59,7 @@ typedef struct opts {
 
 typedef struct stats {
 	unsigned long rounds, downgraded_total, errors_total, profiling_submitted_total;
-	unsigned long profiles_filed_total, profiling_failed_total;
+	unsigned long profiles_filed_total, profiling_failed_total, claims_removed_total;
 	int pending_synergy, downgraded, requests, ctld_ok;
 	time_t last;
 } stats_t;
@@ -583,6 +585,80 @@ static void handle_requests(const opts_t *o, const syn__conf_t *conf,
 	closedir(d);
 }
 
+struct prune_ctx {
+	const opts_t *o;
+	const syn__conf_t *conf;
+	const job_info_msg_t *jobs;
+	time_t now;
+	stats_t *st;
+};
+
+/* The job a claim belongs to: by id once its prolog renewed it, else by
+ * the claim's nonce in the AdminComment job_submit wrote. */
+static const job_info_t *claim_job(const struct prune_ctx *p, const syn__claim_t *c)
+{
+	char needle[SYN__NONCE_LEN + 16];
+	uint32_t i;
+
+	snprintf(needle, sizeof(needle), "(claim %s)", c->nonce);
+	for (i = 0; p->jobs && i < p->jobs->record_count; i++) {
+		const job_info_t *j = &p->jobs->job_array[i];
+
+		if (c->jobid ? j->job_id == c->jobid :
+			       j->admin_comment && strstr(j->admin_comment, needle) != NULL)
+			return j;
+	}
+	return NULL;
+}
+
+static int prune_cb(const syn__claim_t *c, void *arg)
+{
+	struct prune_ctx *p = arg;
+	const job_info_t *j;
+	uint32_t base;
+
+	/* A claim just taken may belong to a job this round's list predates;
+	 * a job that just ended may still have its epilog to run, which files
+	 * its profile or releases the claim itself. */
+	if (p->now - c->time < 120)
+		return 0;
+	j = claim_job(p, c);
+	if (j) {
+		base = j->job_state & JOB_STATE_BASE;
+		if (base == JOB_PENDING || base == JOB_RUNNING || base == JOB_SUSPENDED ||
+		    (j->job_state & JOB_COMPLETING) || (j->end_time && p->now - j->end_time < 120))
+			return 0;
+	}
+	if (p->o->dry_run) {
+		logmsg("claim of uid %u on profiling %s in place: its job %s; would remove it "
+		       "[dry run]", (unsigned)c->uid, c->key, j ? "ended" : "is gone");
+		return 0;
+	}
+	if (syn__claim_release(p->conf->store_dir, c->uid, c->key, c->nonce) == 1) {
+		logmsg("removed the claim of uid %u on profiling %s in place: its job %u %s", (unsigned)c->uid,
+		       c->key, j ? j->job_id : c->jobid, j ? "ended without filing a profile" :
+		       "is gone");
+		p->st->claims_removed_total++;
+	}
+	return 0;
+}
+
+/*
+ * Claims on profiling in place (claim.h) whose job ended without releasing
+ * them: cancelled while pending (no prolog or epilog ran), or on a node
+ * that died. Their next first job could only take them over once they
+ * lapse (ProfileClaimMaxAge); removing them lets it profile at once.
+ */
+static void prune_claims(const opts_t *o, const syn__conf_t *conf, const job_info_msg_t *jobs,
+			 stats_t *st)
+{
+	struct prune_ctx p = { o, conf, jobs, time(NULL), st };
+
+	if (syn__claim_foreach(conf->store_dir, prune_cb, &p) < 0)
+		logmsg("cannot list the claims in %s/" SYN__CLAIM_DIR ": %s", conf->store_dir,
+		       strerror(errno));
+}
+
 /*
  * Export the node shapes of every partition for job_submit (shapes.h): per
  * node its GPUs, its CPUs less specialised cores, its memory less MemSpec.
@@ -699,6 +775,7 @@ static int round_once(const opts_t *o, const syn__conf_t *conf, stats_t *st)
 		}
 	}
 	handle_requests(o, conf, jobs, st);
+	prune_claims(o, conf, jobs, st);
 	st->requests = count_requests(conf->request_dir);
 	rv = 0;
 out:
@@ -717,11 +794,12 @@ static void write_outputs(const opts_t *o, const stats_t *st)
 			 "time=%lld\nrounds=%lu\nslurmctld=%s\npending_synergy_jobs=%d\n"
 			 "downgraded_last_round=%d\ndowngraded_total=%lu\nprofiling_requests=%d\n"
 			 "errors_total=%lu\nprofiling_submitted_total=%lu\n"
-			 "profiles_filed_total=%lu\nprofiling_failed_total=%lu\n",
+			 "profiles_filed_total=%lu\nprofiling_failed_total=%lu\n"
+			 "claims_removed_total=%lu\n",
 			 (long long)st->last, st->rounds, st->ctld_ok ? "ok" : "unreachable",
 			 st->pending_synergy, st->downgraded, st->downgraded_total, st->requests,
 			 st->errors_total, st->profiling_submitted_total, st->profiles_filed_total,
-			 st->profiling_failed_total);
+			 st->profiling_failed_total, st->claims_removed_total);
 		if (write_file(o->status, buf) < 0)
 			logmsg("cannot write %s: %s", o->status, strerror(errno));
 	}

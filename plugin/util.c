@@ -57,6 +57,8 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_requests = 64;
 	c->max_requests_per_user = 4;
 	c->max_profiling_jobs = 2;
+	c->profile_in_place = 1;
+	c->claim_max_age = 3600;
 }
 
 int syn__key_valid(const char *key)
@@ -183,6 +185,18 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 	if (strcasecmp(key, "Enabled") == 0) {
 		if (syn__parse_onoff(value, &c->enabled) < 0)
 			return errprintf(err, errlen, "Enabled: '%s' is not yes or no", value);
+		return 0;
+	}
+	if (strcasecmp(key, "ProfileInPlace") == 0) {
+		if (syn__parse_onoff(value, &c->profile_in_place) < 0)
+			return errprintf(err, errlen, "ProfileInPlace: '%s' is not yes or no", value);
+		return 0;
+	}
+	if (strcasecmp(key, "ProfileClaimMaxAge") == 0) {
+		if (syn__parse_u64(value, 1, 86400 * 365, &v) < 0)
+			return errprintf(err, errlen, "ProfileClaimMaxAge: '%s' is not a number of "
+					 "seconds in 1..31536000", value);
+		c->claim_max_age = v;
 		return 0;
 	}
 	if (strcasecmp(key, "LendIdleCores") == 0) {

@@ -27,7 +27,8 @@
  * Eps, NodeGPUs, NodeCPUs, NodeMemMB, ProfileCommand, LendIdleCores,
  * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
  * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
- * MaxProfileRequestsPerUser, MaxProfilingJobs (see synergy.conf(5)).
+ * MaxProfileRequestsPerUser, MaxProfilingJobs, ProfileInPlace,
+ * ProfileClaimMaxAge (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -49,6 +50,9 @@ typedef struct syn__conf {
 	uint64_t max_requests_per_user;     /* ... of them by one user */
 	uint64_t max_profiling_jobs;        /* profiling jobs in flight at most */
 	uint64_t shapes_max_age;            /* seconds before that table is stale */
+	int profile_in_place;               /* ProfileInPlace: a key's first job profiles itself */
+	uint64_t claim_max_age;             /* ProfileClaimMaxAge: seconds a first job's claim
+	                                       lasts before another may take it over */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

@@ -19,15 +19,27 @@ profiler_libsynmodel_la_SOURCES = profiler/model.c profiler/model.h \
 	profiler/report.c profiler/report.h
 profiler_libsynmodel_la_LIBADD = $(LIBM)
 
-PROFILER_TEST_LIBS = profiler/libsynmodel.la profiler/libsynstore.la \
+# A profile from the report a job's own loader wrote (profiling mode):
+# parsed and checked as untrusted input; linked by synergy-profile and by
+# the SPANK plugin, which files profiles measured on a job's first run.
+# Users also link profiler/libsynmodel.la and policy/libsynpolicy.la.
+noinst_LTLIBRARIES += profiler/libsynjob.la
+profiler_libsynjob_la_SOURCES = profiler/jobprofile.c profiler/jobprofile.h
+profiler_libsynjob_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+profiler_libsynjob_la_LIBADD = $(JANSSON_LIBS) $(LIBM)
+
+PROFILER_TEST_LIBS = profiler/libsynjob.la profiler/libsynmodel.la profiler/libsynstore.la \
 	policy/libsynpolicy.la $(JANSSON_LIBS) $(LIBM)
 PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler -I$(top_srcdir)/tests \
 	-DPROFILER_TEST_DATA='"$(abs_top_srcdir)/profiler/test/data"'
 
 check_PROGRAMS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t \
-	profiler/test/report.t
+	profiler/test/report.t profiler/test/jobprofile.t
 UNIT_TESTS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t \
-	profiler/test/report.t
+	profiler/test/report.t profiler/test/jobprofile.t
+profiler_test_jobprofile_t_SOURCES = profiler/test/jobprofile.c tests/tap.h
+profiler_test_jobprofile_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
+profiler_test_jobprofile_t_LDADD = $(PROFILER_TEST_LIBS)
 profiler_test_store_t_SOURCES = profiler/test/store.c tests/tap.h
 profiler_test_store_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_store_t_LDADD = $(PROFILER_TEST_LIBS)
@@ -47,7 +59,8 @@ bin_PROGRAMS += profiler/synergy-profile
 profiler_synergy_profile_SOURCES = profiler/synergy-profile.c \
 	profiler/measure.c profiler/measure.h
 profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler $(JANSSON_CFLAGS)
-profiler_synergy_profile_LDADD = profiler/libsynmodel.la profiler/libsynstore.la \
+profiler_synergy_profile_LDADD = profiler/libsynjob.la profiler/libsynmodel.la \
+	profiler/libsynstore.la \
 	policy/libsynpolicy.la loader/libcoordl.la $(JANSSON_LIBS) $(LIBM)
 
 # CLI golden output and end-to-end profiling on generated data.

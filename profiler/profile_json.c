@@ -193,6 +193,15 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_stor
 			return SYN__ERR(err, EINVAL, "%s: field 'rates.fetch_overlap' must be a number "
 			                "in 0..1", nm(name));
 	}
+	json_t *owner = json_object_get(root, "owner");
+	if (owner) {
+		if (!json_is_integer(owner) || json_integer_value(owner) < 0 ||
+		    json_integer_value(owner) > (json_int_t)UINT32_MAX)
+			return SYN__ERR(err, EINVAL, "%s: field 'owner' must be a uid (an integer "
+			                "in 0..%u)", nm(name), (unsigned)UINT32_MAX);
+		p->has_owner = 1;
+		p->owner = (uint32_t)json_integer_value(owner);
+	}
 	json_t *ds = json_object_get(root, "dataset");
 	if (ds) {
 		if (!json_is_object(ds))
@@ -430,6 +439,9 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 	set_new(root, "machine", json_string(p->machine), &good);
 	set_new(root, "date", json_string(p->date), &good);
 	set_new(root, "tool", json_string(p->tool), &good);
+	/* Optional: only profiles measured in a user's job have an owner. */
+	if (p->has_owner)
+		set_new(root, "owner", json_integer((json_int_t)p->owner), &good);
 	if (!good)
 		goto nomem;
 	/* Profiles the profiler writes carry rounded values, which 15 digits

@@ -209,6 +209,90 @@ out:
 	return rv;
 }
 
+/* The path of uid's own profile of key (its directory when key is NULL). */
+static int user_path(const syn_store_t *s, uint32_t uid, const char *key, char *buf, size_t len,
+                     syn_store_error_t *err)
+{
+	int n;
+
+	if (key && !syn_profile_key_valid(key))
+		return SYN__ERR(err, EINVAL, "invalid profile key '%.80s': expected 1..%d of "
+		                "[A-Za-z0-9_.-], not starting with '.'", key, SYN_PROFILE_KEY_MAX);
+	n = snprintf(buf, len, "%s/" SYN_STORE_USER_DIR "/%u%s%s%s", s->dir, (unsigned)uid,
+	             key ? "/" : "", key ? key : "", key ? ".json" : "");
+	if (n < 0 || (size_t)n >= len)
+		return SYN__ERR(err, ENAMETOOLONG, "profile store %s: path for uid %u too long",
+		                s->dir, (unsigned)uid);
+	return 0;
+}
+
+int syn_store_get_for(syn_store_t *s, const char *key, uint32_t uid, syn_profile_t *p,
+                      syn_store_error_t *err)
+{
+	char path[PATH_MAX];
+	syn_profile_t *tmp = NULL;
+	int rv = -1;
+
+	if (!s || !p)
+		return SYN__ERR(err, EINVAL, "no store or no profile to fill");
+	if (!(tmp = malloc(sizeof(*tmp))))
+		return SYN__ERR(err, ENOMEM, "profile store %s: out of memory", s->dir);
+	if (syn_store_get(s, key, tmp, err) == 0) {
+		if (!tmp->has_owner || tmp->owner == uid) {
+			*p = *tmp;
+			rv = 0;
+			goto out;
+		}
+		/* Another user's profile filed as shared: not for uid. */
+	} else if (errno != ENOENT) {
+		goto out;
+	}
+	if (user_path(s, uid, key, path, sizeof(path), err) < 0 ||
+	    syn_profile_read_file(path, tmp, err) < 0)
+		goto out;
+	if (strcmp(tmp->key, key) != 0) {
+		SYN__ERR(err, EINVAL, "%s: field 'key' is \"%s\", expected \"%s\" from the file name",
+		         path, tmp->key, key);
+		goto out;
+	}
+	if (!tmp->has_owner || tmp->owner != uid) {
+		SYN__ERR(err, EINVAL, "%s: field 'owner' must be %u, the uid it is filed under",
+		         path, (unsigned)uid);
+		goto out;
+	}
+	*p = *tmp;
+	rv = 0;
+out:
+	{
+		int e = errno;
+		free(tmp);
+		errno = e;
+	}
+	return rv;
+}
+
+int syn_store_put_owned(syn_store_t *s, const syn_profile_t *p, syn_store_error_t *err)
+{
+	char path[PATH_MAX];
+
+	if (!s || !p)
+		return SYN__ERR(err, EINVAL, "no store or no profile");
+	if (!p->has_owner)
+		return SYN__ERR(err, EINVAL, "profile '%.64s' has no owner: file it with "
+		                "syn_store_put()", p->key);
+	if (snprintf(path, sizeof(path), "%s/" SYN_STORE_USER_DIR, s->dir) >= (int)sizeof(path))
+		return SYN__ERR(err, ENAMETOOLONG, "profile store %s: path too long", s->dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return SYN__ERR(err, errno, "%s: cannot create: %s", path, strerror(errno));
+	if (user_path(s, p->owner, NULL, path, sizeof(path), err) < 0)
+		return -1;
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return SYN__ERR(err, errno, "%s: cannot create: %s", path, strerror(errno));
+	if (user_path(s, p->owner, p->key, path, sizeof(path), err) < 0)
+		return -1;
+	return syn_profile_write_file(path, p, err);
+}
+
 int syn_store_put(syn_store_t *s, const syn_profile_t *p, syn_store_error_t *err)
 {
 	char path[PATH_MAX];

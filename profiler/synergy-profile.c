@@ -41,6 +41,7 @@
 #include "measure.h"
 #include "model.h"
 #include "report.h"
+#include "jobprofile.h"
 
 #define PROG "synergy-profile"
 
@@ -740,23 +741,20 @@ static int build_profile(const struct args *a, const syn__rates_t *rates, const 
 	char msg[256];
 	double cpus[SYN_PROFILE_MAX_CPU], mem[SYN_PROFILE_MAX_MEM];
 	int n_cpu = a->n_grid_cpus, n_mem = a->n_grid_mem;
+	double def_cpus[SYN_PROFILE_MAX_CPU], def_mem[SYN_PROFILE_MAX_MEM];
+	int n_def_cpu, n_def_mem;
+	syn__grid_default(rates->dataset_bytes, 0, def_cpus, &n_def_cpu, def_mem, &n_def_mem);
 	if (n_cpu)
 		memcpy(cpus, a->grid_cpus, sizeof(cpus));
 	else {
-		static const double def[] = { 1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 24 };
-		n_cpu = (int)(sizeof(def) / sizeof(def[0]));
-		memcpy(cpus, def, sizeof(def));
+		n_cpu = n_def_cpu;
+		memcpy(cpus, def_cpus, sizeof(cpus));
 	}
 	if (n_mem)
 		memcpy(mem, a->grid_mem, sizeof(mem));
 	else {
-		/* Cache fractions of the dataset, in GiB rounded to 1 MiB. */
-		double d = (double)rates->dataset_bytes / SYN__GIB;
-		for (int k = 0; k <= 4; k++) {
-			double v = round(d * k / 4 * 1024) / 1024;
-			if (n_mem == 0 || v > mem[n_mem - 1])
-				mem[n_mem++] = v;
-		}
+		n_mem = n_def_mem;
+		memcpy(mem, def_mem, sizeof(mem));
 	}
 	memset(p, 0, sizeof(*p));
 	if (syn__model_grid(rates, cpus, n_cpu, mem, n_mem, a->prop_cpus, a->prop_mem, p, msg,
@@ -884,66 +882,54 @@ out:
 	return rv;
 }
 
-/* A number field of a report object, or -1 when missing or not a number. */
-static double jnum(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_number(v) ? json_number_value(v) : -1;
-}
-
 /*
- * Read a report written by a loader in profiling mode (loader/profmode.h)
- * into points. Returns the number of points, or -1 after a message.
+ * Read a report written by a loader in profiling mode (the format at
+ * SYNERGY_ENV_PROFILE_OUT, synergy_env.h; parsed by jobprofile.c) into
+ * points, printing one line per point. Returns the number of points, or -1
+ * after a message.
  */
 static int read_job_report(const char *path, syn__job_point_t *pts, int max, uint64_t *bytes,
                            uint64_t *items, int *complete)
 {
-	json_error_t jerr;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	syn__job_report_t *r = malloc(sizeof(*r));
+	char msg[256], *text = NULL;
+	size_t len = 0;
 	int n = -1;
+	FILE *f;
 
-	if (!root) {
-		errmsg("%s: line %d: %s", path, jerr.line, jerr.text);
+	if (!r) {
+		errmsg("out of memory");
 		return -1;
 	}
-	json_t *ds = json_object_get(root, "dataset"), *arr = json_object_get(root, "points");
-	if (jnum(root, "coordl_profile") != 1 || !json_is_object(ds) || !json_is_array(arr) ||
-	    jnum(ds, "bytes") < 0 || jnum(ds, "items") < 0) {
-		errmsg("%s: not a coordl profiling report (version 1)", path);
+	if (!(f = fopen(path, "re"))) {
+		errmsg("%s: %s", path, strerror(errno));
 		goto out;
 	}
-	*bytes = (uint64_t)jnum(ds, "bytes");
-	*items = (uint64_t)jnum(ds, "items");
-	*complete = json_is_true(json_object_get(root, "complete"));
-	n = 0;
-	for (size_t i = 0; i < json_array_size(arr) && n < max; i++) {
-		json_t *q = json_array_get(arr, i);
-		syn__job_point_t *p = &pts[n];
-		p->threads = (int)jnum(q, "threads");
-		p->samples = jnum(q, "samples");
-		p->consumer = jnum(q, "consumer");
-		p->prep_time = jnum(q, "prep_time");
-		p->fetch_time = jnum(q, "fetch_time");
-		p->storage_bytes = jnum(q, "storage_bytes");
-		p->items = jnum(q, "hits") + jnum(q, "misses");
-		/* Per-miss worker time only from points where every item
-		 * missed: with hits, fetch_time also holds cache reads. */
-		p->misses = jnum(q, "hits") == 0 ? jnum(q, "misses") : 0;
-		if (p->threads < 1 || p->samples < 0 || p->consumer < 0 || p->prep_time < 0 ||
-		    p->fetch_time < 0 || p->storage_bytes < 0 || jnum(q, "hits") < 0 ||
-		    jnum(q, "misses") < 0) {
-			errmsg("%s: points[%zu]: missing or negative field", path, i);
-			n = -1;
-			goto out;
-		}
-		printf("job %3d thread%s    %10.1f samples/s  (%.1f-%.1f), stall %.1f%%\n", p->threads,
-		       p->threads > 1 ? "s" : " ", jnum(q, "tput"), jnum(q, "tput_min"),
-		       jnum(q, "tput_max"),
-		       jnum(q, "wall") > 0 ? 100 * jnum(q, "stall") / jnum(q, "wall") : 0.0);
-		n++;
+	text = malloc(SYN__REPORT_MAX_BYTES + 1);
+	if (text)
+		len = fread(text, 1, SYN__REPORT_MAX_BYTES + 1, f);
+	fclose(f);
+	if (!text) {
+		errmsg("out of memory");
+		goto out;
 	}
+	if (syn__job_report_parse(text, len, path, r, msg, sizeof(msg)) < 0) {
+		errmsg("%s", msg);
+		goto out;
+	}
+	*bytes = r->dataset_bytes;
+	*items = r->dataset_items;
+	*complete = r->complete;
+	for (int i = 0; i < r->n && i < max; i++) {
+		const syn__report_point_t *q = &r->pt[i];
+		printf("job %3d thread%s    %10.1f samples/s  (%.1f-%.1f), stall %.1f%%\n", q->threads,
+		       q->threads > 1 ? "s" : " ", q->tput, q->tput_min, q->tput_max,
+		       q->wall > 0 ? 100 * q->stall / q->wall : 0.0);
+	}
+	n = syn__job_report_points(r, pts, max);
 out:
-	json_decref(root);
+	free(text);
+	free(r);
 	return n;
 }
 

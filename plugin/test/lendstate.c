@@ -5,8 +5,9 @@
  * every job is shrunk back to its allotment before the call gives up
  * (fail-safe); a job cgroup left without a record (a job whose slurmstepd
  * was killed) loses the CPUs Slurm allotted to a recorded job; and nothing
- * is read from a profile store under the lock. StateDir must be root's, so
- * without root the file is skipped.
+ * is read from a profile store under the lock; a job profiling in place
+ * (issue 17) is lent the idle cores for its search and gives them back.
+ * StateDir must be root's, so without root the file is skipped.
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include "cgroup.h"
 #include "jobrec.h"
 #include "lend.h"
+#include "synergy_store.h"
 
 static char state[600];
 static int errors;
@@ -189,6 +191,74 @@ int main(void)
 		   strcmp(held("1", 0), "0-1") == 0,
 		   "lock timed out: the newcomer's CPU was still taken back (%s)", lastmsg);
 		close(holder);
+	}
+	/* Profile on first run (issue 17): a job profiling in place (its
+	 * record carries a claim's nonce; it has no profile yet) is lent the
+	 * idle cores for its search, and gives them back to a newcomer and
+	 * once its profile is filed. */
+	{
+		char path[700];
+		syn__jobrec_t r;
+		int i;
+		const char *ids[] = { "1", "2", "3", "4" };
+
+		for (i = 0; i < 4; i++) {
+			snprintf(path, sizeof(path), "%s/mnt/cpuset/slurm_n1/uid_0/job_%s", top, ids[i]);
+			rm_rf(path);
+			syn__jobrec_remove(dfd, "n1", (uint32_t)(i + 1));
+		}
+		job("5", "0", 1);
+		memset(&r, 0, sizeof(r));
+		r.synergy = 1;
+		snprintf(r.key, sizeof(r.key), "fresh");
+		r.gpus = 1;
+		snprintf(r.profile, sizeof(r.profile), "0123456789abcdef");
+		r.has_allotted = 1;
+		syn__cpus_parse("0", &r.allotted);
+		if (syn__jobrec_write(dfd, "n1", 5, &r) < 0)
+			bail_out("record 5");
+		job("6", "1", 0);
+		record(dfd, 6, 0, "1");
+		errors = 0;
+		allmsg[0] = '\0';
+		rv = syn__lend_rebalance(&agent, NULL, 0);
+		ok(rv == 0 && errors == 0, "a profiling job is no error for the agent (%s)", allmsg);
+		is_str(held("5", 1), "0,2-4", "it is lent every idle core for its search");
+		is_str(held("6", 0), "1", "the other job keeps its allotment");
+
+		job("7", "2", 0);
+		st.jobid = 7;
+		st.job_rel = "slurm_n1/uid_0/job_7";
+		errors = 0;
+		rv = syn__lend_rebalance(&agent, &st, 0);
+		ok(rv == 0, "a newcomer starts");
+		is_str(held("5", 1), "0,3-4", "the newcomer's core was taken back from the search");
+		is_str(held("5", 0), "0,3-4", "job cgroup too");
+
+		/* Its profile was filed (inplace.c): a flat one. Now an
+		 * ordinary Synergy job, it gains nothing from more cores. */
+		r.profile[0] = '\0';
+		if (syn__jobrec_write(dfd, "n1", 5, &r) < 0)
+			bail_out("record 5");
+		{
+			syn_profile_t p;
+			syn_store_error_t serr;
+
+			memset(&p, 0, sizeof(p));
+			snprintf(p.key, sizeof(p.key), "fresh");
+			p.n_cpu = 2;
+			p.n_mem = 1;
+			p.cpus[0] = 1;
+			p.cpus[1] = 2;
+			p.tput[0][0] = p.tput[1][0] = 1;
+			p.prop_cpus = 1;
+			snprintf(path, sizeof(path), "%s/n1.job_5.json", state);
+			if (syn_profile_write_file(path, &p, &serr) < 0)
+				bail_out(serr.text);
+		}
+		errors = 0;
+		rv = syn__lend_rebalance(&agent, NULL, 0);
+		is_str(held("5", 1), "0", "profiled (flat): the cores lent for the search went back");
 	}
 	syn__cg_close(cg);
 	close(dfd);

@@ -1,9 +1,12 @@
 /*
  * submit.t: job_submit/synergy's decision (plugin/submit.c) against a real
  * profile store in a temporary directory: sized jobs (never above their GPU
- * share of the node, issue 13), GPU-proportional fallbacks with a queued
- * profiling request, --synergy=off, malformed options refused, and a
- * corrupt profile never failing the job.
+ * share of the node, issue 13), GPU-proportional fallbacks, profile on
+ * first run (issue 17: the first job of a key claims it and profiles in
+ * place, a second does not, larger jobs queue an offline request, caps
+ * count claims, a profile measured in another user's job is not used),
+ * --synergy=off, malformed options refused, and a corrupt profile never
+ * failing the job.
  */
 #include "config.h"
 
@@ -17,6 +20,7 @@
 
 #include "synergy_store.h"
 #include "tap.h"
+#include "jobrec.h"
 #include "shapes.h"
 #include "submit.h"
 #include "tuner.h"
@@ -227,11 +231,79 @@ int main(void)
 	   "insensitive profile: 1 core, no cache (got %u, %llu)", d.cpus_per_task,
 	   (unsigned long long)d.mem_mb);
 
+	/* Profile on first run (issue 17), the default. */
+	decide("first", NULL, "gres:gpu:1", &d);
+	{
+		syn__jobrec_t g;
+		char err[200];
+
+		ok(d.action == SYN__PROPORTIONAL && d.profiling_in_place && !d.profiling_requested &&
+		   strstr(d.comment, "no profile: GPU-proportional, profiling in place (claim "),
+		   "no profile: the job profiles in place, at its share: %s", d.comment);
+		ok(syn__jobrec_parse(d.grant, &g, err, sizeof(err)) == 0 && g.profile[0] &&
+		   g.cpus == 0 && g.mem_mb == 0 && g.uid == 1000 && !strcmp(g.key, "first") &&
+		   strstr(d.comment, g.profile), "its grant carries the claim's nonce, no size: %s",
+		   d.grant);
+		snprintf(path, sizeof(path), "%s/claims/1000.first", conf.store_dir);
+		ok(access(path, F_OK) == 0, "the claim is in the store's claims directory");
+		snprintf(path, sizeof(path), "%s/first.req", conf.request_dir);
+		ok(access(path, F_OK) != 0, "no offline request is queued");
+	}
+	decide("first", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && !d.profiling_in_place && !d.profiling_requested &&
+	   !d.grant[0] && strstr(d.comment, "another job of uid 1000 profiles it in place"),
+	   "a second first job of the key does not profile: %s", d.comment);
+	decide("multi", NULL, "gres:gpu:2", &d);
+	snprintf(path, sizeof(path), "%s/multi.req", conf.request_dir);
+	ok(d.action == SYN__PROPORTIONAL && !d.profiling_in_place && d.profiling_requested &&
+	   access(path, F_OK) == 0 && strstr(d.comment, "not in place: 2 GPU(s)"),
+	   "a 2-GPU job is not profiled in place: an offline request: %s", d.comment);
+	{
+		/* Per-user cap: queued requests and claims count together. */
+		uint64_t cap = conf.max_requests_per_user;
+
+		conf.max_requests_per_user = 2; /* first's claim, multi's request */
+		decide("second", NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__PROPORTIONAL && !d.profiling_in_place &&
+		   strstr(d.comment, "profiling refused"),
+		   "MaxProfileRequestsPerUser counts claims too: %s", d.comment);
+		conf.max_requests_per_user = cap;
+	}
+	/* A profile of another user's job is not this user's. */
+	{
+		syn_store_error_t err;
+		syn_store_t *s;
+		syn_profile_t p;
+
+		memset(&p, 0, sizeof(p));
+		snprintf(p.key, sizeof(p.key), "theirs");
+		p.n_cpu = 1;
+		p.n_mem = 1;
+		p.cpus[0] = 1;
+		p.tput[0][0] = 1;
+		p.prop_cpus = 1;
+		p.has_owner = 1;
+		p.owner = 2000;
+		s = syn_store_create(conf.store_dir, 0, &err);
+		ok(s && syn_store_put_owned(s, &p, &err) == 0, "user 2000's own profile of 'theirs'");
+		decide("theirs", NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__PROPORTIONAL && d.profiling_in_place,
+		   "is not used for user 1000, who profiles the key itself: %s", d.comment);
+		p.owner = 1000;
+		snprintf(p.key, sizeof(p.key), "mine");
+		ok(syn_store_put_owned(s, &p, &err) == 0, "user 1000's own profile of 'mine'");
+		decide("mine", NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__SIZED, "is used for user 1000's job: %s", d.comment);
+		syn_store_destroy(s);
+	}
+
+	conf.profile_in_place = 0;
 	decide("unknown1", NULL, "gres:gpu:1", &d);
 	snprintf(path, sizeof(path), "%s/unknown1.req", conf.request_dir);
 	ok(d.action == SYN__PROPORTIONAL && d.profiling_requested && access(path, F_OK) == 0,
-	   "no profile: GPU-proportional and a request file");
+	   "ProfileInPlace=no: GPU-proportional and a request file");
 	ok(strstr(d.comment, "no profile") != NULL, "comment says so: %s", d.comment);
+	conf.profile_in_place = 1;
 
 	decide("img", "off", "gres:gpu:1", &d);
 	ok(d.action == SYN__UNTOUCHED && strstr(d.comment, "off"), "--synergy=off: untouched");

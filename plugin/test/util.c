@@ -119,6 +119,19 @@ static void test_conf(void)
 	   "LendIdleCores=yes");
 	ok(syn__conf_arg(&c, "LendIdleCores=maybe", err, sizeof(err)) == -1 &&
 	   strstr(err, "LendIdleCores") && c.lend_idle == 1, "LendIdleCores=maybe refused by name");
+	/* Profile on first run (issue 17). */
+	ok(c.profile_in_place == 1 && c.claim_max_age == 3600,
+	   "profile on first run is on by default; a claim lasts an hour");
+	ok(syn__conf_arg(&c, "ProfileInPlace=no", err, sizeof(err)) == 0 && c.profile_in_place == 0,
+	   "ProfileInPlace=no");
+	ok(syn__conf_arg(&c, "ProfileInPlace=later", err, sizeof(err)) == -1 &&
+	   strstr(err, "ProfileInPlace") && c.profile_in_place == 0,
+	   "ProfileInPlace=later refused by name, value kept");
+	ok(syn__conf_arg(&c, "ProfileClaimMaxAge=600", err, sizeof(err)) == 0 &&
+	   c.claim_max_age == 600, "ProfileClaimMaxAge=600");
+	ok(syn__conf_arg(&c, "ProfileClaimMaxAge=0", err, sizeof(err)) == -1 &&
+	   strstr(err, "ProfileClaimMaxAge") && c.claim_max_age == 600,
+	   "ProfileClaimMaxAge=0 refused by name, value kept");
 	ok(syn__conf_arg(&c, "LendStateDir=/var/run/x", err, sizeof(err)) == 0 &&
 	   strcmp(c.state_dir, "/var/run/x") == 0, "LendStateDir is the old name of StateDir");
 	ok(syn__conf_arg(&c, "StateDir=/var/run/y", err, sizeof(err)) == 0 &&

@@ -77,7 +77,8 @@ static int same(const syn_profile_t *a, const syn_profile_t *b)
 	       a->fetch_storage_bps == b->fetch_storage_bps &&
 	       a->fetch_memory_bps == b->fetch_memory_bps && a->fetch_overlap == b->fetch_overlap &&
 	       a->fetch_miss_s == b->fetch_miss_s && a->dataset_bytes == b->dataset_bytes &&
-	       a->dataset_items == b->dataset_items;
+	       a->dataset_items == b->dataset_items && a->has_owner == b->has_owner &&
+	       a->owner == b->owner;
 }
 
 static void write_text(const char *path, const char *text)
@@ -401,6 +402,79 @@ static int consistent(const syn_profile_t *p)
 #define READERS 3
 #define ROUNDS 150
 
+static int count_cb(const char *key, const syn_profile_t *p, const char *problem, void *arg)
+{
+	(void)key;
+	(void)p;
+	(void)problem;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Profiles measured in a user's job (issue 12: they record their owner;
+ * issue 17: used only for that user's jobs). */
+static void test_owner(void)
+{
+	char sdir[300], path[600];
+	syn_store_error_t err;
+	syn_profile_t p, q;
+	int n = 0;
+
+	snprintf(sdir, sizeof(sdir), "%s/owned", dir);
+	syn_store_t *s = syn_store_create(sdir, SYN_STORE_CREATE, &err);
+	if (!s)
+		bail_out(err.text);
+	make_profile(&p, "img", 3);
+	char *text = syn_profile_format(&p, &err);
+	ok(text && !strstr(text, "owner"), "a profile without an owner writes none (an admin's)");
+	free(text);
+	p.has_owner = 1;
+	p.owner = 1000;
+	text = syn_profile_format(&p, &err);
+	ok(text && strstr(text, "\"owner\": 1000"), "an owned profile writes \"owner\": 1000");
+	ok(text && syn_profile_parse(text, strlen(text), NULL, &q, &err) == 0 && q.has_owner &&
+	   q.owner == 1000 && same(&p, &q), "and reads it back");
+	free(text);
+	const char *neg = "{\"schema\":1,\"key\":\"k\",\"cpus\":[1],\"mem_gb\":[0],"
+	                  "\"tput\":[[1]],\"prop_cpus\":1,\"prop_mem_gb\":0,\"owner\":-1}";
+	ok(syn_profile_parse(neg, strlen(neg), "x", &q, &err) == -1 && strstr(err.text, "owner"),
+	   "a negative owner is refused: %s", err.text);
+	ok(syn_store_put(s, &p, &err) == 0, "a shared file may carry an owner too");
+	ok(syn_store_get_for(s, "img", 1000, &q, &err) == 0 && q.owner == 1000,
+	   "a shared profile owned by 1000 is 1000's");
+	ok(syn_store_get_for(s, "img", 2000, &q, &err) == -1 && errno == ENOENT,
+	   "and not 2000's (ENOENT)");
+	ok(syn_store_remove(s, "img", &err) == 0, "(removed)");
+	ok(syn_store_put_owned(s, &p, &err) == 0, "put_owned files it as 1000's");
+	snprintf(path, sizeof(path), "%s/" SYN_STORE_USER_DIR "/1000/img.json", sdir);
+	ok(access(path, F_OK) == 0, "in user/1000/img.json");
+	ok(syn_store_get_for(s, "img", 1000, &q, &err) == 0 && same(&p, &q), "1000 finds it");
+	ok(syn_store_get_for(s, "img", 2000, &q, &err) == -1 && errno == ENOENT,
+	   "2000 does not");
+	ok(syn_store_get(s, "img", &q, &err) == -1 && errno == ENOENT,
+	   "nor does the shared lookup");
+	ok(syn_store_list(s, count_cb, &n, &err) == 0 && n == 0, "list shows shared profiles only");
+	make_profile(&q, "img", 4);
+	ok(syn_store_put(s, &q, &err) == 0 && syn_store_get_for(s, "img", 1000, &p, &err) == 0 &&
+	   !p.has_owner && p.base_tput == q.base_tput,
+	   "an admin's shared profile of the key goes first, for 1000 too");
+	q.has_owner = 0;
+	ok(syn_store_put_owned(s, &q, &err) == -1 && errno == EINVAL, "put_owned needs an owner");
+	write_text(path, "{ \"schema\": 1 }");
+	ok(syn_store_remove(s, "img", &err) == 0 &&
+	   syn_store_get_for(s, "img", 1000, &q, &err) == -1 && errno == EINVAL,
+	   "a corrupt user profile is an error, not ENOENT: %s", err.text);
+	make_profile(&p, "img", 5);
+	p.has_owner = 1;
+	p.owner = 3000;
+	text = syn_profile_format(&p, &err);
+	write_text(path, text);
+	free(text);
+	ok(syn_store_get_for(s, "img", 1000, &q, &err) == -1 && errno == EINVAL &&
+	   strstr(err.text, "owner"), "a profile filed under 1000 but owned by 3000 is refused");
+	syn_store_destroy(s);
+}
+
 static void test_concurrent(void)
 {
 	char sdir[300];
@@ -466,6 +540,7 @@ int main(void)
 	test_corrupt();
 	test_files();
 	test_store();
+	test_owner();
 	test_concurrent();
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -3,8 +3,9 @@
  * root-run plugins read: the grant job_submit hands the node and the job
  * records in StateDir (plugin/jobrec.c), CPU lists from cgroup files
  * (plugin/cpulist.c), the node shapes table synergyd writes
- * (plugin/shapes.c), and the TRES/GRES strings of jobs and nodes
- * (plugin/tuner.c).
+ * (plugin/shapes.c), the TRES/GRES strings of jobs and nodes
+ * (plugin/tuner.c), and the claims on profiling a key in place in the
+ * profile store (plugin/claim.c).
  *
  * Each input is given, whole and line by line, to every parser, and what
  * a parser accepts must keep its promises: an accepted grant formats and
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/claim.h"
 #include "plugin/cpulist.h"
 #include "plugin/jobrec.h"
 #include "plugin/shapes.h"
@@ -55,10 +57,27 @@ static void grant(const char *s)
 		    strcmp(back.key, r.key) != 0 || back.uid != r.uid || back.gpus != r.gpus ||
 		    back.cpus != r.cpus || back.mem_mb != r.mem_mb ||
 		    back.cache_mb != r.cache_mb || back.want_cpus != r.want_cpus ||
-		    back.want_cache_mb != r.want_cache_mb)
+		    back.want_cache_mb != r.want_cache_mb || strcmp(back.profile, r.profile) != 0)
 			abort();
 	}
 	if (r.has_allotted && CPU_COUNT(&r.allotted) == 0)
+		abort();
+}
+
+/* An accepted claim holds a valid key and nonce, and a job id with a node
+ * or neither. */
+static void claim(const char *s)
+{
+	syn__claim_t c;
+
+	errno = 0;
+	if (syn__claim_parse(s, &c) < 0) {
+		if (errno != EINVAL && errno != ENOMEM)
+			abort();
+		return;
+	}
+	if (!syn__key_valid(c.key) || !syn__nonce_valid(c.nonce) || c.time < 0 ||
+	    (c.jobid != 0) != (c.node[0] != '\0'))
 		abort();
 }
 
@@ -130,6 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	grant(s);
 	shapes(s);
+	claim(s);
 	if ((copy = strdup(s))) {
 		for (line = copy; line; line = next) {
 			next = strchr(line, '\n');

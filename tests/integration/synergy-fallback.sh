@@ -4,7 +4,9 @@
 # DefCpuPerGPU/DefMemPerGPU and queues a profiling request; --synergy=off
 # and jobs without a key are untouched; a corrupt profile never fails a
 # job; malformed options (flag or environment twin) are refused with a
-# message that says what is wrong.
+# message that says what is wrong. ProfileInPlace=no: the key's first job
+# does not profile itself here (synergy-firstrun.sh tests that path).
+CLUSTER_SYNERGY_CONF_EXTRA="ProfileInPlace=no"
 . "${top_srcdir:?}/tests/lib/cluster.sh"
 cluster_start 1
 cluster_put_profile img image

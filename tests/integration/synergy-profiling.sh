@@ -9,7 +9,9 @@
 # <key>.failed instead. Profiling jobs run as ProfileUser (nobody), write
 # into a work directory of their own, and synergyd checks and files the
 # profile; requests are capped per user. Relies on tools/coordl-datagen and
-# profiler/synergy-profile from the build tree.
+# profiler/synergy-profile from the build tree. ProfileInPlace=no, as a
+# site that prefers offline runs sets it (synergy-firstrun.sh tests the
+# default: the key's first job profiles itself).
 #
 # The emulated GPU ingests 100 samples/s: one core decodes these small
 # images two orders of magnitude faster than that, so the measured profile
@@ -36,6 +38,7 @@ echo "ProfileCommand=$sp run --key %k --store %s --gpu-rate 100 --batch-size 8 -
 	"--max-threads 1 --grid-cpus 1,2 --prop-cpus 1 --prop-mem 0.5 --windows 2" \
 	"--window-batches 3 --model synergyd-test $C/data/%k" >>"$C/etc/synergy.conf"
 echo "MaxProfileRequestsPerUser=2" >>"$C/etc/synergy.conf"
+echo "ProfileInPlace=no" >>"$C/etc/synergy.conf"
 
 tuner_round() {
 	"$synergyd" --once --conf="$C/etc/synergy.conf" --status="$C/status" 2>>"$C/log/tuner.log"

@@ -1,0 +1,388 @@
+/*
+ * claim.c: claims on profiling a key in place (see claim.h).
+ *
+ * A claim is written whole to a temporary file beside its name and then
+ * either linked to the name (taking it: link(2) fails if the name exists,
+ * so of two takers exactly one wins) or renamed over it (renewing, or
+ * taking over a lapsed claim). Readers therefore see a whole claim or none.
+ * Releasing reads the claim and removes it only if it holds the caller's
+ * nonce; a lapsed claim taken over between that read and the removal would
+ * be removed too, which at worst lets one more first job profile the key
+ * (its profile is as good as the other's).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "claim.h"
+
+/* The claims directory's path; 0 or -1 (ENAMETOOLONG). */
+static int dir_path(const char *store_dir, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/" SYN__CLAIM_DIR, store_dir);
+
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* The claim's file name within the directory. */
+static int claim_name(uint32_t uid, const char *key, char *buf, size_t len)
+{
+	int n;
+
+	if (!syn__key_valid(key)) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = snprintf(buf, len, "%" PRIu32 ".%s", uid, key);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Open the claims directory (made 0755 when create is set). */
+static int dir_open(const char *store_dir, int create)
+{
+	char path[SYN__PATH_MAX + 16];
+
+	if (!store_dir || dir_path(store_dir, path, sizeof(path)) < 0)
+		return -1;
+	if (create && mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int syn__claim_parse(const char *text, syn__claim_t *c)
+{
+	char *copy, *line, *save = NULL;
+	unsigned seen = 0;
+	int rv = -1;
+
+	memset(c, 0, sizeof(*c));
+	if (!text || strlen(text) > 1024) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!(copy = strdup(text))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		uint64_t v;
+		unsigned bit;
+
+		if (!eq)
+			goto out;
+		*eq++ = '\0';
+		if (!strcmp(line, "uid") && syn__parse_u64(eq, 0, UINT32_MAX, &v) == 0) {
+			c->uid = (uint32_t)v;
+			bit = 1;
+		} else if (!strcmp(line, "key") && syn__key_valid(eq)) {
+			snprintf(c->key, sizeof(c->key), "%s", eq);
+			bit = 2;
+		} else if (!strcmp(line, "nonce") && syn__nonce_valid(eq)) {
+			snprintf(c->nonce, sizeof(c->nonce), "%s", eq);
+			bit = 4;
+		} else if (!strcmp(line, "time") && syn__parse_u64(eq, 0, INT64_MAX, &v) == 0) {
+			c->time = (int64_t)v;
+			bit = 8;
+		} else if (!strcmp(line, "jobid") && syn__parse_u64(eq, 1, UINT32_MAX, &v) == 0) {
+			c->jobid = (uint32_t)v;
+			bit = 16;
+		} else if (!strcmp(line, "node") && syn__key_valid(eq)) {
+			snprintf(c->node, sizeof(c->node), "%s", eq);
+			bit = 32;
+		} else {
+			goto out;
+		}
+		if (seen & bit)
+			goto out;
+		seen |= bit;
+	}
+	/* uid, key, nonce and time always; job id and node together. */
+	if ((seen & 15) == 15 && ((seen & 48) == 0 || (seen & 48) == 48))
+		rv = 0;
+out:
+	free(copy);
+	if (rv < 0) {
+		memset(c, 0, sizeof(*c));
+		errno = EINVAL;
+	}
+	return rv;
+}
+
+int syn__claim_lapsed(const syn__claim_t *c, uint64_t max_age, time_t now)
+{
+	/* A time ahead of the clock (clock steps, a forged file) counts as
+	 * lapsed once it is further ahead than the claim could last. */
+	if ((int64_t)now < c->time)
+		return c->time - (int64_t)now > (int64_t)max_age;
+	return (uint64_t)((int64_t)now - c->time) > max_age;
+}
+
+static int read_at(int dfd, const char *name, syn__claim_t *c)
+{
+	char *text = syn__read_file_at(dfd, name, 1024, NULL);
+	int rv;
+
+	if (!text)
+		return -1;
+	rv = syn__claim_parse(text, c);
+	free(text);
+	return rv;
+}
+
+/* Write c into a new temporary file in dfd; its name into tmp. */
+static int write_tmp(int dfd, const syn__claim_t *c, char *tmp, size_t len)
+{
+	char text[256];
+	int n, fd, e;
+
+	if (c->jobid)
+		n = snprintf(text, sizeof(text),
+			     "uid=%" PRIu32 "\nkey=%s\nnonce=%s\ntime=%" PRId64 "\njobid=%" PRIu32
+			     "\nnode=%s\n", c->uid, c->key, c->nonce, c->time, c->jobid, c->node);
+	else
+		n = snprintf(text, sizeof(text), "uid=%" PRIu32 "\nkey=%s\nnonce=%s\ntime=%" PRId64 "\n",
+			     c->uid, c->key, c->nonce, c->time);
+	if (n < 0 || (size_t)n >= sizeof(text)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(tmp, len, ".claim.%ld.%s", (long)getpid(), c->nonce);
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (fchmod(fd, 0644) < 0 || write(fd, text, (size_t)n) != n) {
+		e = errno;
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) < 0) {
+		e = errno;
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+static int make_nonce(char *nonce)
+{
+	unsigned char b[SYN__NONCE_LEN / 2];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(nonce + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+int syn__claim_take(const char *store_dir, uint32_t uid, const char *key, uint64_t max_age,
+		    time_t now, char *nonce, syn__claim_t *held)
+{
+	char name[SYN__KEY_MAX + 16], tmp[SYN__KEY_MAX + 64];
+	syn__claim_t c, old;
+	int dfd, tries, rv = -1, e;
+
+	if (claim_name(uid, key, name, sizeof(name)) < 0 || !nonce)
+		return -1;
+	memset(&c, 0, sizeof(c));
+	c.uid = uid;
+	snprintf(c.key, sizeof(c.key), "%s", key);
+	c.time = (int64_t)now;
+	if (make_nonce(c.nonce) < 0)
+		return -1;
+	dfd = dir_open(store_dir, 1);
+	if (dfd < 0)
+		return -1;
+	if (write_tmp(dfd, &c, tmp, sizeof(tmp)) < 0)
+		goto out;
+	for (tries = 0; tries < 3; tries++) {
+		if (linkat(dfd, tmp, dfd, name, 0) == 0) {
+			rv = 1;
+			break;
+		}
+		if (errno != EEXIST)
+			break;
+		if (read_at(dfd, name, &old) < 0) {
+			if (errno == ENOENT)
+				continue; /* released meanwhile: try again */
+			/* Not a claim (a stray file): replace it. */
+			memset(&old, 0, sizeof(old));
+		} else if (!syn__claim_lapsed(&old, max_age, now)) {
+			if (held)
+				*held = old;
+			rv = 0;
+			break;
+		}
+		/* Lapsed (or garbage): take it over. */
+		if (renameat(dfd, tmp, dfd, name) == 0) {
+			rv = 1;
+			tmp[0] = '\0';
+		}
+		break;
+	}
+	e = errno;
+	if (tmp[0])
+		unlinkat(dfd, tmp, 0);
+	errno = e;
+	if (rv == 1)
+		snprintf(nonce, SYN__NONCE_LEN + 1, "%s", c.nonce);
+out:
+	e = errno;
+	close(dfd);
+	errno = e;
+	return rv;
+}
+
+int syn__claim_read(const char *store_dir, uint32_t uid, const char *key, syn__claim_t *c)
+{
+	char name[SYN__KEY_MAX + 16];
+	int dfd, rv, e;
+
+	if (claim_name(uid, key, name, sizeof(name)) < 0)
+		return -1;
+	dfd = dir_open(store_dir, 0);
+	if (dfd < 0)
+		return -1;
+	rv = read_at(dfd, name, c);
+	e = errno;
+	close(dfd);
+	errno = e;
+	return rv;
+}
+
+int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const char *nonce,
+		     uint32_t jobid, const char *node, time_t now)
+{
+	char name[SYN__KEY_MAX + 16], tmp[SYN__KEY_MAX + 64];
+	syn__claim_t c;
+	int dfd, rv = -1, e;
+
+	if (claim_name(uid, key, name, sizeof(name)) < 0 || !syn__nonce_valid(nonce) ||
+	    !syn__key_valid(node) || !jobid) {
+		errno = EINVAL;
+		return -1;
+	}
+	dfd = dir_open(store_dir, 0);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (read_at(dfd, name, &c) < 0) {
+		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
+		goto out;
+	}
+	if (strcmp(c.nonce, nonce) != 0 || c.uid != uid || strcmp(c.key, key) != 0) {
+		rv = 0;
+		goto out;
+	}
+	c.time = (int64_t)now;
+	c.jobid = jobid;
+	snprintf(c.node, sizeof(c.node), "%s", node);
+	if (write_tmp(dfd, &c, tmp, sizeof(tmp)) < 0)
+		goto out;
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		e = errno;
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		goto out;
+	}
+	rv = 1;
+out:
+	e = errno;
+	close(dfd);
+	errno = e;
+	return rv;
+}
+
+int syn__claim_release(const char *store_dir, uint32_t uid, const char *key, const char *nonce)
+{
+	char name[SYN__KEY_MAX + 16];
+	syn__claim_t c;
+	int dfd, rv = -1, e;
+
+	if (claim_name(uid, key, name, sizeof(name)) < 0 || !syn__nonce_valid(nonce)) {
+		errno = EINVAL;
+		return -1;
+	}
+	dfd = dir_open(store_dir, 0);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (read_at(dfd, name, &c) < 0) {
+		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
+		goto out;
+	}
+	if (strcmp(c.nonce, nonce) != 0) {
+		rv = 0;
+		goto out;
+	}
+	if (unlinkat(dfd, name, 0) < 0)
+		rv = errno == ENOENT ? 0 : -1;
+	else
+		rv = 1;
+out:
+	e = errno;
+	close(dfd);
+	errno = e;
+	return rv;
+}
+
+int syn__claim_foreach(const char *store_dir, int (*fn)(const syn__claim_t *c, void *arg),
+		       void *arg)
+{
+	struct dirent *d;
+	DIR *dir;
+	int dfd, n = 0;
+
+	if (!fn) {
+		errno = EINVAL;
+		return -1;
+	}
+	dfd = dir_open(store_dir, 0);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	dir = fdopendir(dfd);
+	if (!dir) {
+		close(dfd);
+		return -1;
+	}
+	while ((d = readdir(dir))) {
+		char name[SYN__KEY_MAX + 16];
+		syn__claim_t c;
+
+		if (d->d_name[0] == '.' || read_at(dirfd(dir), d->d_name, &c) < 0 ||
+		    claim_name(c.uid, c.key, name, sizeof(name)) < 0 || strcmp(name, d->d_name) != 0)
+			continue;
+		n++;
+		if (fn(&c, arg))
+			break;
+	}
+	closedir(dir);
+	return n;
+}

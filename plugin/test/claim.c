@@ -1,0 +1,180 @@
+/*
+ * claim.t: claims on profiling a key in place (plugin/claim.c): one per
+ * user and key, taken once, renewed and released only by the nonce that
+ * took it, taken over once lapsed; strict parsing of the files; the grant
+ * field that carries the nonce (plugin/jobrec.c).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "claim.h"
+#include "jobrec.h"
+
+static char store[256];
+
+static void put(const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" SYN__CLAIM_DIR "/%s", store, name);
+	f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static int exists(const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/" SYN__CLAIM_DIR "/%s", store, name);
+	return access(path, F_OK) == 0;
+}
+
+static int count_cb(const syn__claim_t *c, void *arg)
+{
+	(void)c;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void test_parse(void)
+{
+	static const char *const bad[] = {
+		"uid=1\nkey=k\ntime=5\n",                                    /* no nonce */
+		"uid=1\nkey=k\nnonce=0123456789abcdef\ntime=5\njobid=3\n",   /* job without node */
+		"uid=1\nkey=../k\nnonce=0123456789abcdef\ntime=5\n",
+		"uid=1\nkey=k\nnonce=0123456789ABCDEF\ntime=5\n",
+		"uid=1\nkey=k\nnonce=0123456789abcde\ntime=5\n",
+		"uid=1\nkey=k\nnonce=0123456789abcdef\ntime=-5\n",
+		"uid=1\nuid=2\nkey=k\nnonce=0123456789abcdef\ntime=5\n",
+		"uid=1\nkey=k\nnonce=0123456789abcdef\ntime=5\ncolour=red\n",
+		"uid=1 key=k nonce=0123456789abcdef time=5",
+	};
+	syn__claim_t c;
+	size_t i;
+
+	ok(syn__claim_parse("uid=7\nkey=img\nnonce=0123456789abcdef\ntime=100\n", &c) == 0 &&
+	   c.uid == 7 && !strcmp(c.key, "img") && c.time == 100 && c.jobid == 0,
+	   "a claim parses");
+	ok(syn__claim_parse("uid=7\nkey=img\nnonce=0123456789abcdef\ntime=100\njobid=4\nnode=n1\n",
+			    &c) == 0 && c.jobid == 4 && !strcmp(c.node, "n1"),
+	   "a renewed claim parses");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(syn__claim_parse(bad[i], &c) == -1 && errno == EINVAL && c.uid == 0,
+		   "malformed claim %zu refused", i);
+	c.time = 1000;
+	ok(!syn__claim_lapsed(&c, 60, 1030) && syn__claim_lapsed(&c, 60, 1061),
+	   "a claim lapses max_age seconds after it was made");
+	ok(!syn__claim_lapsed(&c, 60, 990) && syn__claim_lapsed(&c, 60, 900),
+	   "a claim from the future lapses once further ahead than max_age");
+}
+
+static void test_take(void)
+{
+	char n1[SYN__NONCE_LEN + 1] = "", n2[SYN__NONCE_LEN + 1] = "", n3[SYN__NONCE_LEN + 1] = "";
+	syn__claim_t held, c;
+	int n = 0;
+
+	ok(syn__claim_foreach(store, count_cb, &n) == 0, "no claims directory: nothing to list");
+	ok(syn__claim_take(store, 1000, "img", 3600, 5000, n1, NULL) == 1 && syn__nonce_valid(n1),
+	   "the first job of a key takes its claim (nonce %s)", n1);
+	ok(exists("1000.img"), "as <uid>.<key> in the store's claims directory");
+	ok(syn__claim_take(store, 1000, "img", 3600, 5001, n2, &held) == 0 &&
+	   !strcmp(held.nonce, n1) && held.time == 5000,
+	   "a second job of the same user and key finds it held (issue 17: two first jobs)");
+	ok(syn__claim_take(store, 2000, "img", 3600, 5001, n3, NULL) == 1 && strcmp(n3, n1) != 0,
+	   "another user's first job of the key takes its own claim");
+	ok(syn__claim_renew(store, 1000, "img", n3, 42, "n1", 5010) == 0,
+	   "renewing with another nonce does nothing");
+	ok(syn__claim_renew(store, 1000, "img", n1, 42, "n1", 5010) == 1 &&
+	   syn__claim_read(store, 1000, "img", &c) == 0 && c.jobid == 42 && !strcmp(c.node, "n1") &&
+	   c.time == 5010 && !strcmp(c.nonce, n1), "its prolog renews it with job and node");
+	ok(syn__claim_take(store, 1000, "img", 3600, 5010 + 3600, n2, NULL) == 0,
+	   "still held at max_age after the renewal");
+	ok(syn__claim_take(store, 1000, "img", 3600, 5010 + 3601, n2, NULL) == 1 && strcmp(n2, n1),
+	   "lapsed: the next first job takes it over");
+	ok(syn__claim_renew(store, 1000, "img", n1, 42, "n1", 9000) == 0,
+	   "the job whose claim lapsed can no longer renew it");
+	ok(syn__claim_release(store, 1000, "img", n1) == 0 && exists("1000.img"),
+	   "nor release it");
+	ok(syn__claim_release(store, 1000, "img", n2) == 1 && !exists("1000.img"),
+	   "its holder releases it");
+	ok(syn__claim_release(store, 1000, "img", n2) == 0, "releasing twice is harmless");
+	ok(syn__claim_take(store, 1000, "img", 3600, 9000, n1, NULL) == 1,
+	   "released: the next first job tries again");
+	put("1000.junk", "not a claim");
+	ok(syn__claim_take(store, 1000, "junk", 3600, 9000, n2, NULL) == 1,
+	   "a file that is not a claim is replaced");
+	put(".claim.tmp", "uid=1\nkey=k\nnonce=0123456789abcdef\ntime=5\n");
+	put("5.other", "uid=1\nkey=k\nnonce=0123456789abcdef\ntime=5\n");
+	n = 0;
+	ok(syn__claim_foreach(store, count_cb, &n) == 3 && n == 3,
+	   "foreach visits the claims, not temporary or misnamed files (%d)", n);
+	ok(syn__claim_take(store, 1000, "../x", 3600, 9000, n1, NULL) == -1 && errno == EINVAL,
+	   "a bad key is refused");
+	{
+		char path[512], link[512];
+
+		snprintf(path, sizeof(path), "%s/" SYN__CLAIM_DIR "/3000.img", store);
+		snprintf(link, sizeof(link), "%s/target", store);
+		put("../target", "uid=3000\nkey=img\nnonce=0123456789abcdef\ntime=9000\n");
+		ok(symlink(link, path) == 0 && syn__claim_read(store, 3000, "img", &c) == -1,
+		   "a claim that is a link is never followed");
+	}
+}
+
+static void test_grant(void)
+{
+	syn__jobrec_t r, back;
+	char buf[512], err[200];
+
+	memset(&r, 0, sizeof(r));
+	r.synergy = 1;
+	snprintf(r.key, sizeof(r.key), "img");
+	r.uid = 1000;
+	r.gpus = 1;
+	snprintf(r.profile, sizeof(r.profile), "0123456789abcdef");
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == 0 && strstr(buf, " profile=0123456789abcdef"),
+	   "a profiling grant carries the nonce: %s", buf);
+	ok(syn__jobrec_parse(buf, &back, err, sizeof(err)) == 0 &&
+	   !strcmp(back.profile, "0123456789abcdef") && back.cpus == 0,
+	   "and parses back");
+	ok(syn__jobrec_parse("key=img uid=1 gpus=1 cpus=0 mem_mb=0 cache_mb=0 want_cpus=0 "
+			     "want_cache_mb=0 profile=xyz", &back, err, sizeof(err)) == -1 &&
+	   strstr(err, "profile"), "a malformed nonce is refused: %s", err);
+	ok(syn__jobrec_parse("profile=0123456789abcdef", &back, err, sizeof(err)) == -1,
+	   "a nonce without a grant is refused");
+	snprintf(r.profile, sizeof(r.profile), "nothex!!nothex!!");
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "a grant with a bad nonce is not formatted");
+}
+
+int main(void)
+{
+	char cmd[600];
+	char *tmp = getenv("TMPDIR");
+
+	snprintf(store, sizeof(store), "%s/claim-t.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(store)) {
+		printf("Bail out! mkdtemp\n");
+		return 1;
+	}
+	test_parse();
+	test_take();
+	test_grant();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store);
+	if (system(cmd) != 0)
+		diag("cannot remove %s", store);
+	return done_testing();
+}
