@@ -70,7 +70,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,112 +359,6 @@ static void release_from(coordl__cache_t *c, uint64_t off)
 
 /* ---- files ---- */
 
-/* A formatted string, or NULL when out of memory. */
-static char *path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *path_printf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
-/* Is fd a regular file of this user, mode 0600, one link? 0, or -1 with
- * errno EPERM and the reason in why. */
-static int check_file(int fd, char *why, size_t whylen)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0) {
-		snprintf(why, whylen, "fstat: %s", strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode))
-		snprintf(why, whylen, "not a regular file");
-	else if (st.st_uid != geteuid())
-		snprintf(why, whylen, "owned by uid %u, not %u", (unsigned)st.st_uid,
-			 (unsigned)geteuid());
-	else if ((st.st_mode & 07777) != 0600)
-		snprintf(why, whylen, "mode %04o, not 0600", (unsigned)(st.st_mode & 07777));
-	else if (st.st_nlink != 1)
-		snprintf(why, whylen, "%lu links, not 1", (unsigned long)st.st_nlink);
-	else
-		return 0;
-	errno = EPERM;
-	return -1;
-}
-
-/* Open path, creating it (exclusively) when missing, and check it. Returns
- * the fd, or -1 with errno and the reason in why. */
-static int open_safe(const char *path, char *why, size_t whylen)
-{
-	for (int tries = 0; tries < 16; tries++) {
-		int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT) {
-			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-				  0600);
-			if (fd < 0 && errno == EEXIST)
-				continue; /* created meanwhile: open that one */
-			/* The umask may have taken bits the check wants. */
-			if (fd >= 0 && fchmod(fd, 0600) < 0) {
-				int e = errno;
-				close(fd);
-				errno = e;
-				fd = -1;
-			}
-		}
-		if (fd < 0) {
-			if (errno == ELOOP || errno == EISDIR) {
-				snprintf(why, whylen, "%s",
-					 errno == ELOOP ? "a symbolic link" : "not a regular file");
-				errno = EPERM;
-			} else {
-				snprintf(why, whylen, "%s", strerror(errno));
-			}
-			return -1;
-		}
-		if (check_file(fd, why, whylen) < 0) {
-			close(fd);
-			errno = EPERM;
-			return -1;
-		}
-		return fd;
-	}
-	snprintf(why, whylen, "created and removed repeatedly");
-	errno = EAGAIN;
-	return -1;
-}
-
-/* Take the attach/detach lock; returns its fd, or -1 with errno and why. */
-static int global_lock(coordl__cache_t *c, char *why, size_t whylen)
-{
-	for (;;) {
-		struct stat a, b;
-		int fd = open_safe(c->lock_path, why, whylen);
-		if (fd < 0)
-			return -1;
-		if (flock(fd, LOCK_EX) < 0) {
-			int e = errno;
-			close(fd);
-			if (e == EINTR)
-				continue;
-			snprintf(why, whylen, "flock: %s", strerror(e));
-			errno = e;
-			return -1;
-		}
-		/* The last detacher unlinks the lock file while holding it; a
-		 * lock on an unlinked file protects nothing, so retry. */
-		if (fstat(fd, &a) == 0 && fstatat(AT_FDCWD, c->lock_path, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-			return fd;
-		close(fd);
-	}
-}
-
 static void free_cache(coordl__cache_t *c)
 {
 	free(c->path);
@@ -507,16 +400,16 @@ static int attach_named(coordl__cache_t *c, const char *name, const char *dir, u
 	char why[128];
 	struct stat st;
 
-	c->path = path_printf("%s/coordl-%u-%s.cache", dir, (unsigned)geteuid(), name);
-	c->lock_path = path_printf("%s/coordl-%u-%s.lock", dir, (unsigned)geteuid(), name);
+	c->path = coordl__path_printf("%s/coordl-%u-%s.cache", dir, (unsigned)geteuid(), name);
+	c->lock_path = coordl__path_printf("%s/coordl-%u-%s.lock", dir, (unsigned)geteuid(), name);
 	/* What was allocated is freed with c by the caller. */
 	if (!c->path || !c->lock_path)
 		return coordl__errprintf(err, ENOMEM, "out of memory");
-	if ((lfd = global_lock(c, why, sizeof(why))) < 0) {
+	if ((lfd = coordl__private_lock(c->lock_path, why, sizeof(why))) < 0) {
 		coordl__errprintf(err, errno, "cache '%s': lock file %s: %s", name, c->lock_path, why);
 		goto out;
 	}
-	if ((c->fd = open_safe(c->path, why, sizeof(why))) < 0) {
+	if ((c->fd = coordl__private_open(c->path, why, sizeof(why))) < 0) {
 		coordl__errprintf(err, errno, "cache '%s': %s: %s", name, c->path, why);
 		goto out;
 	}
@@ -735,7 +628,7 @@ void coordl__cache_detach(coordl__cache_t *c)
 		munmap(c->base, c->seg_size);
 	if (c->fd >= 0) {
 		char why[128];
-		int lfd = global_lock(c, why, sizeof(why));
+		int lfd = coordl__private_lock(c->lock_path, why, sizeof(why));
 		flock(c->fd, LOCK_UN);
 		if (flock(c->fd, LOCK_EX | LOCK_NB) == 0) {
 			/* Last one out: remove the segment and the lock file. */
@@ -934,7 +827,7 @@ int coordl__cache_set_bound(coordl__cache_t *c, uint64_t bound)
 	    !__atomic_load_n(&c->hdr->dirty, __ATOMIC_RELAXED))
 		return 0;
 	if (c->fd >= 0) {
-		if ((lfd = global_lock(c, why, sizeof(why))) < 0)
+		if ((lfd = coordl__private_lock(c->lock_path, why, sizeof(why))) < 0)
 			return -1;
 	} else {
 		pthread_mutex_lock(&c->mu);

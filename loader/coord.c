@@ -49,7 +49,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,106 +529,6 @@ static int join_check(coordl__group_t *g, uint64_t window)
 
 /* ---- files ---- */
 
-static char *path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *path_printf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
-/* Is fd a regular file of this user, mode 0600, one link? */
-static int check_file(int fd, char *why, size_t whylen)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0) {
-		snprintf(why, whylen, "fstat: %s", strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode))
-		snprintf(why, whylen, "not a regular file");
-	else if (st.st_uid != geteuid())
-		snprintf(why, whylen, "owned by uid %u, not %u", (unsigned)st.st_uid,
-			 (unsigned)geteuid());
-	else if ((st.st_mode & 07777) != 0600)
-		snprintf(why, whylen, "mode %04o, not 0600", (unsigned)(st.st_mode & 07777));
-	else if (st.st_nlink != 1)
-		snprintf(why, whylen, "%lu links, not 1", (unsigned long)st.st_nlink);
-	else
-		return 0;
-	errno = EPERM;
-	return -1;
-}
-
-/* Open path, creating it exclusively when missing, and check it. */
-static int open_safe(const char *path, char *why, size_t whylen)
-{
-	for (int tries = 0; tries < 16; tries++) {
-		int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT) {
-			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-				  0600);
-			if (fd < 0 && errno == EEXIST)
-				continue;
-			if (fd >= 0 && fchmod(fd, 0600) < 0) {
-				int e = errno;
-				close(fd);
-				errno = e;
-				fd = -1;
-			}
-		}
-		if (fd < 0) {
-			if (errno == ELOOP || errno == EISDIR) {
-				snprintf(why, whylen, "%s",
-					 errno == ELOOP ? "a symbolic link" : "not a regular file");
-				errno = EPERM;
-			} else {
-				snprintf(why, whylen, "%s", strerror(errno));
-			}
-			return -1;
-		}
-		if (check_file(fd, why, whylen) < 0) {
-			close(fd);
-			errno = EPERM;
-			return -1;
-		}
-		return fd;
-	}
-	snprintf(why, whylen, "created and removed repeatedly");
-	errno = EAGAIN;
-	return -1;
-}
-
-/* The attach/detach lock: its fd, or -1 with errno and why. */
-static int attach_lock(const coordl__group_t *g, char *why, size_t whylen)
-{
-	for (;;) {
-		struct stat a, b;
-		int fd = open_safe(g->lock_path, why, whylen);
-		if (fd < 0)
-			return -1;
-		if (flock(fd, LOCK_EX) < 0) {
-			int e = errno;
-			close(fd);
-			if (e == EINTR)
-				continue;
-			snprintf(why, whylen, "flock: %s", strerror(e));
-			errno = e;
-			return -1;
-		}
-		if (fstat(fd, &a) == 0 && fstatat(AT_FDCWD, g->lock_path, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-			return fd;
-		close(fd);
-	}
-}
-
 static int anyone_alive(const coordl__group_t *g)
 {
 	for (int j = 0; j < MAXM; j++)
@@ -807,19 +706,19 @@ coordl__group_t *coordl__group_join(const char *name, const char *dir,
 	layout(g);
 	if (!dir)
 		dir = "/dev/shm";
-	g->path = path_printf("%s/coordl-%u-grp-%s-%016llx.seg", dir, (unsigned)geteuid(), name,
+	g->path = coordl__path_printf("%s/coordl-%u-grp-%s-%016llx.seg", dir, (unsigned)geteuid(), name,
 			      (unsigned long long)geom->signature);
-	g->lock_path = path_printf("%s/coordl-%u-grp-%s-%016llx.lock", dir, (unsigned)geteuid(),
+	g->lock_path = coordl__path_printf("%s/coordl-%u-grp-%s-%016llx.lock", dir, (unsigned)geteuid(),
 				   name, (unsigned long long)geom->signature);
 	if (!g->path || !g->lock_path) {
 		coordl__errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((lfd = attach_lock(g, why, sizeof(why))) < 0) {
+	if ((lfd = coordl__private_lock(g->lock_path, why, sizeof(why))) < 0) {
 		coordl__errprintf(err, errno, "group '%s': %s: %s", name, g->lock_path, why);
 		goto out;
 	}
-	if ((g->fd = open_safe(g->path, why, sizeof(why))) < 0) {
+	if ((g->fd = coordl__private_open(g->path, why, sizeof(why))) < 0) {
 		coordl__errprintf(err, errno, "group '%s': %s: %s", name, g->path, why);
 		goto out;
 	}
@@ -911,7 +810,7 @@ void coordl__group_leave(coordl__group_t *g)
 
 	if (!g)
 		return;
-	lfd = attach_lock(g, why, sizeof(why));
+	lfd = coordl__private_lock(g->lock_path, why, sizeof(why));
 	if (lock(g) == 0) {
 		drop_member(g, g->me);
 		unlock(g);

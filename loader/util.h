@@ -9,6 +9,7 @@
 #ifndef COORDL_UTIL_H
 #define COORDL_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -25,5 +26,23 @@ static inline double coordl__now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* A formatted string (malloc'ed), or NULL when out of memory. */
+char *coordl__path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Is fd a regular file of this user, mode 0600, one link? 0, or -1 with
+ * errno EPERM and the reason in why. */
+int coordl__private_check(int fd, char *why, size_t whylen);
+
+/* Open path read-write, creating it (exclusively, 0600) when missing, and
+ * check it as above; never follows a symbolic link, never blocks on a
+ * FIFO. Returns the fd, or -1 with errno and the reason in why. */
+int coordl__private_open(const char *path, char *why, size_t whylen);
+
+/* Take an exclusive flock on the private file at path (opened as above),
+ * retrying when the file was unlinked meanwhile (its last holder removes
+ * it while holding it: a lock on an unlinked file protects nothing).
+ * Returns the locked fd, or -1 with errno and why. */
+int coordl__private_lock(const char *path, char *why, size_t whylen);
 
 #endif
