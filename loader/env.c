@@ -77,6 +77,37 @@ int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 	return 0;
 }
 
+int coordl__header_count(const char *line, const char *word, uint64_t max, uint64_t *out)
+{
+	size_t wl = strlen(word);
+	int64_t v;
+
+	if (strncmp(line, word, wl) != 0 || line[wl] != ' ')
+		return -1;
+	if (max > (uint64_t)INT64_MAX || coordl__parse_int(line + wl + 1, 0, (int64_t)max, &v) < 0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+int coordl__field_u64(char **p, uint64_t *out)
+{
+	char *s = *p, *e = strchr(s, ' ');
+	int64_t v;
+	int rc;
+
+	if (!e)
+		return -1;
+	*e = '\0';
+	rc = coordl__parse_int(s, 0, INT64_MAX, &v);
+	*e = ' ';
+	if (rc < 0)
+		return -1;
+	*p = e + 1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
 int coordl__parse_bytes(const char *s, uint64_t *out)
 {
 	uint64_t v, mult = 1;

@@ -23,6 +23,15 @@
  * spaces, no trailing text). Returns 0 or -1 with errno EINVAL/ERANGE. */
 int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* An index file's "<word> <count>" header line, count in [0, max].
+ * Returns 0 or -1 (not that word, or not such a count). */
+int coordl__header_count(const char *line, const char *word, uint64_t max, uint64_t *out);
+
+/* One decimal field of an index line, ending at a space: *p advances past
+ * the space. The line is left as it was. Returns 0 or -1 (no space after
+ * it, or not a number in [0, INT64_MAX]). */
+int coordl__field_u64(char **p, uint64_t *out);
+
 /* Parse a byte count: decimal with an optional K, M, G or T suffix (powers
  * of 1024, either case). Returns 0 or -1 with errno EINVAL/ERANGE. */
 int coordl__parse_bytes(const char *s, uint64_t *out);

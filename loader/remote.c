@@ -839,36 +839,6 @@ out:
 	return rv;
 }
 
-/* "<word> <count>" header line of an index. */
-static int header_count(const char *line, const char *word, uint64_t max, uint64_t *out)
-{
-	size_t wl = strlen(word);
-	int64_t v;
-
-	if (strncmp(line, word, wl) != 0 || line[wl] != ' ')
-		return -1;
-	if (coordl__parse_int(line + wl + 1, 0, (int64_t)max, &v) < 0)
-		return -1;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-/* One decimal field ending at a space; advances *p past it. */
-static int field_u64(char **p, uint64_t *out)
-{
-	char *s = *p, *e = strchr(s, ' ');
-	int64_t v;
-
-	if (!e)
-		return -1;
-	*e = '\0';
-	if (coordl__parse_int(s, 0, INT64_MAX, &v) < 0)
-		return -1;
-	*p = e + 1;
-	*out = (uint64_t)v;
-	return 0;
-}
-
 /*
  * A shard index (the format of source.c). Shard sizes are not known
  * without a request per shard, so a range beyond its shard is found when
@@ -884,8 +854,8 @@ static int parse_index(coordl__remote_t *r, coordl__source_t *src, char *body, s
 	if (!(l = next_line(&p, end, &lineno)) || strcmp(l, COORDL__INDEX_MAGIC) != 0)
 		return coordl__errprintf(err, EINVAL, "%s:1: not a coordl shard index (expected '%s')",
 					 what, COORDL__INDEX_MAGIC);
-	if (!(l = next_line(&p, end, &lineno)) || header_count(l, "classes", INT32_MAX, &nc) < 0 ||
-	    nc == 0)
+	if (!(l = next_line(&p, end, &lineno)) ||
+	    coordl__header_count(l, "classes", INT32_MAX, &nc) < 0 || nc == 0)
 		return coordl__errprintf(err, EINVAL, "%s:%ld: expected 'classes <n>' with n >= 1", what,
 					 lineno);
 	for (uint64_t c = 0; c < nc; c++) {
@@ -894,7 +864,8 @@ static int parse_index(coordl__remote_t *r, coordl__source_t *src, char *body, s
 		if (coordl__source_add_class(src, l) < 0)
 			return coordl__errprintf(err, ENOMEM, "out of memory");
 	}
-	if (!(l = next_line(&p, end, &lineno)) || header_count(l, "shards", 1 << 20, &ns) < 0 || ns == 0)
+	if (!(l = next_line(&p, end, &lineno)) ||
+	    coordl__header_count(l, "shards", 1 << 20, &ns) < 0 || ns == 0)
 		return coordl__errprintf(err, EINVAL, "%s:%ld: expected 'shards <n>' with n >= 1", what,
 					 lineno);
 	if (!(r->shards = calloc(ns, sizeof(char *))))
@@ -907,7 +878,8 @@ static int parse_index(coordl__remote_t *r, coordl__source_t *src, char *body, s
 			return coordl__errprintf(err, ENOMEM, "out of memory");
 		r->nshards++;
 	}
-	if (!(l = next_line(&p, end, &lineno)) || header_count(l, "items", INT64_MAX, &ni) < 0 || ni == 0)
+	if (!(l = next_line(&p, end, &lineno)) ||
+	    coordl__header_count(l, "items", INT64_MAX, &ni) < 0 || ni == 0)
 		return coordl__errprintf(err, EINVAL, "%s:%ld: expected 'items <n>' with n >= 1", what,
 					 lineno);
 	for (uint64_t i = 0; i < ni; i++) {
@@ -917,8 +889,8 @@ static int parse_index(coordl__remote_t *r, coordl__source_t *src, char *body, s
 			return coordl__errprintf(err, EINVAL, "%s:%ld: %llu items announced, %llu found", what,
 						 lineno, (unsigned long long)ni, (unsigned long long)i);
 		q = l;
-		if (field_u64(&q, &sh) < 0 || field_u64(&q, &off) < 0 || field_u64(&q, &ln) < 0 ||
-		    field_u64(&q, &lab) < 0 || !*q)
+		if (coordl__field_u64(&q, &sh) < 0 || coordl__field_u64(&q, &off) < 0 ||
+		    coordl__field_u64(&q, &ln) < 0 || coordl__field_u64(&q, &lab) < 0 || !*q)
 			return coordl__errprintf(err, EINVAL,
 						 "%s:%ld: expected '<shard> <offset> <length> <label> <name>'",
 						 what, lineno);

@@ -507,43 +507,6 @@ static int next_line(FILE *f, char **line, size_t *cap, long *lineno)
 	return 0;
 }
 
-/* "<word> <count>" header line. */
-static int header_count(const char *line, const char *word, uint64_t max, uint64_t *out)
-{
-	size_t wl = strlen(word);
-	int64_t v;
-
-	if (strncmp(line, word, wl) != 0 || line[wl] != ' ')
-		return -1;
-	if (coordl__parse_int(line + wl + 1, 0, (int64_t)max, &v) < 0)
-		return -1;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-/* Parse one unsigned decimal field ending at a space; advance *p past it. */
-static int field_u64(char **p, uint64_t *out)
-{
-	char *s = *p, *e = s;
-	int64_t v;
-	char save;
-
-	while (*e && *e != ' ')
-		e++;
-	save = *e;
-	*e = '\0';
-	if (coordl__parse_int(s, 0, INT64_MAX, &v) < 0) {
-		*e = save;
-		return -1;
-	}
-	*e = save;
-	if (save != ' ')
-		return -1;
-	*p = e + 1;
-	*out = (uint64_t)v;
-	return 0;
-}
-
 static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *err)
 {
 	FILE *f = NULL;
@@ -564,7 +527,7 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 		goto out;
 	}
 	if (next_line(f, &line, &lcap, &lineno) < 0 ||
-	    header_count(line, "classes", INT32_MAX, &nc) < 0 || nc == 0) {
+	    coordl__header_count(line, "classes", INT32_MAX, &nc) < 0 || nc == 0) {
 		coordl__errprintf(err, EINVAL, "%s:%ld: expected 'classes <n>' with n >= 1", path, lineno);
 		goto out;
 	}
@@ -579,7 +542,7 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 		}
 	}
 	if (next_line(f, &line, &lcap, &lineno) < 0 ||
-	    header_count(line, "shards", 1 << 20, &ns) < 0 || ns == 0) {
+	    coordl__header_count(line, "shards", 1 << 20, &ns) < 0 || ns == 0) {
 		coordl__errprintf(err, EINVAL, "%s:%ld: expected 'shards <n>' with n >= 1", path, lineno);
 		goto out;
 	}
@@ -614,7 +577,7 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 		shard_size[i] = (uint64_t)st.st_size;
 	}
 	if (next_line(f, &line, &lcap, &lineno) < 0 ||
-	    header_count(line, "items", INT64_MAX, &ni) < 0 || ni == 0) {
+	    coordl__header_count(line, "items", INT64_MAX, &ni) < 0 || ni == 0) {
 		coordl__errprintf(err, EINVAL, "%s:%ld: expected 'items <n>' with n >= 1", path, lineno);
 		goto out;
 	}
@@ -628,8 +591,8 @@ static int open_shards(coordl__source_t *s, const char *path, coordl_error_t *er
 			goto out;
 		}
 		p = line;
-		if (field_u64(&p, &sh) < 0 || field_u64(&p, &off) < 0 || field_u64(&p, &len) < 0 ||
-		    field_u64(&p, &lab) < 0 || !*p) {
+		if (coordl__field_u64(&p, &sh) < 0 || coordl__field_u64(&p, &off) < 0 ||
+		    coordl__field_u64(&p, &len) < 0 || coordl__field_u64(&p, &lab) < 0 || !*p) {
 			coordl__errprintf(err, EINVAL,
 					  "%s:%ld: expected '<shard> <offset> <length> <label> <name>'",
 					  path, lineno);

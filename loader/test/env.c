@@ -60,6 +60,28 @@ static void test_parse_int(void)
 	}
 }
 
+/* Index lines: "<word> <count>" headers and space-terminated fields. */
+static void test_index_fields(void)
+{
+	uint64_t v = 7;
+	char line[] = "12 0 34 x", bad[] = "12x 3", last[] = "5";
+	char *p = line;
+
+	ok(coordl__header_count("items 42", "items", 100, &v) == 0 && v == 42, "header 'items 42'");
+	ok(coordl__header_count("items 101", "items", 100, &v) < 0, "header count above max refused");
+	ok(coordl__header_count("itemsx 4", "items", 100, &v) < 0, "header word must match whole");
+	ok(coordl__header_count("items", "items", 100, &v) < 0, "header without a count refused");
+	ok(coordl__header_count("items -1", "items", 100, &v) < 0, "negative header count refused");
+	ok(coordl__field_u64(&p, &v) == 0 && v == 12 && coordl__field_u64(&p, &v) == 0 && v == 0 &&
+	   coordl__field_u64(&p, &v) == 0 && v == 34 && strcmp(p, "x") == 0, "fields 12 0 34, rest 'x'");
+	ok(strcmp(line, "12 0 34 x") == 0, "the line is left as it was");
+	p = bad;
+	ok(coordl__field_u64(&p, &v) < 0 && p == bad && strcmp(bad, "12x 3") == 0,
+	   "a malformed field is refused, line and position unchanged");
+	p = last;
+	ok(coordl__field_u64(&p, &v) < 0 && p == last, "a field without a following space is refused");
+}
+
 static void test_parse_bytes(void)
 {
 	static const struct {
@@ -293,6 +315,7 @@ static void test_create_rejects(void)
 int main(void)
 {
 	test_parse_int();
+	test_index_fields();
 	test_parse_bytes();
 	test_cpulist_and_name();
 	test_resolve_bad();
