@@ -277,29 +277,53 @@ static int check_flag(const char *name, coordl_error_t *err)
 	return 0;
 }
 
+/* An integer variable in [min, max]: 1 and *out when it is set, 0 when it
+ * is not, -1 with err naming it when it is malformed ("expected <what>
+ * min..max"). */
+static int env_int(const char *name, int64_t min, int64_t max, const char *what, int64_t *out,
+		   coordl_error_t *err)
+{
+	const char *v = getenv(name);
+
+	if (!v)
+		return 0;
+	if (coordl__parse_int(v, min, max, out) < 0)
+		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected %s %lld..%lld", name, v, what,
+					 (long long)min, (long long)max);
+	return 1;
+}
+
+/* A byte-count variable: as env_int. */
+static int env_bytes(const char *name, uint64_t *out, coordl_error_t *err)
+{
+	const char *v = getenv(name);
+
+	if (!v)
+		return 0;
+	if (coordl__parse_bytes(v, out) < 0)
+		return coordl__errprintf(err, EINVAL,
+					 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T", name, v);
+	return 1;
+}
+
 int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_error_t *err)
 {
 	const char *v, *env_name = NULL, *grant = NULL;
-	int64_t n, env_bytes = 0;
+	int64_t n, env_cache = 0;
+	int rc;
 	uint64_t bytes;
 	coordl__env_t e = { 0 };
 
 	/* Validate every variable that is set first, even when the API
 	 * argument wins: a broken plugin setup should be seen at once. */
-	if ((v = getenv(SYNERGY_ENV_THREADS))) {
-		if (coordl__parse_int(v, 1, COORDL__MAX_THREADS, &n) < 0)
-			return coordl__errprintf(err, EINVAL,
-						 "%s='%.40s': expected an integer 1..%d",
-						 SYNERGY_ENV_THREADS, v, COORDL__MAX_THREADS);
+	if ((rc = env_int(SYNERGY_ENV_THREADS, 1, COORDL__MAX_THREADS, "an integer", &n, err)) < 0)
+		return -1;
+	if (rc)
 		e.threads = (int)n;
-	}
-	if ((v = getenv(SYNERGY_ENV_CACHE_BYTES))) {
-		if (coordl__parse_bytes(v, &bytes) < 0)
-			return coordl__errprintf(err, EINVAL,
-						 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T",
-						 SYNERGY_ENV_CACHE_BYTES, v);
-		env_bytes = (int64_t)bytes;
-	}
+	if ((rc = env_bytes(SYNERGY_ENV_CACHE_BYTES, &bytes, err)) < 0)
+		return -1;
+	if (rc)
+		env_cache = (int64_t)bytes;
 	if ((v = getenv(SYNERGY_ENV_CACHE_NAME))) {
 		if (coordl__valid_cache_name(v) < 0)
 			return coordl__errprintf(err, EINVAL,
@@ -335,20 +359,13 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		e.group_dir = v;
 	}
 	e.group_bytes = COORDL__GROUP_BYTES_DEFAULT;
-	if ((v = getenv(SYNERGY_ENV_GROUP_BYTES))) {
-		if (coordl__parse_bytes(v, &bytes) < 0)
-			return coordl__errprintf(err, EINVAL,
-						 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T",
-						 SYNERGY_ENV_GROUP_BYTES, v);
-		e.group_bytes = bytes;
-	}
+	if (env_bytes(SYNERGY_ENV_GROUP_BYTES, &e.group_bytes, err) < 0)
+		return -1;
 	e.group_window = COORDL__GROUP_WINDOW_DEFAULT;
-	if ((v = getenv(SYNERGY_ENV_GROUP_WINDOW))) {
-		if (coordl__parse_int(v, 1, 1000000, &n) < 0)
-			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 1..1000000",
-						 SYNERGY_ENV_GROUP_WINDOW, v);
+	if ((rc = env_int(SYNERGY_ENV_GROUP_WINDOW, 1, 1000000, "an integer", &n, err)) < 0)
+		return -1;
+	if (rc)
 		e.group_window = (uint32_t)n;
-	}
 	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
 					 SYNERGY_ENV_CPUS, v);
@@ -377,12 +394,10 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		e.peer_tag = tag;
 	}
 	e.peer_timeout_ms = COORDL__PEER_TIMEOUT_DEFAULT;
-	if ((v = getenv(SYNERGY_ENV_PEER_TIMEOUT_MS))) {
-		if (coordl__parse_int(v, 1, 600000, &n) < 0)
-			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected milliseconds 1..600000",
-						 SYNERGY_ENV_PEER_TIMEOUT_MS, v);
+	if ((rc = env_int(SYNERGY_ENV_PEER_TIMEOUT_MS, 1, 600000, "milliseconds", &n, err)) < 0)
+		return -1;
+	if (rc)
 		e.peer_timeout_ms = (int)n;
-	}
 	if ((v = getenv(SYNERGY_ENV_PEER_WIREUP))) {
 		static const char *names[] = { "auto", "sockaddr", "pmix", "off" };
 		int w = -1;
@@ -442,7 +457,7 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		e.group = NULL;
 	if (cfg->cache_use != COORDL_CACHE_NONE) {
 		e.cache_fixed = cfg->cache_bytes >= 0;
-		e.cache_bytes = e.cache_fixed ? cfg->cache_bytes : e.job_cache ? env_bytes : 0;
+		e.cache_bytes = e.cache_fixed ? cfg->cache_bytes : e.job_cache ? env_cache : 0;
 		e.cache_name = cfg->cache_name ? cfg->cache_name : e.job_cache ? env_name : NULL;
 		e.grant_path = e.job_cache && !e.cache_fixed ? grant : NULL;
 	} else {
