@@ -9,8 +9,9 @@
  * share in accounting and never below the GPU-proportional throughput; a
  * node plan keeps every allotment, never grants more than is free, keeps
  * every sized job at or above its floor, never lowers the total, and is
- * the same on the same input. The seed is fixed so that a failure
- * reproduces; SEED overrides it.
+ * the same on the same input. Coordinated-prep groups (issue 15): the
+ * members of a group are planned as one consumer, by hand and over random
+ * nodes. The seed is fixed so that a failure reproduces; SEED overrides it.
  */
 #include "config.h"
 
@@ -263,6 +264,98 @@ static void test_node_hand(void)
 	   "a Synergy job without GPUs named: %s", err.text);
 	ok(syn_node_tune(NULL, j, 1, 0, &st, &err) < 0 && errno == EINVAL, "NULL shape: EINVAL");
 	ok(syn_node_tune(&paper, NULL, 0, 0, NULL, NULL) == 0, "no jobs: an empty plan");
+}
+
+/* A profile that saturates at 4 cores per GPU: 0.6, 0.8, 1.0 at 1, 2, 4. */
+static void sat_profile(syn_profile_t *p, const char *key)
+{
+	memset(p, 0, sizeof *p);
+	snprintf(p->key, sizeof p->key, "%s", key);
+	p->n_cpu = 3;
+	p->n_mem = 1;
+	p->cpus[0] = 1;
+	p->cpus[1] = 2;
+	p->cpus[2] = 4;
+	p->tput[0][0] = 0.6;
+	p->tput[1][0] = 0.8;
+	p->tput[2][0] = 1.0;
+	p->prop_cpus = 2;
+}
+
+/* Issue 15: a group of co-located jobs needs about one job's prep CPU in
+ * all, not k times; its members keep their allotments and floors. */
+static void test_node_group(void)
+{
+	syn_shape_t n = { .gpus = 4, .cpus = 8, .mem_mb = 4096 };
+	syn_profile_t p, other;
+	syn_node_job_t j[4];
+	syn_node_stats_t st;
+	syn_policy_error_t err = { "" };
+	int rc;
+
+	sat_profile(&p, "sat");
+	sat_profile(&other, "sat2");
+	/* A and B at their 2-core share, 2 GPUs free: 4 cores in the pool. */
+	j[0] = (syn_node_job_t){ .id = 1, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p };
+	j[1] = (syn_node_job_t){ .id = 2, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p };
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   j[1].hold_cores == 4 && st.granted_cores == 4,
+	   "apart: each is granted 2 cores to its 4-core best (%d, %d)", j[0].hold_cores,
+	   j[1].hold_cores);
+	j[0].group = j[1].group = 7;
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 2 &&
+		   j[1].hold_cores == 2 && st.granted_cores == 0 && NEAR(j[0].tput, 1.0) &&
+		   NEAR(j[1].tput, 1.0) && NEAR(j[0].prop_tput, 0.8),
+	   "a group: their 4 cores together already prepare at the best, nothing granted, "
+	   "each runs at 1.0 (floor 0.8) (%d, %d, %.3f)", j[0].hold_cores, j[1].hold_cores,
+	   j[0].tput);
+	/* C beside the group, 2 cores free: all of it goes to C. */
+	j[2] = (syn_node_job_t){ .id = 3, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p };
+	rc = syn_node_tune(&n, j, 3, 0, &st, &err);
+	ok(rc == 0 && j[2].hold_cores == 4 &&
+		   j[0].hold_cores == 2 && j[1].hold_cores == 2 && NEAR(j[2].tput, 1.0),
+	   "a job beside the group gets the pool (%d; group %d, %d)", j[2].hold_cores,
+	   j[0].hold_cores, j[1].hold_cores);
+	/* Members allotted 1 core each: the group needs 2 more in all (one
+	 * job's best is 4), split between them, not 3 each. */
+	j[0].cores = j[1].cores = 1;
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 &&
+		   j[0].hold_cores + j[1].hold_cores == 4 && j[0].hold_cores == 2 &&
+		   j[1].hold_cores == 2 && st.granted_cores == 2 && NEAR(j[1].tput, 1.0),
+	   "1 core each: 2 granted in all, one each (%d, %d; granted %d)", j[0].hold_cores,
+	   j[1].hold_cores, st.granted_cores);
+	/* An odd grant: the first member listed gets the remainder. */
+	j[2] = j[1];
+	j[2].id = 3;
+	j[0].cores = j[1].cores = j[2].cores = 1;
+	j[0].group = j[1].group = j[2].group = 7;
+	syn_shape_t six = { .gpus = 4, .cpus = 6, .mem_mb = 4096 };
+	rc = syn_node_tune(&six, j, 3, 0, &st, &err);
+	ok(rc == 0 && st.granted_cores == 1 &&
+		   j[0].grant_cores == 1 && j[1].grant_cores == 0 && j[2].grant_cores == 0,
+	   "three members, 1 core of need: to the first (%d %d %d)", j[0].grant_cores,
+	   j[1].grant_cores, j[2].grant_cores);
+	/* Another profile key, or another group, is planned apart. */
+	j[0] = (syn_node_job_t){ .id = 1, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p,
+				 .group = 7 };
+	j[1] = (syn_node_job_t){ .id = 2, .synergy = 1, .gpus = 1, .cores = 2, .profile = &other,
+				 .group = 7 };
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   j[1].hold_cores == 4, "same group, other key: apart");
+	j[1].profile = &p;
+	j[1].group = 8;
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   j[1].hold_cores == 4, "other group: apart");
+	/* A member alone is a job like any other. */
+	j[0].group = 7;
+	rc = syn_node_tune(&n, j, 1, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   NEAR(j[0].tput, 1.0), "a member alone: its own best (%d)", j[0].hold_cores);
 }
 
 /* Property tests. */
@@ -558,6 +651,7 @@ int main(void)
 	rng = seed ? strtoull(seed, NULL, 10) | 1 : 0x2545f4914f6cdd1dULL;
 	test_size_builtin();
 	test_size_issue13();
+	test_node_group();
 	test_size_tasks_and_cap();
 	test_node_hand();
 	test_size_property(20000);
