@@ -182,11 +182,14 @@ static void array_group(spank_t sp, int dfd, uid_t uid)
 {
 	const char *node = syn__node_name();
 	syn__jobrec_t r;
-	uint32_t aid = 0;
+	uint32_t aid = 0, tid = 0;
 	gid_t gid;
 	int lockfd;
 
+	/* Outside an array slurmstepd answers 0, or (an srun step) the job's
+	 * own id with task id NO_VAL: an array task has a real task id. */
 	if (spank_get_item(sp, S_JOB_ARRAY_ID, &aid) != ESPANK_SUCCESS || aid == 0 ||
+	    spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &tid) != ESPANK_SUCCESS || tid >= NO_VAL ||
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS || !node)
 		return;
 	lockfd = syn__node_lock(dfd, node, SYN__LEND_LOCK_MS);
