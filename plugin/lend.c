@@ -927,6 +927,7 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 		snprintf(info->key, sizeof(info->key), "%s", r.key);
 		info->alloc_mem_mb = r.alloc_mem_mb;
 		info->cache_mb = r.has_hold ? r.hold_cache_mb : r.cache_mb;
+		snprintf(info->group, sizeof(info->group), "%s", r.group);
 		if (r.has_allotted) {
 			info->recorded = 1;
 			fmt(&r.allotted, info->allotted, sizeof(info->allotted));

@@ -159,6 +159,7 @@ typedef struct syn__lend_info {
 	char lent[SYN__CPULIST_MAX];  /* held minus allotted ("" if none) */
 	uint64_t alloc_mem_mb;        /* its memory in Slurm's accounting (0: unknown) */
 	uint64_t cache_mb;            /* its cache grant now (0: none) */
+	char group[SYN__KEY_MAX + 1]; /* its coordinated-prep group ("" none) */
 } syn__lend_info_t;
 
 /*

@@ -126,6 +126,18 @@ cluster__wait 20 cluster_leftovers >/dev/null
 test_ok "no synergy or job cgroup, no cache file left" cluster_leftovers
 test_ok "no job record left" bash -c "! ls '$C/state-synergy' | grep -q job_"
 
+# A Synergy job of its own (no array, no --synergy-group) is in no group,
+# and one that exported SYNERGY_GROUP keeps it (the plugin sets none).
+idS=$(cd "$C" && SYNERGY_GROUP=mine sbatch --parsable -o "$C/out/%j.out" --gres=gpu:1 \
+	--cpus-per-task=1 --mem=300M --synergy-profile=img \
+	--wrap 'echo "active=$SYNERGY_ACTIVE group=$SYNERGY_GROUP dir=$SYNERGY_GROUP_DIR"
+	srun -n1 sh -c "echo step-group=\$SYNERGY_GROUP"')
+test_ok "a job outside any group completed" test "$(cluster_wait_job "$idS" 30)" = COMPLETED
+test_ok "it is Synergy-active, its own SYNERGY_GROUP kept, no directory" \
+	grep -qx "active=1 group=mine dir=" "$C/out/$idS.out"
+test_ok "its step too" grep -qx "step-group=mine" "$C/out/$idS.out"
+test_ok "the node made no group for it" bash -c "! grep -q 'job $idS: joined group' '$log'"
+
 # Two users, one group name: two groups.
 script='echo "active=$SYNERGY_ACTIVE group=$SYNERGY_GROUP dir=$SYNERGY_GROUP_DIR"
 	while [ ! -e "'"$C"'/go" ]; do sleep 0.1; done'
@@ -153,6 +165,10 @@ test_ok "B cannot enter A's group directory" \
 	bash -c "! runuser -u '$ub' -- ls '$gdir/$node.group_$ga' >/dev/null 2>&1"
 test_ok "B cannot create a group directory" \
 	bash -c "! runuser -u '$ub' -- mkdir '$gdir/$node.group_$ga.x' 2>/dev/null"
+status=$("$top_builddir/plugin/synergy-lend" --status -c "$C/etc/synergy.conf" 2>&1)
+test_ok "synergy-lend --status shows each job's group" \
+	bash -c "grep -Eq '^ +$idA .* $ga +img\$' <<<\"\$1\" && grep -Eq '^ +$idB .* $gb +img\$' <<<\"\$1\"" _ "$status"
+diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
 comment=$(scontrol show job "$idA" | sed -n 's/.*AdminComment=//p')
 test_ok "A's AdminComment names A's group ($comment)" grep -q "group=$ga" <<<"$comment"
 touch "$C/go"
