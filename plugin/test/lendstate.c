@@ -260,6 +260,7 @@ int main(void)
 		}
 		errors = 0;
 		rv = syn__lend_rebalance(&agent, NULL, 0);
+		ok(rv == 0, "the rebalance once it is profiled succeeds");
 		is_str(held("5", 1), "0", "profiled (flat): the cores lent for the search went back");
 	}
 	/* Issue 15: two jobs of one group, 1 core each, a profile that
