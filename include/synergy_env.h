@@ -191,8 +191,9 @@
 /* Directory for the group's staging segment (an absolute path; tmpfs).
  * The plugin sets it with SYNERGY_GROUP: a directory per group and node
  * (under GroupDir, synergy.conf(5)), owned by the job's user, mode 0700,
- * made by the job prolog and removed by the epilog of the group's last job
- * on the node. Unset: the segment is
+ * made when the job joins its group on the node (the job prolog for a
+ * named group, an array task's first step) and removed by the epilog of
+ * the group's last job there. Unset: the segment is
  * /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
 #define SYNERGY_ENV_GROUP_DIR "SYNERGY_GROUP_DIR"
 
