@@ -391,8 +391,11 @@ typedef struct syn_node_stats {
  * granted to it counts for all k members. Its grant is split evenly between
  * its members (the first ones listed get the remainder); each member's
  * tput is the group's. Every member keeps its allotment, and its floor is
- * still its own share's throughput; the group's floor (the members' shares
- * together) is at least each member's, so the guarantee holds for each.
+ * still its own share's throughput: with a profile that never falls with
+ * more cores or cache, the group at its members' allotments together runs
+ * at least as fast as each member alone, so every member stays at or above
+ * its floor; a profile that dips (noise) may put members below it, which
+ * below_floor counts, and still no member holds less than its allotment.
  * The plan promises: every hold >= its allotment; the grants together never
  * exceed the pool (so whatever the node's other jobs hold, allotments plus
  * grants fit the node); every Synergy job at or above its floor unless its
