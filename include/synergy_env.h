@@ -165,30 +165,42 @@
 /*
  * Coordinated prep (CoorDL's hyperparameter-search technique): the group
  * this job's training loader shares prepared batches with on this node.
- * Meant to be set by the plugin for the tasks of a job array, and for jobs
- * of one user that name the same --synergy-group=NAME: "u<uid>-a<array job
- * id>" or "u<uid>-g-<NAME>" (the plugin does not set it yet: a job script
- * may export it), so that jobs of different users never share (the
- * loader's segment also carries the uid in its name, and only files of
- * this user, mode 0600, are used). The job's training loader joins the
- * group (TRAIN mode, or EVAL mode with cache_use JOB; not in profiling
- * mode); loaders of the group share batches only when their dataset and
- * pipeline are the same (coordl(3), "Coordinated prep"). 1..64 of [A-Za-z0-9_.-], not
- * "." or ".."; unset or empty: no group. A user may set it by hand.
+ * The SPANK plugin sets it for the tasks of every job it handles (a job
+ * with a Synergy record on the node, SYNERGY_ACTIVE=1) that belongs to a
+ * group: the tasks of one job array of user U are SYNERGY_GROUP_ARRAY_FMT
+ * ("u<U>-a<array job id>"), jobs of user U that name the same
+ * --synergy-group=NAME are SYNERGY_GROUP_NAMED_FMT ("u<U>-g-<NAME>"; a
+ * name wins over the array). The plugin's value replaces what the job's
+ * environment had; for other jobs a value the user exported stays (a job
+ * script may still set it by hand). The uid in the name keeps jobs of
+ * different users apart (the loader's segment also carries the uid in its
+ * name, and only files of this user, mode 0600, are used). The job's
+ * training loader joins the group (TRAIN mode, or EVAL mode with cache_use
+ * JOB; not in profiling mode); loaders of the group share batches only
+ * when their dataset and pipeline are the same (coordl(3), "Coordinated
+ * prep"). 1..64 of [A-Za-z0-9_.-], not "." or ".."; unset or empty: no
+ * group.
  */
 #define SYNERGY_ENV_GROUP "SYNERGY_GROUP"
+#define SYNERGY_GROUP_ARRAY_FMT "u%u-a%u"
+#define SYNERGY_GROUP_NAMED_FMT "u%u-g-%s"
+/* A --synergy-group NAME: 1..SYNERGY_GROUP_NAME_MAX of [A-Za-z0-9_.-], not
+ * starting with '.' or '-' (so that the group name above stays within 64). */
+#define SYNERGY_GROUP_NAME_MAX 32
 
-/* Directory for the group's staging segment (an absolute path; tmpfs):
- * meant to be made by the plugin per group and node, owned by the job's
- * user, mode 0700, removed when the group's last job on the node ends
- * (not yet). Unset: the
- * segment is /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
+/* Directory for the group's staging segment (an absolute path; tmpfs).
+ * The plugin sets it with SYNERGY_GROUP: a directory per group and node
+ * (under GroupDir, synergy.conf(5)), owned by the job's user, mode 0700,
+ * made when the job joins its group on the node (the job prolog for a
+ * named group, an array task's first step) and removed by the epilog of
+ * the group's last job there. Unset: the segment is
+ * /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
 #define SYNERGY_ENV_GROUP_DIR "SYNERGY_GROUP_DIR"
 
 /* The group's staging area bound in bytes (decimal, optional K, M, G, T
  * suffix): prepared batches waiting for members never take more. Each
  * member's memory cgroup pays for the slots it reserved first. Unset:
- * 512M. */
+ * 512M. Not set by the plugin. */
 #define SYNERGY_ENV_GROUP_BYTES "SYNERGY_GROUP_BYTES"
 
 /* How many batches a member may fall behind the fastest member of its

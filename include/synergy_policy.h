@@ -334,6 +334,9 @@ typedef struct syn_node_job {
 	int cores;                    /* cores Slurm allotted it on this node */
 	uint64_t mem_mb;              /* memory Slurm allotted it on this node */
 	const syn_profile_t *profile; /* a Synergy job's profile; NULL: insensitive, no grant */
+	uint64_t group;               /* coordinated prep: Synergy jobs with the same
+				       * non-zero group, GPUs and profile key share one
+				       * stream of prepared batches (0: none; see below) */
 	/* Output (another job: hold = its allotment, no grant, tputs 1). */
 	uint64_t cache_mb;            /* its allotted cache: min(mem_mb - process_mem_mb,
 				       * max_cache_mb), 0 below process_mem_mb */
@@ -379,6 +382,20 @@ typedef struct syn_node_stats {
  * then holds are rounded down to whole cores and MB, and the cores and MB
  * still in the pool go, one core or one stretch of a profile's memory axis
  * at a time, to the job that gains most from them (interpolated).
+ * Groups: the k jobs of one group (same group, GPUs and profile key) prepare
+ * each batch once for all of them, so the plan treats them as one job of
+ * k x g GPUs that holds their cores and cache together, whose throughput
+ * per GPU at C cores and mean cache m is their profile's at C cores for g
+ * GPUs and m: a group is granted what one job's prep needs above what its
+ * members were allotted together, not k times one job's grant, and a core
+ * granted to it counts for all k members. Its grant is split evenly between
+ * its members (the first ones listed get the remainder); each member's
+ * tput is the group's. Every member keeps its allotment, and its floor is
+ * still its own share's throughput: with a profile that never falls with
+ * more cores or cache, the group at its members' allotments together runs
+ * at least as fast as each member alone, so every member stays at or above
+ * its floor; a profile that dips (noise) may put members below it, which
+ * below_floor counts, and still no member holds less than its allotment.
  * The plan promises: every hold >= its allotment; the grants together never
  * exceed the pool (so whatever the node's other jobs hold, allotments plus
  * grants fit the node); every Synergy job at or above its floor unless its

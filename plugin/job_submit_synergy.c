@@ -4,7 +4,9 @@
  * For each submitted job that carries a profile key (SYNERGY_PROFILE_KEY in
  * its spank environment, put there by spank_synergy.so) it sets the job's
  * CPU and memory request from the profile and the policy (submit.c),
- * records the decision in AdminComment, and otherwise leaves the job alone.
+ * records the decision in AdminComment (with the coordinated-prep group the
+ * job joins: "group=u<uid>-g-NAME" for --synergy-group, "group=array" for
+ * a job array), and otherwise leaves the job alone.
  * It never rejects a valid job: a missing store, a corrupt profile or a
  * policy error leaves the job GPU-proportional with a log line; only a
  * malformed synergy option is refused, with a message saying what is wrong.
@@ -136,6 +138,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		req.tasks_per_node = job_desc->num_tasks / (req.nodes ? req.nodes : 1);
 	req.user_cpus = job_desc->cpus_per_task != NO_VAL16 || job_desc->cpus_per_tres != NULL;
 	req.user_mem = job_desc->pn_min_memory != NO_VAL64 || job_desc->mem_per_tres != NULL;
+	req.array = job_desc->array_inx != NULL && job_desc->array_inx[0] != '\0';
 	/* The job's owner (root may submit for another user with --uid). */
 	req.uid = job_desc->user_id != NO_VAL ? job_desc->user_id : submit_uid;
 

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "synergy_env.h"
 #include "cgroup.h"
 #include "jobrec.h"
 
@@ -53,15 +55,17 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 	int n;
 
 	if (!r || !buf || !r->synergy || !syn__key_valid(r->key) || r->gpus < 1 ||
-	    r->cache_mb > r->mem_mb || (r->profile[0] && !syn__nonce_valid(r->profile))) {
+	    r->cache_mb > r->mem_mb || (r->profile[0] && !syn__nonce_valid(r->profile)) ||
+	    (r->group[0] && !syn__group_valid(r->group, r->uid))) {
 		errno = EINVAL;
 		return -1;
 	}
 	n = snprintf(buf, len,
 		     "key=%s uid=%" PRIu32 " gpus=%" PRIu32 " cpus=%" PRIu32 " mem_mb=%" PRIu64
-		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s",
+		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s%s%s",
 		     r->key, r->uid, r->gpus, r->cpus, r->mem_mb, r->cache_mb, r->want_cpus,
-		     r->want_cache_mb, r->profile[0] ? " profile=" : "", r->profile);
+		     r->want_cache_mb, r->profile[0] ? " profile=" : "", r->profile,
+		     r->group[0] ? " group=" : "", r->group);
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -75,7 +79,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 {
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
 					     "want_cpus", "want_cache_mb", "allotted",
-					     "alloc_mem_mb", "hold_cache_mb", "profile" };
+					     "alloc_mem_mb", "hold_cache_mb", "profile", "group" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -99,6 +103,12 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 			return fail(err, errlen, "profile: '%.40s' is not a claim nonce (%d hex digits)",
 				    val, SYN__NONCE_LEN);
 		snprintf(r->profile, sizeof(r->profile), "%s", val);
+		return 0;
+	case 12:
+		/* Its uid is checked once the whole text is read. */
+		if (strlen(val) > SYN__GROUP_MAX || !syn__key_valid(val))
+			return fail(err, errlen, "group: '%.70s' is not a group name", val);
+		snprintf(r->group, sizeof(r->group), "%s", val);
 		return 0;
 	case 8:
 		if (syn__cpus_parse(val, &r->allotted) < 0 || CPU_COUNT(&r->allotted) == 0)
@@ -165,6 +175,11 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 		}
 		if (r->gpus < 1 || r->cache_mb > r->mem_mb) {
 			fail(err, errlen, "gpus must be >= 1 and cache_mb <= mem_mb");
+			goto out;
+		}
+		if (r->group[0] && !syn__group_valid(r->group, r->uid)) {
+			fail(err, errlen, "group: '%s' is not a group of uid %" PRIu32, r->group,
+			     r->uid);
 			goto out;
 		}
 		r->synergy = 1;
@@ -397,4 +412,119 @@ int syn__jobrec_remove(int dfd, const char *node, uint32_t jobid)
 	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 		rv = -1;
 	return rv;
+}
+
+int syn__group_name_valid(const char *name)
+{
+	return name && name[0] != '-' && strlen(name) <= SYNERGY_GROUP_NAME_MAX &&
+	       syn__key_valid(name);
+}
+
+int syn__group_format(uint32_t uid, uint32_t array_job_id, const char *name, char *buf,
+		      size_t len)
+{
+	int n;
+
+	if (!buf || (name ? !syn__group_name_valid(name) : array_job_id == 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (name)
+		n = snprintf(buf, len, SYNERGY_GROUP_NAMED_FMT, (unsigned)uid, name);
+	else
+		n = snprintf(buf, len, SYNERGY_GROUP_ARRAY_FMT, (unsigned)uid, (unsigned)array_job_id);
+	if (n < 0 || (size_t)n >= len || n > SYN__GROUP_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int syn__group_valid(const char *group, uint32_t uid)
+{
+	char prefix[24], again[SYN__GROUP_MAX + 1];
+	const char *rest;
+	uint64_t id;
+	size_t pl;
+
+	if (!group || strlen(group) > SYN__GROUP_MAX)
+		return 0;
+	pl = (size_t)snprintf(prefix, sizeof(prefix), "u%u-", (unsigned)uid);
+	if (strncmp(group, prefix, pl) != 0)
+		return 0;
+	rest = group + pl;
+	if (strncmp(rest, "g-", 2) == 0)
+		return syn__group_name_valid(rest + 2) &&
+		       syn__group_format(uid, 0, rest + 2, again, sizeof(again)) == 0 &&
+		       strcmp(again, group) == 0;
+	/* An array job id, written as the format writes it (no leading 0). */
+	if (rest[0] != 'a' || syn__parse_u64(rest + 1, 1, UINT32_MAX, &id) < 0 ||
+	    syn__group_format(uid, (uint32_t)id, NULL, again, sizeof(again)) < 0)
+		return 0;
+	return strcmp(again, group) == 0;
+}
+
+#define GROUP_DIR_INFIX ".group_"
+
+int syn__group_dir_name(const char *node, const char *group, char *buf, size_t len)
+{
+	int n;
+
+	if (!buf || !syn__key_valid(node) || !group || strlen(group) > SYN__GROUP_MAX ||
+	    !syn__key_valid(group)) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = snprintf(buf, len, "%s" GROUP_DIR_INFIX "%s", node, group);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+const char *syn__group_dir_match(const char *name, const char *node)
+{
+	size_t nl, il = strlen(GROUP_DIR_INFIX);
+	const char *g;
+
+	if (!name || !node)
+		return NULL;
+	nl = strlen(node);
+	if (strncmp(name, node, nl) != 0 || strncmp(name + nl, GROUP_DIR_INFIX, il) != 0)
+		return NULL;
+	g = name + nl + il;
+	return strlen(g) <= SYN__GROUP_MAX && syn__key_valid(g) ? g : NULL;
+}
+
+int syn__group_members(int dfd, const char *node, const char *group)
+{
+	struct dirent *d;
+	DIR *dir;
+	int copy, n = 0;
+
+	if (!node || !group || !group[0])
+		return 0;
+	copy = dup(dfd);
+	if (copy < 0)
+		return 0;
+	dir = fdopendir(copy);
+	if (!dir) {
+		close(copy);
+		return 0;
+	}
+	/* fdopendir shares the offset with dfd: start from the beginning. */
+	rewinddir(dir);
+	while ((d = readdir(dir))) {
+		syn__jobrec_t r;
+		uint32_t id;
+
+		if (!syn__jobrec_match(d->d_name, node, &id) ||
+		    strchr(d->d_name + strlen(node) + 1, '.'))
+			continue;
+		if (syn__jobrec_read(dfd, node, id, &r, NULL, 0) == 0 && strcmp(r.group, group) == 0)
+			n++;
+	}
+	closedir(dir);
+	return n;
 }

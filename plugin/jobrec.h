@@ -13,6 +13,18 @@
  * the job reads the record. Idle-core lending adds, at the job's first
  * step, the CPUs Slurm allotted it. The epilog removes both files.
  *
+ * Groups (coordinated prep, synergy_env.h SYNERGY_GROUP): a job's group is
+ * in its record, never taken from its environment. A group the user named
+ * (--synergy-group=NAME) is in job_submit's grant, built with the job's
+ * owner in it ("u<uid>-g-NAME"), and the prolog writes it into the
+ * record; an array task's group ("u<uid>-a<array job id>") is added to the
+ * record at the task's first step, from the array job id slurmstepd has
+ * (slurmd gives the prolog none). Either way the record's group must
+ * carry the record's uid, so jobs of two users never share one. Whoever
+ * adds it also makes the group's directory on the node
+ * (GroupDir/<node>.group_<group>, the job's user's, 0700); the epilog
+ * removes it once no record of the node names the group.
+ *
  * Files in StateDir, per node (NodeName) and job id:
  *   <node>.job_<id>        the record: "key=value" lines (syn__jobrec_*)
  *   <node>.job_<id>.json   the job's profile (synergy_profile.h schema)
@@ -33,6 +45,10 @@
 /* Variables the SPANK client forwards to job_submit. */
 #define SYN__CTL_KEY "SYNERGY_PROFILE_KEY"
 #define SYN__CTL_ONOFF "SYNERGY"
+#define SYN__CTL_GROUP "SYNERGY_GROUP_NAME"   /* --synergy-group NAME */
+
+/* A group (synergy_env.h) is at most this long. */
+#define SYN__GROUP_MAX 64
 
 /* A claim's nonce: this many lowercase hex digits (claim.h). */
 #define SYN__NONCE_LEN 16
@@ -55,6 +71,9 @@ typedef struct syn__jobrec {
 	uint64_t cache_mb;           /* the loader cache inside mem_mb */
 	uint32_t want_cpus;          /* best case, above the share (0: none) */
 	uint64_t want_cache_mb;
+	/* The job's coordinated-prep group ("" none): "u<uid>-g-<NAME>" from
+	 * the grant, or "u<uid>-a<array job id>" added at the first step. */
+	char group[SYN__GROUP_MAX + 1];
 	/* Profile on first run: the nonce of the job's claim on profiling
 	 * its key in place (claim.h), "" when it does not profile. The
 	 * record drops it once the job's profile is filed or refused. */
@@ -72,8 +91,8 @@ typedef struct syn__jobrec {
 
 /*
  * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
- * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [profile=NONCE]" into
- * buf. Returns 0, or
+ * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [profile=NONCE]
+ * [group=GROUP]" into buf. Returns 0, or
  * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
  */
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);
@@ -84,8 +103,8 @@ int syn__nonce_valid(const char *s);
 /*
  * Parse a grant (space-separated) or a record (newline-separated) into r,
  * strictly: every field known, every number in range, the key valid, no
- * field twice; "allotted", "alloc_mem_mb" and "hold_cache_mb" only in
- * records. Returns 0, or -1 with errno
+ * field twice, a group only of the record's uid (syn__group_valid);
+ * "allotted", "alloc_mem_mb" and "hold_cache_mb" only in records. Returns 0, or -1 with errno
  * EINVAL and the offending field in err. r is zeroed first.
  */
 int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);
@@ -120,5 +139,33 @@ int syn__jobrec_name(const char *node, uint32_t jobid, const char *suffix, char 
 
 /* 1 and the id if name is a record of node ("<node>.job_<id>"), else 0. */
 int syn__jobrec_match(const char *name, const char *node, uint32_t *jobid);
+
+/* 1 if name is a valid --synergy-group NAME: 1..SYNERGY_GROUP_NAME_MAX of
+ * [A-Za-z0-9_.-], not starting with '.' or '-'; else 0. */
+int syn__group_name_valid(const char *name);
+
+/*
+ * The group of a job of user uid: SYNERGY_GROUP_NAMED_FMT when name is
+ * not NULL (a valid group name), else SYNERGY_GROUP_ARRAY_FMT of
+ * array_job_id (>= 1). Returns 0, or -1 with errno EINVAL or ENAMETOOLONG.
+ */
+int syn__group_format(uint32_t uid, uint32_t array_job_id, const char *name, char *buf,
+		      size_t len);
+
+/* 1 if group is exactly what syn__group_format() makes for some array job
+ * id or group name of user uid, else 0. */
+int syn__group_valid(const char *group, uint32_t uid);
+
+/* The name of a group's directory on node under GroupDir
+ * ("<node>.group_<group>"). Returns 0, or -1 with EINVAL or ENAMETOOLONG. */
+int syn__group_dir_name(const char *node, const char *group, char *buf, size_t len);
+
+/* The group whose directory on node name is (a pointer into name), or
+ * NULL when name is not one. */
+const char *syn__group_dir_match(const char *name, const char *node);
+
+/* How many records of node in StateDir dfd name group (the caller holds
+ * the node's lock); 0 also when the directory cannot be read. */
+int syn__group_members(int dfd, const char *node, const char *group);
 
 #endif

@@ -11,7 +11,9 @@
  *     CPUs and memory Slurm gave the job at its first step, before anything
  *     was lent to it (that cpuset is in the kernel's CPU numbering, unlike
  *     S_JOB_ALLOC_CORES, which counts Slurm's abstract cores), and the
- *     cache grant the agent wrote last;
+ *     cache grant the agent wrote last, and the job's coordinated-prep
+ *     group (the policy plans a group's members on the node as one
+ *     consumer, syn_node_tune);
  *   - the cgroup tree (cgroup.h), which says which jobs run now and what
  *     they hold. A job cgroup without a record (started before lending was
  *     turned on, or left behind by a job whose slurmstepd died) counts as
@@ -630,6 +632,11 @@ static void plan(lend_ctx_t *c, const cpu_set_t *node)
 		nj[i].cores = e->profiling ? e->job.want : CPU_COUNT(&e->job.allotted);
 		nj[i].mem_mb = e->mem_mb;
 		nj[i].profile = e->synergy ? &e->profile : NULL;
+		/* Coordinated prep: the policy plans a group's members on the
+		 * node as one consumer; a group is named by its first job here. */
+		for (int k = 0; k <= i && e->synergy && e->rec.group[0] && !nj[i].group; k++)
+			if (strcmp(c->e[k].rec.group, e->rec.group) == 0)
+				nj[i].group = (uint64_t)k + 1;
 	}
 	if (syn_node_tune(&shape, nj, c->n, 0, &st, &perr) < 0) {
 		say(c, 1, "synergy: lend: no plan for node %s: %s; every job keeps its allotment",
@@ -920,6 +927,7 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 		snprintf(info->key, sizeof(info->key), "%s", r.key);
 		info->alloc_mem_mb = r.alloc_mem_mb;
 		info->cache_mb = r.has_hold ? r.hold_cache_mb : r.cache_mb;
+		snprintf(info->group, sizeof(info->group), "%s", r.group);
 		if (r.has_allotted) {
 			info->recorded = 1;
 			fmt(&r.allotted, info->allotted, sizeof(info->allotted));

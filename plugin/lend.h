@@ -9,8 +9,12 @@
  * resets a job's cpuset then) the agent plans, with the policy's node-level
  * TUNE (syn_node_tune, synergy_policy.h: one policy for the simulator and
  * the cluster), the cores and cache each Synergy job there should hold
- * now: its allotment, plus grants out of what no job was allotted. It then
- * applies the plan, shrinking before growing:
+ * now: its allotment, plus grants out of what no job was allotted. The
+ * jobs of one coordinated-prep group on the node (their records' group,
+ * jobrec.h) prepare one stream of batches together, so the policy plans
+ * them as one consumer: a group is granted about one job's prep CPU above
+ * its members' allotments, not k times that, split evenly between them.
+ * It then applies the plan, shrinking before growing:
  *   1. cache grants that go down: the job's grant file (SYNERGY_CACHE_GRANT)
  *      is rewritten, the agent waits for the loader to release the memory
  *      (its files in the job's cache directory), then lowers the memory
@@ -155,6 +159,7 @@ typedef struct syn__lend_info {
 	char lent[SYN__CPULIST_MAX];  /* held minus allotted ("" if none) */
 	uint64_t alloc_mem_mb;        /* its memory in Slurm's accounting (0: unknown) */
 	uint64_t cache_mb;            /* its cache grant now (0: none) */
+	char group[SYN__KEY_MAX + 1]; /* its coordinated-prep group ("" none) */
 } syn__lend_info_t;
 
 /*

@@ -18,6 +18,7 @@
 #define SYN_PLUGIN_SPANK_INT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <slurm/spank.h>
 
@@ -35,6 +36,8 @@ extern int syn__spank_conf_ok;
 typedef struct syn__spank_opts {
 	char key[SYN__KEY_MAX + 1];
 	int key_set;
+	char group[SYN__KEY_MAX + 1];  /* --synergy-group NAME */
+	int group_set;
 	int off;      /* --synergy=off */
 	int bad;      /* an option was malformed */
 } syn__spank_opts_t;
@@ -74,6 +77,17 @@ const struct syn__agent *syn__node_agent(void);
 
 /* The per-job cache directory name under CacheDir ("job_<id>"). */
 #define SYN__CACHE_JOB_FMT "job_%u"
+
+/*
+ * Make job jobid (of uid, gid) on node a member of the group r->group names
+ * (not ""): make or take over the group's directory under GroupDir (the
+ * user's, mode 0700), write r, group included, as the job's record in
+ * StateDir dfd, and log that the job joined. The caller holds the node's
+ * lock. On failure r->group is cleared (the job runs outside the group;
+ * its record is left as it was). Returns 0 or -1 (logged).
+ */
+int syn__group_join(int dfd, const char *node, uint32_t jobid, uid_t uid, gid_t gid,
+		    syn__jobrec_t *r);
 
 /* Remove CacheDir/job_<id> and everything in it, never following a link. */
 void syn__cache_dir_remove(uint32_t jobid);

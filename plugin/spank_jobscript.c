@@ -16,9 +16,17 @@
  * and cache directory are made. Without a valid grant nothing is made and
  * the job runs GPU-proportional.
  *
+ * A job of a coordinated-prep group (jobrec.h) also gets its group's
+ * directory on the node, GroupDir/<node>.group_<group>, made or taken over
+ * (syn__group_join): the job's user's, mode 0700. A named group (from the
+ * grant) joins here; a job array's task joins at its first step, where
+ * slurmstepd knows the array job id (spank_remote.c).
+ *
  * Epilog: removes the job's synergy cgroup (v1; a leftover child blocks
  * Slurm's own cleanup), its cache directory and its record, and lends the
- * CPUs it held to the jobs still running.
+ * CPUs it held to the jobs still running; then, under the node's lock, the
+ * directory of every group of the node that no record names any more (the
+ * group's last job here ended; also what a crashed job left behind).
  */
 #include "config.h"
 
@@ -55,21 +63,22 @@ static int safe_dir(int fd)
 }
 
 /*
- * Open CacheDir, creating it (0755, root) if missing; one that exists but is
- * not safe (a link, or anyone's but root's) is renamed aside and made anew
+ * Open a root directory of job directories (CacheDir, GroupDir: name is the
+ * key), creating it (0755, root) if missing; one that exists but is not
+ * safe (a link, or anyone's but root's) is renamed aside and made anew
  * when fix is set. Returns its descriptor, or -1 (logged).
  */
-static int cache_root_open(int fix)
+static int root_dir_open(const char *dir, const char *name, int fix)
 {
 	char aside[SYN__PATH_MAX + 64];
 	int fd, tries;
 
 	for (tries = 0; tries < 2; tries++) {
-		if (mkdir(conf.cache_dir, 0755) < 0 && errno != EEXIST) {
-			slurm_error("synergy: mkdir %s: %m", conf.cache_dir);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			slurm_error("synergy: mkdir %s: %m", dir);
 			return -1;
 		}
-		fd = open(conf.cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && safe_dir(fd))
 			return fd;
 		if (fd >= 0)
@@ -78,19 +87,24 @@ static int cache_root_open(int fix)
 			break;
 		/* Not ours: a user made it first, or planted a link. rename(2)
 		 * moves the entry itself, never what a link points to. */
-		snprintf(aside, sizeof(aside), "%s.unsafe.%ld.%d", conf.cache_dir, (long)time(NULL),
+		snprintf(aside, sizeof(aside), "%s.unsafe.%ld.%d", dir, (long)time(NULL),
 			 (int)getpid());
-		if (rename(conf.cache_dir, aside) < 0) {
-			slurm_error("synergy: CacheDir %s is not a root-owned directory writable by "
-				    "root only and cannot be moved aside: %m", conf.cache_dir);
+		if (rename(dir, aside) < 0) {
+			slurm_error("synergy: %s %s is not a root-owned directory writable by "
+				    "root only and cannot be moved aside: %m", name, dir);
 			return -1;
 		}
-		slurm_error("synergy: CacheDir %s was not a root-owned directory writable by root "
-			    "only; moved it to %s and made a new one", conf.cache_dir, aside);
+		slurm_error("synergy: %s %s was not a root-owned directory writable by root "
+			    "only; moved it to %s and made a new one", name, dir, aside);
 	}
-	slurm_error("synergy: CacheDir %s must be a directory owned by root and writable by "
-		    "root only; Synergy jobs run without a cache directory", conf.cache_dir);
+	slurm_error("synergy: %s %s must be a directory owned by root and writable by "
+		    "root only; Synergy jobs run without it", name, dir);
 	return -1;
+}
+
+static int cache_root_open(int fix)
+{
+	return root_dir_open(conf.cache_dir, "CacheDir", fix);
 }
 
 int syn__slurmd_init(spank_t sp)
@@ -104,6 +118,11 @@ int syn__slurmd_init(spank_t sp)
 	fd = cache_root_open(1);
 	if (fd >= 0)
 		close(fd);
+	if (strcmp(conf.group_dir, conf.cache_dir) != 0) {
+		fd = root_dir_open(conf.group_dir, "GroupDir", 1);
+		if (fd >= 0)
+			close(fd);
+	}
 	fd = syn__state_dir_open(conf.state_dir, err, sizeof(err));
 	if (fd < 0)
 		slurm_error("synergy: StateDir: %s", err);
@@ -156,6 +175,105 @@ void syn__cache_dir_remove(uint32_t jobid)
 		slurm_info("synergy: job %u: cannot remove cache dir %s/%s: %m", (unsigned)jobid,
 			   conf.cache_dir, name);
 	close(dfd);
+}
+
+/*
+ * Make the directory of group on node under GroupDir, or take over the one
+ * there: owned by the job's user, mode 0700 (GroupDir is root's, so only
+ * root made what is there). Returns 0 or -1 (logged).
+ */
+static int group_dir_create(const char *node, const char *group, uid_t uid, gid_t gid)
+{
+	char name[SYN__KEY_MAX + SYN__GROUP_MAX + 16];
+	int dfd, fd = -1, rv = -1;
+
+	if (syn__group_dir_name(node, group, name, sizeof(name)) < 0)
+		return -1;
+	dfd = root_dir_open(conf.group_dir, "GroupDir", 1);
+	if (dfd < 0)
+		return -1;
+	if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST) {
+		slurm_error("synergy: mkdir %s/%s: %m", conf.group_dir, name);
+		goto out;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0) {
+		slurm_error("synergy: %s/%s: cannot make it the job's, mode 0700: %m",
+			    conf.group_dir, name);
+		goto out;
+	}
+	rv = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return rv;
+}
+
+/*
+ * Remove the directories of node's groups that no record of the node names
+ * any more (the group's last job on the node ended, or one ended without
+ * its epilog reaching this point). The caller holds the node's lock, so no
+ * prolog makes a record meanwhile. sdfd: StateDir.
+ */
+static void group_dirs_sweep(int sdfd, const char *node)
+{
+	struct dirent *d;
+	DIR *dir;
+	int dfd, gfd;
+
+	dfd = open(conf.group_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	if (!safe_dir(dfd) || !(dir = fdopendir(dfd))) {
+		close(dfd);
+		return;
+	}
+	while ((d = readdir(dir))) {
+		const char *group = syn__group_dir_match(d->d_name, node);
+
+		if (!group || syn__group_members(sdfd, node, group) > 0)
+			continue;
+		gfd = openat(dirfd(dir), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (gfd >= 0)
+			syn__remove_tree(gfd);
+		if (unlinkat(dirfd(dir), d->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			slurm_error("synergy: group %s: cannot remove %s/%s: %m", group,
+				    conf.group_dir, d->d_name);
+		else
+			slurm_info("synergy: group %s: no job of it left on node %s; removed %s/%s",
+				   group, node, conf.group_dir, d->d_name);
+	}
+	closedir(dir);
+}
+
+int syn__group_join(int dfd, const char *node, uint32_t jobid, uid_t uid, gid_t gid,
+		    syn__jobrec_t *r)
+{
+	char group[SYN__GROUP_MAX + 1];
+
+	snprintf(group, sizeof(group), "%s", r->group);
+	if (!group[0])
+		return -1;
+	if (group_dir_create(node, group, uid, gid) < 0) {
+		slurm_error("synergy: job %u: no directory for group %s; it runs outside the "
+			    "group", (unsigned)jobid, group);
+		r->group[0] = '\0';
+		return -1;
+	}
+	if (syn__jobrec_write(dfd, node, jobid, r) < 0) {
+		slurm_error("synergy: job %u: cannot write group %s into its record in %s: %m; it "
+			    "runs outside the group", (unsigned)jobid, group, conf.state_dir);
+		r->group[0] = '\0';
+		/* The directory goes with the next sweep if nobody else has it. */
+		return -1;
+	}
+	/* Where the job's joining its group is stated: the node knows it
+	 * (job_submit could only say "group=array"). */
+	slurm_info("synergy: job %u: joined group %s on node %s (%d job(s) of it here), "
+		   "directory %s/%s.group_%s", (unsigned)jobid, group, node,
+		   syn__group_members(dfd, node, group), conf.group_dir, node, group);
+	return 0;
 }
 
 /* The cache grants of the node's other Synergy jobs (their records), MB. */
@@ -213,6 +331,7 @@ static void clamp_cache(syn__jobrec_t *r, int dfd, const char *node, uint32_t jo
 int syn__job_prolog(spank_t sp)
 {
 	char err[300], name[SYN__KEY_MAX + 40], path[SYN__PATH_MAX + SYN__KEY_MAX + 48];
+	char group[SYN__GROUP_MAX + 1];
 	const char *grant, *node;
 	syn__jobrec_t r;
 	syn_store_t *store = NULL;
@@ -288,6 +407,11 @@ int syn__job_prolog(spank_t sp)
 		goto out;
 	}
 	clamp_cache(&r, dfd, node, jobid);
+	/* A named group is in the grant; it joins once the rest is made. An
+	 * array task's group is added at its first step (spank_remote.c):
+	 * slurmd hands the job prolog no array job id. */
+	snprintf(group, sizeof(group), "%s", r.group);
+	r.group[0] = '\0';
 	if (syn__jobrec_write(dfd, node, jobid, &r) < 0) {
 		slurm_error("synergy: job %u: cannot write its record in %s: %m; GPU-proportional",
 			    (unsigned)jobid, conf.state_dir);
@@ -304,6 +428,10 @@ int syn__job_prolog(spank_t sp)
 	slurm_info("synergy: job %u: grant key=%s gpus=%" PRIu32 " cpus=%" PRIu32
 		   " mem=%" PRIu64 "MB cache=%" PRIu64 "MB%s", (unsigned)jobid, r.key, r.gpus, r.cpus,
 		   r.mem_mb, r.cache_mb, r.profile[0] ? " profiling in place" : "");
+	if (group[0]) {
+		snprintf(r.group, sizeof(r.group), "%s", group);
+		syn__group_join(dfd, node, jobid, uid, gid, &r);
+	}
 out:
 	if (r.profile[0] && !ok)
 		syn__claim_release(conf.store_dir, r.uid, r.key, r.profile);
@@ -352,8 +480,11 @@ int syn__job_epilog(spank_t sp)
 		if (dfd >= 0) {
 			lockfd = syn__node_lock(dfd, node, SYN__LEND_LOCK_MS);
 			syn__jobrec_remove(dfd, node, jobid);
-			if (lockfd >= 0)
+			/* Only under the lock: a prolog may be adding a member. */
+			if (lockfd >= 0) {
+				group_dirs_sweep(dfd, node);
 				close(lockfd);
+			}
 			close(dfd);
 		}
 	}

@@ -3,7 +3,8 @@
  *
  * init_post_opt (root): read the job's record, which the job prolog made
  * from job_submit's decision (jobrec.h); without one the job runs
- * GPU-proportional, whatever its environment says. A later step of a job
+ * GPU-proportional, whatever its environment says. A job array's task
+ * joins its array's coordinated-prep group at its first step. A later step of a job
  * that borrows lent CPUs gives them back first, or Slurm could not reset
  * the job's cpuset for the step (lend.h).
  * task_post_fork (root, right after each fork): put the task under the
@@ -11,7 +12,8 @@
  * record the job for idle-core lending and rebalance the node.
  * task_init (the task, as the user, just before exec): pin again (Slurm's
  * affinity plugin may have narrowed it) and export the loader contract
- * (synergy_env.h), or SYNERGY_ACTIVE=0.
+ * (synergy_env.h), with the job's coordinated-prep group and its directory
+ * when its record names one, or SYNERGY_ACTIVE=0.
  * task_exit / exit: at the step's end, move its leftover processes out of
  * the synergy child and remove the child once empty (v1), and when the
  * batch step ends, lend the job's CPUs to the jobs still running.
@@ -170,6 +172,42 @@ static uint64_t cache_mb(spank_t sp)
 	return mb > conf.max_cache_mb ? conf.max_cache_mb : mb;
 }
 
+/*
+ * A job array's task joins its array's group at its first step: slurmstepd
+ * knows the array job id (Slurm's, from the job's launch, never from the
+ * job's environment); slurmd gives the job prolog none. Under the node's
+ * lock, with the record read again (lending may have added to it).
+ */
+static void array_group(spank_t sp, int dfd, uid_t uid)
+{
+	const char *node = syn__node_name();
+	syn__jobrec_t r;
+	uint32_t aid = 0, tid = 0;
+	gid_t gid;
+	int lockfd;
+
+	/* Outside an array slurmstepd answers 0, or (an srun step) the job's
+	 * own id with task id NO_VAL: an array task has a real task id. */
+	if (spank_get_item(sp, S_JOB_ARRAY_ID, &aid) != ESPANK_SUCCESS || aid == 0 ||
+	    spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &tid) != ESPANK_SUCCESS || tid >= NO_VAL ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS || !node)
+		return;
+	lockfd = syn__node_lock(dfd, node, SYN__LEND_LOCK_MS);
+	if (lockfd < 0) {
+		slurm_error("synergy: job %u: lock %s/%s.lock: %m; it runs outside its array's group",
+			    (unsigned)st.jobid, conf.state_dir, node);
+		return;
+	}
+	if (syn__jobrec_read(dfd, node, st.jobid, &r, NULL, 0) == 0 && r.synergy &&
+	    r.uid == (uint32_t)uid) {
+		if (!r.group[0] &&
+		    syn__group_format(r.uid, aid, NULL, r.group, sizeof(r.group)) == 0)
+			syn__group_join(dfd, node, st.jobid, uid, gid, &r);
+		snprintf(st.rec.group, sizeof(st.rec.group), "%s", r.group);
+	}
+	close(lockfd);
+}
+
 int syn__remote_init_post_opt(spank_t sp)
 {
 	char err[300];
@@ -197,6 +235,8 @@ int syn__remote_init_post_opt(spank_t sp)
 	} else if (errno != ENOENT) {
 		slurm_error("synergy: job %u: %s; running GPU-proportional", (unsigned)st.jobid, err);
 	}
+	if (st.active && !st.rec.group[0])
+		array_group(sp, dfd, uid);
 	close(dfd);
 	if (!st.active && !st.rec.has_allotted)
 		return 0;
@@ -292,6 +332,7 @@ int syn__remote_task_init(spank_t sp)
 	char buf[SYN__PATH_MAX + 64], val[64];
 	syn__cg_t *cg;
 	char out[SYN__PATH_MAX + 64];
+	char gname[SYN__KEY_MAX + SYN__GROUP_MAX + 16], gdir[SYN__PATH_MAX + sizeof(gname) + 2];
 	cpu_set_t set;
 	char *list;
 	int taskid;
@@ -319,6 +360,14 @@ int syn__remote_task_init(spank_t sp)
 	/* The live cache grant the node agent moves (lend.h). */
 	if (lend_enabled() && syn__grant_path(conf.cache_dir, st.jobid, buf, sizeof(buf)) == 0)
 		spank_setenv(sp, SYNERGY_ENV_CACHE_GRANT, buf, 1);
+	/* Coordinated prep: the group the prolog recorded and made a
+	 * directory for. It replaces a value the job's environment had. */
+	if (st.rec.group[0] && syn__node_name() &&
+	    syn__group_dir_name(syn__node_name(), st.rec.group, gname, sizeof(gname)) == 0) {
+		snprintf(gdir, sizeof(gdir), "%s/%s", conf.group_dir, gname);
+		spank_setenv(sp, SYNERGY_ENV_GROUP, st.rec.group, 1);
+		spank_setenv(sp, SYNERGY_ENV_GROUP_DIR, gdir, 1);
+	}
 	spank_setenv(sp, SYNERGY_ENV_ACTIVE, "1", 1);
 	/* Profile on first run: the step's first task profiles, its report
 	 * going where root looks for it (inplace.h). One process per job

@@ -1,8 +1,9 @@
 /*
  * spank_synergy.c: the Synergy SPANK plugin's entry points.
  *
- * Registers --synergy-profile=KEY and --synergy=on|off (environment twins
- * SYNERGY_PROFILE and SYNERGY) in every context, so that job scripts using
+ * Registers --synergy-profile=KEY, --synergy-group=NAME and --synergy=on|off
+ * (environment twins SYNERGY_PROFILE, SYNERGY_GROUP_NAME and SYNERGY) in
+ * every context, so that job scripts using
  * them run whether the plugin is enabled or not, loads the configuration
  * (plugstack arguments, conf=synergy.conf), and hands each hook to the
  * code for the context Slurm runs it in (spank_int.h). The node side never
@@ -21,6 +22,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "synergy_env.h"
 #include "lend.h"
 #include "spank_int.h"
 
@@ -32,12 +34,20 @@ syn__spank_opts_t syn__spank_opts;
 
 static int opt_profile_cb(int val, const char *optarg, int remote);
 static int opt_onoff_cb(int val, const char *optarg, int remote);
+static int opt_group_cb(int val, const char *optarg, int remote);
 
 static struct spank_option opt_profile = {
 	"synergy-profile", "KEY",
 	"Size CPU cores and cache memory from the Synergy profile KEY "
 	"(env SYNERGY_PROFILE).",
 	1, 0, opt_profile_cb
+};
+static struct spank_option opt_group = {
+	"synergy-group", "NAME",
+	"Coordinated prep: share prepared batches on a node with your other jobs "
+	"that name the same group (a job array's tasks share without it) "
+	"(env SYNERGY_GROUP_NAME).",
+	1, 0, opt_group_cb
 };
 static struct spank_option opt_onoff = {
 	"synergy", "on|off",
@@ -61,6 +71,23 @@ static int opt_profile_cb(int val, const char *optarg, int remote)
 	}
 	snprintf(syn__spank_opts.key, sizeof(syn__spank_opts.key), "%s", optarg);
 	syn__spank_opts.key_set = 1;
+	return 0;
+}
+
+static int opt_group_cb(int val, const char *optarg, int remote)
+{
+	(void)val;
+	if (remote)
+		return 0;
+	if (!syn__group_name_valid(optarg)) {
+		slurm_error("synergy: --synergy-group: '%s' is not a valid group name "
+			    "(1-%d characters of A-Z a-z 0-9 _ . -, not starting with '.' or '-')",
+			    optarg ? optarg : "", SYNERGY_GROUP_NAME_MAX);
+		syn__spank_opts.bad = 1;
+		return -1;
+	}
+	snprintf(syn__spank_opts.group, sizeof(syn__spank_opts.group), "%s", optarg);
+	syn__spank_opts.group_set = 1;
 	return 0;
 }
 
@@ -109,6 +136,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	/* Register the options even when disabled, so that job scripts that use
 	 * them keep working. */
 	if (spank_option_register(sp, &opt_profile) != ESPANK_SUCCESS ||
+	    spank_option_register(sp, &opt_group) != ESPANK_SUCCESS ||
 	    spank_option_register(sp, &opt_onoff) != ESPANK_SUCCESS)
 		slurm_error("synergy: cannot register options");
 	if (spank_context() == S_CTX_SLURMD)

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "synergy_env.h"
 #include "synergy_policy.h"
 #include "synergy_store.h"
 #include "claim.h"
@@ -42,6 +43,13 @@
 #include "shapes.h"
 #include "submit.h"
 #include "tuner.h"
+
+/* Put the job's named group, if any, into grant g (uid set). */
+static void grant_group(syn__jobrec_t *g, const char *gname)
+{
+	if (gname && syn__group_format(g->uid, 0, gname, g->group, sizeof(g->group)) < 0)
+		g->group[0] = '\0';
+}
 
 /* The value of NAME=... in env, or NULL. */
 static const char *env_get(char *const *env, uint32_t n, const char *name)
@@ -238,8 +246,8 @@ static int pick_shape(syn__conf_t *c, const syn__job_req_t *req, int gpus, char 
  * comment set), -1 when the offline path applies (note says why, when it
  * is not simply that in-place profiling does not apply).
  */
-static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const char *key, int gpus,
-		    syn__decision_t *d, char *note, size_t notelen)
+static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const char *key,
+		    const char *gname, int gpus, syn__decision_t *d, char *note, size_t notelen)
 {
 	char nonce[SYN__NONCE_LEN + 1];
 	syn__claim_t held;
@@ -288,6 +296,7 @@ static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const ch
 	snprintf(g.key, sizeof(g.key), "%s", key);
 	g.uid = req->uid;
 	g.gpus = (uint32_t)gpus;
+	grant_group(&g, gname);
 	if (rc == 1) {
 		snprintf(g.profile, sizeof(g.profile), "%s", nonce);
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) == 0) {
@@ -308,13 +317,38 @@ static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const ch
 	return -1;
 }
 
+/*
+ * Say in the comment whether the job joins a group: only a job with a grant
+ * does (the node acts only on grants). A named group is known now; an
+ * array's group carries the array job id, which Slurm assigns after
+ * job_submit, so the comment says "group=array" and each node logs the
+ * group it made (spank-synergy(8)).
+ */
+static void comment_group(const syn__job_req_t *req, const char *gname, syn__decision_t *d)
+{
+	size_t n = strlen(d->comment);
+
+	if (!gname && !req->array)
+		return;
+	if (d->grant[0] && gname) {
+		snprintf(d->group, sizeof(d->group), SYNERGY_GROUP_NAMED_FMT, (unsigned)req->uid,
+			 gname);
+		snprintf(d->comment + n, sizeof(d->comment) - n, " group=%s", d->group);
+	} else if (d->grant[0]) {
+		snprintf(d->comment + n, sizeof(d->comment) - n, " group=array");
+	} else if (gname && n) {
+		snprintf(d->comment + n, sizeof(d->comment) - n,
+			 " (no group: GPU-proportional without a grant)");
+	}
+}
+
 void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__decision_t *d)
 {
 	/* A copy, so that the node shape picked for this job can be filled in. */
 	syn__conf_t cbuf = *conf_in;
 	const syn__conf_t *conf = &cbuf;
 	char shape_what[200];
-	const char *key, *onoff;
+	const char *key, *onoff, *gname;
 	syn_store_t *store = NULL;
 	syn_store_error_t serr;
 	syn_profile_t prof;
@@ -326,6 +360,15 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 	d->action = SYN__UNTOUCHED;
 	key = env_get(req->spank_env, req->spank_env_size, "SYNERGY_PROFILE_KEY");
 	onoff = env_get(req->spank_env, req->spank_env_size, "SYNERGY");
+	gname = env_get(req->spank_env, req->spank_env_size, SYN__CTL_GROUP);
+	if (gname && !syn__group_name_valid(gname)) {
+		d->action = SYN__REJECT;
+		snprintf(d->err, sizeof(d->err),
+			 "synergy: --synergy-group: '%.70s' is not a valid group name "
+			 "(1-%d characters of A-Z a-z 0-9 _ . -, not starting with '.' or '-')",
+			 gname, SYNERGY_GROUP_NAME_MAX);
+		return;
+	}
 	if (onoff && syn__parse_onoff(onoff, &on) < 0) {
 		d->action = SYN__REJECT;
 		snprintf(d->err, sizeof(d->err),
@@ -342,6 +385,10 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 	if (!key || !on || !conf->enabled) {
 		if (key && !on)
 			snprintf(d->comment, sizeof(d->comment), "synergy: off (--synergy=off)");
+		else if (gname)
+			snprintf(d->comment, sizeof(d->comment), "synergy: --synergy-group=%s "
+				 "ignored: %s", gname, !conf->enabled ? "Synergy is disabled" :
+				 "no --synergy-profile");
 		return;
 	}
 	snprintf(d->key, sizeof(d->key), "%s", key);
@@ -364,7 +411,7 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			char why[160] = "", note[160] = "";
 			int q, ip;
 
-			ip = in_place(conf, req, key, gpus, d, note, sizeof(note));
+			ip = in_place(conf, req, key, gname, gpus, d, note, sizeof(note));
 			if (ip >= 0)
 				goto out; /* profiles in place, or another job does, or refused */
 			q = queue_request(conf, key, req->uid, gpus, why, sizeof(why));
@@ -390,6 +437,7 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 		snprintf(g.key, sizeof(g.key), "%s", key);
 		g.uid = req->uid;
 		g.gpus = (uint32_t)gpus;
+		grant_group(&g, gname);
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0)
 			d->grant[0] = '\0';
 		snprintf(d->comment, sizeof(d->comment),
@@ -442,7 +490,9 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 		g.cache_mb = sz.cache_mb;
 		g.want_cpus = (uint32_t)(sz.cores + sz.wish_cores);
 		g.want_cache_mb = sz.cache_mb + sz.wish_cache_mb;
+		grant_group(&g, gname);
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0) {
+			d->grant[0] = '\0';
 			d->action = SYN__PROPORTIONAL;
 			snprintf(d->comment, sizeof(d->comment),
 				 "synergy: key=%s grant too long: GPU-proportional", key);
@@ -463,4 +513,5 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			 sz.speedup, shape_what);
 out:
 	syn_store_destroy(store);
+	comment_group(req, gname, d);
 }

@@ -20,6 +20,7 @@ typedef struct syn__job_req {
 	uint32_t tasks_per_node;    /* 0 if unset */
 	int user_cpus;              /* the user set cpus-per-task/min_cpus/cpus-per-gpu */
 	int user_mem;               /* the user set --mem/--mem-per-cpu/--mem-per-gpu */
+	int array;                  /* a job array (--array) */
 	uint32_t uid;
 } syn__job_req_t;
 
@@ -39,6 +40,7 @@ typedef struct syn__decision {
 	int profiling_requested;    /* a request file was queued */
 	int profiling_in_place;     /* the job took its key's claim and profiles itself */
 	char key[SYN__KEY_MAX + 1];
+	char group[SYN__KEY_MAX + 1]; /* its group when it names one and has a grant */
 	char comment[320];          /* for AdminComment ("synergy: ...") */
 	char grant[512];            /* SIZED: the grant for the node (jobrec.h), else "" */
 	char err[256];              /* for err_msg when REJECT, log line otherwise */
@@ -54,11 +56,14 @@ typedef struct syn__decision {
 uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *));
 
 /*
- * Decide for one job: read SYNERGY_PROFILE_KEY and SYNERGY from its spank
- * environment, look the key up in the store, ask the policy for the
- * best-case demand on the configured node shape. Never fails: every error
- * becomes SYN__PROPORTIONAL with a reason in err, except a malformed synergy
- * option, which is SYN__REJECT.
+ * Decide for one job: read SYNERGY_PROFILE_KEY, SYNERGY_GROUP_NAME and
+ * SYNERGY from its spank environment, look the key up in the store, ask
+ * the policy for the best-case demand on the configured node shape. Never
+ * fails: every error becomes SYN__PROPORTIONAL with a reason in err, except
+ * a malformed synergy option, which is SYN__REJECT. A job with a grant
+ * that names a group carries it in the grant ("u<uid>-g-NAME"); the
+ * comment then says "group=...", or "group=array" for a job array (each
+ * task's node adds the array's group, jobrec.h).
  */
 void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decision_t *d);
 

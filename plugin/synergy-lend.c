@@ -66,9 +66,10 @@ static int print_job(const syn__lend_info_t *i, void *arg)
 
 	if (i->borrow)
 		snprintf(cache, sizeof(cache), "%lluM", (unsigned long long)i->cache_mb);
-	printf("  %-10u %-12s %-12s %-12s %-12s %-9s %s\n", (unsigned)i->jobid,
+	printf("  %-10u %-12s %-12s %-12s %-12s %-9s %-14s %s\n", (unsigned)i->jobid,
 	       i->recorded ? i->allotted : "-", i->held[0] ? i->held : "-",
 	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-", cache,
+	       i->group[0] ? i->group : "-",
 	       i->borrow ? i->key : i->recorded ? "(does not borrow)" : "(not recorded)");
 	return 0;
 }
@@ -95,8 +96,8 @@ static int print_node(const char *node_rel, const char *name, void *arg)
 	text = syn__cg_get_cpus_text(cg, node_rel);
 	printf("node %s: cpus %s (cgroup %s)\n", name, text ? text : "?", node_rel);
 	free(text);
-	printf("  %-10s %-12s %-12s %-12s %-12s %-9s %s\n", "JOB", "ALLOTTED", "HOLDS", "LIMITS",
-	       "LENT", "CACHE", "PROFILE");
+	printf("  %-10s %-12s %-12s %-12s %-12s %-9s %-14s %s\n", "JOB", "ALLOTTED", "HOLDS",
+	       "LIMITS", "LENT", "CACHE", "GROUP", "PROFILE");
 	if (syn__lend_status(&agent, cpus, sizeof(cpus), print_job, NULL) < 0) {
 		printf("  unreadable: %s\n", strerror(errno));
 		a->failed = 1;

@@ -46,6 +46,7 @@ void syn__conf_defaults(syn__conf_t *c)
 	snprintf(c->store_dir, sizeof(c->store_dir), "/var/lib/synergy/profiles");
 	snprintf(c->request_dir, sizeof(c->request_dir), "/var/spool/synergy/requests");
 	snprintf(c->cache_dir, sizeof(c->cache_dir), "/dev/shm/synergy");
+	snprintf(c->group_dir, sizeof(c->group_dir), "/dev/shm/synergy");
 	c->process_mem_mb = 1024;
 	c->max_cache_mb = 1024 * 1024;
 	c->eps = 0.01;
@@ -255,6 +256,8 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 		return set_path(c->request_dir, "RequestDir", value, err, errlen);
 	if (strcasecmp(key, "CacheDir") == 0)
 		return set_path(c->cache_dir, "CacheDir", value, err, errlen);
+	if (strcasecmp(key, "GroupDir") == 0)
+		return set_path(c->group_dir, "GroupDir", value, err, errlen);
 	if (strcasecmp(key, "ProcessMemMB") == 0) {
 		if (syn__parse_u64(value, 0, 1024 * 1024 * 1024, &v) < 0)
 			return errprintf(err, errlen, "ProcessMemMB: '%s' is not a number of MB "

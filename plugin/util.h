@@ -28,13 +28,14 @@
  * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
  * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
  * MaxProfileRequestsPerUser, MaxProfilingJobs, ProfileInPlace,
- * ProfileClaimMaxAge (see synergy.conf(5)).
+ * ProfileClaimMaxAge, GroupDir (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
 	char store_dir[SYN__PATH_MAX];      /* profile store (synergy_store.h) */
 	char request_dir[SYN__PATH_MAX];    /* profiling requests for the tuner */
 	char cache_dir[SYN__PATH_MAX];      /* parent of the per-job cache dirs */
+	char group_dir[SYN__PATH_MAX];      /* parent of the per-group staging dirs (tmpfs) */
 	uint64_t process_mem_mb;            /* memory kept for the process, beside the cache */
 	uint64_t max_cache_mb;              /* upper bound on one job's cache grant per node */
 	double eps;                         /* best-case tolerance for the policy */

@@ -28,14 +28,24 @@
 
 #include "policy_int.h"
 
-/* One Synergy job with a profile, as the plan works on it. */
+/* One consumer of the pool, as the plan works on it: a Synergy job with a
+ * profile, or the co-located members of one coordinated-prep group (same
+ * group, GPUs and profile key), which prepare one stream of batches
+ * together. A group of k members of g GPUs is planned as one job of k x g
+ * GPUs whose profile is the members' with its cores axis divided by k: at
+ * C cores in all, each member runs as one job with C cores would (every
+ * batch is prepared once, for all of them), and its cache is the members'
+ * mean. So the group is granted what one job's prep needs, not k times
+ * that, and its gains count for all its members. */
 struct nj {
-	int i;            /* index into the caller's array */
-	int g;
+	int i;            /* index into the caller's array of its first member */
+	int k;            /* members (1: a job on its own) */
+	int g;            /* GPUs: k x a member's */
 	int base_c;       /* allotted (after step 0: raised) cores, cache MB */
 	double base_m;
 	int hc;           /* hold: cores, cache MB */
 	double hm;
+	double prop, t0;  /* throughput at its (members') share and at its allotment */
 	syn_profile_t q;  /* its profile, memory capped at max_cache_mb */
 };
 
@@ -116,6 +126,8 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 	struct syn__ctx *cx = NULL;
 	struct nj *x = NULL;
 	syn_job_t *sj = NULL;
+	syn_profile_t one;
+	int *own = NULL;
 	syn_node_t nd;
 	char msg[160];
 	int64_t sum_c = 0, pool_c;
@@ -161,16 +173,19 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 
 	x = calloc((size_t)(n > 0 ? n : 1), sizeof *x);
 	sj = calloc((size_t)(n > 0 ? n : 1), sizeof *sj);
-	if (!x || !sj) {
+	own = calloc((size_t)(n > 0 ? n : 1), sizeof *own);
+	if (!x || !sj || !own) {
 		syn__fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	/* Everyone's outputs at the allotment; the jobs that can gain go to x. */
+	/* Everyone's outputs at the allotment; the jobs that can gain go to x,
+	 * the members of a group on the node to one consumer. */
 	for (int i = 0; i < n; i++) {
 		syn_node_job_t *j = &jobs[i];
 		int sc;
 		uint64_t smem, scache;
 
+		own[i] = -1;
 		j->cache_mb = 0;
 		j->grant_cores = 0;
 		j->grant_cache_mb = 0;
@@ -185,30 +200,59 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 			other_g += j->gpus;
 			continue;
 		}
-		struct nj *y = &x[nx];
-		y->i = i;
-		y->g = j->gpus;
+		/* Its own floor, with its own profile and GPUs. */
 		syn__cap_profile(j->profile,
-				 node->max_cache_mb ? node->max_cache_mb / 1024.0 / j->gpus : 0, &y->q);
+				 node->max_cache_mb ? node->max_cache_mb / 1024.0 / j->gpus : 0, &one);
 		syn__live_share(node, j->gpus, &sc, &smem, &scache);
-		j->prop_tput = nj_tput(y, sc, (double)scache);
-		j->tput = nj_tput(y, j->cores, (double)j->cache_mb);
-		y->base_c = y->hc = j->cores;
-		y->base_m = y->hm = (double)j->cache_mb;
-		sj[nx] = (syn_job_t){ .id = j->id, .gpus = j->gpus, .profile = &y->q };
+		j->prop_tput = syn_job_tput(&one, (double)sc / j->gpus, scache / 1024.0 / j->gpus);
+		j->tput = syn_job_tput(&one, (double)j->cores / j->gpus,
+				       j->cache_mb / 1024.0 / j->gpus);
+		for (int k = 0; k < nx && j->group && own[i] < 0; k++) {
+			const syn_node_job_t *f = &jobs[x[k].i];
+
+			if (f->group == j->group && f->gpus == j->gpus &&
+			    strcmp(f->profile->key, j->profile->key) == 0)
+				own[i] = k;
+		}
+		if (own[i] >= 0) {
+			struct nj *y = &x[own[i]];
+
+			y->k++;
+			y->base_c += j->cores;
+			y->base_m += (double)j->cache_mb;
+			continue;
+		}
+		own[i] = nx;
+		x[nx] = (struct nj){ .i = i, .k = 1, .base_c = j->cores, .base_m = (double)j->cache_mb };
+		x[nx].q = one;
 		nx++;
 	}
-
-	/* Step 0: a job allotted below its floor is lifted toward its share
-	 * first, in array order, from the pool. */
 	for (int k = 0; k < nx; k++) {
-		syn_node_job_t *j = &jobs[x[k].i];
+		struct nj *y = &x[k];
 		int sc;
 		uint64_t smem, scache;
 
-		if (!(j->tput < j->prop_tput - 1e-9))
+		y->g = y->k * jobs[y->i].gpus;
+		for (int c = 0; c < y->q.n_cpu; c++)
+			y->q.cpus[c] /= y->k;
+		y->q.prop_cpus /= y->k;
+		y->hc = y->base_c;
+		y->hm = y->base_m;
+		syn__live_share(node, y->g, &sc, &smem, &scache);
+		y->prop = nj_tput(y, sc, (double)scache);
+		y->t0 = nj_tput(y, y->base_c, y->base_m);
+		sj[k] = (syn_job_t){ .id = jobs[y->i].id, .gpus = y->g, .profile = &y->q };
+	}
+
+	/* Step 0: a job (a group) allotted below its floor is lifted toward
+	 * its share first, in array order, from the pool. */
+	for (int k = 0; k < nx; k++) {
+		int sc;
+		uint64_t smem, scache;
+
+		if (!(x[k].t0 < x[k].prop - 1e-9))
 			continue;
-		syn__live_share(node, j->gpus, &sc, &smem, &scache);
+		syn__live_share(node, x[k].g, &sc, &smem, &scache);
 		int c = x[k].base_c;
 		double m = x[k].base_m;
 		if (c < sc)
@@ -216,7 +260,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		if (m < (double)scache)
 			m += fmin((double)scache - m, (double)pool_m);
 		/* A profile need not be monotone: a part of the way may be worse. */
-		if (!(nj_tput(&x[k], c, m) > j->tput + 1e-9))
+		if (!(nj_tput(&x[k], c, m) > x[k].t0 + 1e-9))
 			continue;
 		pool_c -= c - x[k].base_c;
 		pool_m -= (uint64_t)(m - x[k].base_m);
@@ -257,7 +301,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 
 			pl.gpus = x[k].g;
 			syn__commit(cx, k, &pl, 1, c, m);
-			sj[k].alloc.prop_tput = jobs[x[k].i].prop_tput;
+			sj[k].alloc.prop_tput = x[k].prop;
 			if (syn__ctx_set_min(cx, k, c, m) < 0) {
 				syn__fail(err, ENOMEM, "out of memory");
 				goto out;
@@ -326,22 +370,51 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		}
 	}
 
-	/* Outputs and the plan's check. */
+	/* Outputs and the plan's check: a group's grant is split evenly
+	 * between its members (the first ones get the remainder), and each
+	 * member runs at the group's throughput. */
 	for (int k = 0; k < nx; k++) {
-		syn_node_job_t *j = &jobs[x[k].i];
+		int64_t gc = x[k].hc, left_c;
+		int64_t gm = (int64_t)x[k].hm, left_m;
+		double hm = (double)gm;
+		int m = 0;
 
-		if (x[k].hc < j->cores || x[k].hm < (double)j->cache_mb) {
+		for (int i = 0; i < n; i++)
+			if (own[i] == k) {
+				gc -= jobs[i].cores;
+				gm -= (int64_t)jobs[i].cache_mb;
+			}
+		if (gc < 0 || gm < 0) {
 			syn__fail(err, EDOM, "job %llu: plan below its allotment (internal error)",
-				  (unsigned long long)j->id);
+				  (unsigned long long)jobs[x[k].i].id);
 			goto out;
 		}
-		j->hold_cores = x[k].hc;
-		j->hold_cache_mb = (uint64_t)x[k].hm;
-		j->grant_cores = j->hold_cores - j->cores;
-		j->grant_cache_mb = j->hold_cache_mb - j->cache_mb;
-		j->tput = nj_tput(&x[k], j->hold_cores, (double)j->hold_cache_mb);
-		st->granted_cores += j->grant_cores;
-		st->granted_cache_mb += j->grant_cache_mb;
+		left_c = gc;
+		left_m = gm;
+		for (int i = 0; i < n; i++) {
+			syn_node_job_t *j = &jobs[i];
+			int64_t pc, pm;
+
+			if (own[i] != k)
+				continue;
+			pc = gc / x[k].k + (m < gc % x[k].k ? 1 : 0);
+			pm = gm / x[k].k + (m < gm % x[k].k ? 1 : 0);
+			m++;
+			left_c -= pc;
+			left_m -= pm;
+			j->grant_cores = (int)pc;
+			j->grant_cache_mb = (uint64_t)pm;
+			j->hold_cores = j->cores + j->grant_cores;
+			j->hold_cache_mb = j->cache_mb + j->grant_cache_mb;
+			j->tput = nj_tput(&x[k], x[k].hc, hm);
+			st->granted_cores += j->grant_cores;
+			st->granted_cache_mb += j->grant_cache_mb;
+		}
+		if (left_c != 0 || left_m != 0) {
+			syn__fail(err, EDOM, "job %llu: group grant not split (internal error)",
+				  (unsigned long long)jobs[x[k].i].id);
+			goto out;
+		}
 	}
 	if (st->granted_cores > st->free_cores || st->granted_cache_mb > st->free_mem_mb) {
 		syn__fail(err, EDOM, "plan grants %d cores, %llu MB of a pool of %d, %llu (internal error)",
@@ -361,5 +434,6 @@ out:
 	syn__ctx_destroy(cx);
 	free(x);
 	free(sj);
+	free(own);
 	return rv;
 }

@@ -1,8 +1,10 @@
 /*
  * jobrec.t: the grant job_submit hands the node and the node's per-job
  * records (plugin/jobrec.c): strict parsing of what passes through a
- * user's job, records written and read back, the node lock's deadline, and
- * job_submit's stripping of user-sent grants (plugin/submit.c).
+ * user's job, records written and read back, the node lock's deadline,
+ * coordinated-prep groups (names, their uid, directory names, members
+ * counted from records), and job_submit's stripping of user-sent grants
+ * (plugin/submit.c).
  */
 #include "config.h"
 
@@ -176,6 +178,113 @@ static void test_records(void)
 	}
 }
 
+/* Issue 15: a job's group in grants and records, never another user's. */
+static void test_groups(void)
+{
+	static const char *const bad_names[] = {
+		"", "../x", "a/b", ".hidden", "-opt", "a b", "x\n", "abcdefghijabcdefghijabcdefghijabc",
+	};
+	static const struct { const char *group; uint32_t uid; int valid; } ids[] = {
+		{ "u1000-a42", 1000, 1 },
+		{ "u1000-g-search.1", 1000, 1 },
+		{ "u0-a1", 0, 1 },
+		{ "u1000-a42", 1001, 0 },       /* another user's */
+		{ "u1000-g-x", 100, 0 },
+		{ "u1000-a042", 1000, 0 },      /* not as the format writes it */
+		{ "u1000-a0", 1000, 0 },
+		{ "u1000-a", 1000, 0 },
+		{ "u1000-g-", 1000, 0 },
+		{ "u1000-g-../x", 1000, 0 },
+		{ "u1000-g-.x", 1000, 0 },
+		{ "u1000-b7", 1000, 0 },
+		{ "x1000-a42", 1000, 0 },
+		{ "u1000-a4294967296", 1000, 0 },
+	};
+	char buf[128], err[200], dir[] = "/tmp/jobrec-g.XXXXXX";
+	syn__jobrec_t r, back;
+	size_t i;
+	int dfd;
+
+	ok(syn__group_name_valid("search") && syn__group_name_valid("a") &&
+	   syn__group_name_valid("abcdefghijabcdefghijabcdefghij12"), "group names: 1..32 good");
+	for (i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++)
+		ok(!syn__group_name_valid(bad_names[i]), "group name refused: '%s'", bad_names[i]);
+	ok(!syn__group_name_valid(NULL), "NULL refused");
+	ok(syn__group_format(1000, 42, NULL, buf, sizeof(buf)) == 0 && strcmp(buf, "u1000-a42") == 0,
+	   "an array's group: %s", buf);
+	ok(syn__group_format(1000, 42, "hp", buf, sizeof(buf)) == 0 &&
+	   strcmp(buf, "u1000-g-hp") == 0, "a named group wins: %s", buf);
+	ok(syn__group_format(4294967295u, 0, "abcdefghijabcdefghijabcdefghij12", buf,
+			     sizeof(buf)) == 0 && strlen(buf) <= 64,
+	   "the longest name and uid fit in 64: %s", buf);
+	ok(syn__group_format(1000, 0, NULL, buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "no array and no name: EINVAL");
+	ok(syn__group_format(1000, 0, "../x", buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "a bad name: EINVAL");
+	ok(syn__group_format(1000, 42, NULL, buf, 5) == -1 && errno == ENAMETOOLONG,
+	   "short buffer: ENAMETOOLONG");
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		ok(syn__group_valid(ids[i].group, ids[i].uid) == ids[i].valid, "%s of uid %u: %s",
+		   ids[i].group, (unsigned)ids[i].uid, ids[i].valid ? "valid" : "refused");
+
+	/* In a grant and a record. */
+	ok(syn__jobrec_parse("key=img uid=1000 gpus=1 group=u1000-a42", &back, err, sizeof(err)) == 0 &&
+	   strcmp(back.group, "u1000-a42") == 0, "a grant with the owner's group parses");
+	ok(syn__jobrec_parse("group=u1000-a42 key=img gpus=1 uid=1000", &back, err, sizeof(err)) == 0 &&
+	   strcmp(back.group, "u1000-a42") == 0, "in any order");
+	ok(syn__jobrec_parse("key=img uid=1001 gpus=1 group=u1000-a42", &back, err, sizeof(err)) == -1 &&
+	   strstr(err, "uid 1001") && !back.group[0], "another user's group is refused (%s)", err);
+	ok(syn__jobrec_parse("key=img uid=1000 gpus=1 group=../../x", &back, err, sizeof(err)) == -1 &&
+	   strstr(err, "group"), "a hostile group is refused (%s)", err);
+	ok(syn__jobrec_parse("allotted=1 group=u0-a1", &back, err, sizeof(err)) == -1,
+	   "no group in a bare record");
+	memset(&r, 0, sizeof(r));
+	r.synergy = 1;
+	snprintf(r.key, sizeof(r.key), "img");
+	r.uid = 1000;
+	r.gpus = 1;
+	snprintf(r.group, sizeof(r.group), "u1000-g-hp");
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == 0 && strstr(buf, " group=u1000-g-hp") &&
+	   syn__jobrec_parse(buf, &back, err, sizeof(err)) == 0 &&
+	   strcmp(back.group, "u1000-g-hp") == 0, "formats and parses back: %s", buf);
+	r.uid = 7;
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "a grant with another user's group does not format");
+	r.uid = 1000;
+
+	/* Directory names and members on a node. */
+	ok(syn__group_dir_name("n1", "u1000-a42", buf, sizeof(buf)) == 0 &&
+	   strcmp(buf, "n1.group_u1000-a42") == 0, "directory name %s", buf);
+	ok(syn__group_dir_name("../n", "u1000-a42", buf, sizeof(buf)) == -1 &&
+	   syn__group_dir_name("n1", "../x", buf, sizeof(buf)) == -1, "bad node or group refused");
+	ok(syn__group_dir_match("n1.group_u1000-a42", "n1") &&
+	   strcmp(syn__group_dir_match("n1.group_u1000-a42", "n1"), "u1000-a42") == 0,
+	   "a directory of n1 matches");
+	ok(!syn__group_dir_match("n10.group_u1000-a42", "n1") &&
+	   !syn__group_dir_match("n1.group_", "n1") && !syn__group_dir_match("n1.job_5", "n1") &&
+	   !syn__group_dir_match("job_5", "n1"), "others do not");
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ok(syn__group_members(dfd, "n1", "u1000-g-hp") == 0, "no member yet");
+	ok(syn__jobrec_write(dfd, "n1", 11, &r) == 0 && syn__jobrec_write(dfd, "n1", 12, &r) == 0 &&
+	   syn__jobrec_write(dfd, "n2", 13, &r) == 0, "two records of the group on n1, one on n2");
+	ok(syn__jobrec_read(dfd, "n1", 11, &back, err, sizeof(err)) == 0 &&
+	   strcmp(back.group, "u1000-g-hp") == 0, "a record keeps its group");
+	r.group[0] = '\0';
+	ok(syn__jobrec_write(dfd, "n1", 14, &r) == 0, "and one without a group");
+	ok(syn__group_members(dfd, "n1", "u1000-g-hp") == 2, "two members on n1");
+	ok(syn__group_members(dfd, "n2", "u1000-g-hp") == 1, "one on n2");
+	syn__jobrec_remove(dfd, "n1", 11);
+	ok(syn__group_members(dfd, "n1", "u1000-g-hp") == 1, "one once a record is gone");
+	syn__jobrec_remove(dfd, "n1", 12);
+	ok(syn__group_members(dfd, "n1", "u1000-g-hp") == 0, "none after the last");
+	syn__jobrec_remove(dfd, "n1", 14);
+	syn__jobrec_remove(dfd, "n2", 13);
+	close(dfd);
+	rmdir(dir);
+}
+
 static char *freed[8];
 static int nfreed;
 static void note_free(char *s) { if (nfreed < 8) freed[nfreed++] = s; }
@@ -196,6 +305,7 @@ int main(void)
 {
 	test_grant();
 	test_records();
+	test_groups();
 	test_strip();
 	return done_testing();
 }

@@ -6,7 +6,9 @@
  * (fail-safe); a job cgroup left without a record (a job whose slurmstepd
  * was killed) loses the CPUs Slurm allotted to a recorded job; and nothing
  * is read from a profile store under the lock; a job profiling in place
- * (issue 17) is lent the idle cores for its search and gives them back.
+ * (issue 17) is lent the idle cores for its search and gives them back;
+ * the jobs of a coordinated-prep group (issue 15) are lent one job's prep
+ * cores between them, not one job's each.
  * StateDir must be root's, so without root the file is skipped.
  */
 #include "config.h"
@@ -258,7 +260,92 @@ int main(void)
 		}
 		errors = 0;
 		rv = syn__lend_rebalance(&agent, NULL, 0);
+		ok(rv == 0, "the rebalance once it is profiled succeeds");
 		is_str(held("5", 1), "0", "profiled (flat): the cores lent for the search went back");
+	}
+	/* Issue 15: two jobs of one group, 1 core each, a profile that
+	 * saturates at 4 cores per GPU (one job's prep). Apart each would
+	 * borrow up to 3 more; together their 2 cores need 2 more in all,
+	 * one each, and the fifth core stays idle. */
+	{
+		const char *ids[] = { "5", "6", "7" };
+		char path[700];
+		syn_profile_t p;
+		syn_store_error_t serr;
+		int i;
+
+		for (i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), "%s/mnt/cpuset/slurm_n1/uid_0/job_%s", top, ids[i]);
+			rm_rf(path);
+			syn__jobrec_remove(dfd, "n1", (uint32_t)(i + 5));
+		}
+		memset(&p, 0, sizeof(p));
+		snprintf(p.key, sizeof(p.key), "img");
+		p.n_cpu = 3;
+		p.n_mem = 1;
+		p.cpus[0] = 1;
+		p.cpus[1] = 2;
+		p.cpus[2] = 4;
+		p.tput[0][0] = 0.6;
+		p.tput[1][0] = 0.8;
+		p.tput[2][0] = 1.0;
+		p.prop_cpus = 1;
+		for (i = 8; i <= 9; i++) {
+			syn__jobrec_t r;
+			char id[8], cpu[8];
+
+			snprintf(id, sizeof(id), "%d", i);
+			snprintf(cpu, sizeof(cpu), "%d", i - 8);
+			job(id, cpu, 1);
+			memset(&r, 0, sizeof(r));
+			r.synergy = 1;
+			snprintf(r.key, sizeof(r.key), "img");
+			r.gpus = 1;
+			snprintf(r.group, sizeof(r.group), "u0-a77");
+			r.has_allotted = 1;
+			syn__cpus_parse(cpu, &r.allotted);
+			if (syn__jobrec_write(dfd, "n1", (uint32_t)i, &r) < 0)
+				bail_out("group record");
+			snprintf(path, sizeof(path), "%s/n1.job_%d.json", state, i);
+			if (syn_profile_write_file(path, &p, &serr) < 0)
+				bail_out(serr.text);
+		}
+		errors = 0;
+		allmsg[0] = '\0';
+		rv = syn__lend_rebalance(&agent, NULL, 0);
+		ok(rv == 0 && errors == 0, "a group on the node: planned (%s)", allmsg);
+		{
+			cpu_set_t a, b, both;
+			char sa[64];
+
+			snprintf(sa, sizeof(sa), "%s", held("8", 1));
+			ok(syn__cpus_parse(sa, &a) == 0 && CPU_COUNT(&a) == 2 && CPU_ISSET(0, &a),
+			   "the group's first job keeps its core and borrows one (%s)", sa);
+			ok(syn__cpus_parse(held("9", 1), &b) == 0 && CPU_COUNT(&b) == 2 &&
+			   CPU_ISSET(1, &b), "its second job too (%s)", held("9", 1));
+			CPU_AND(&both, &a, &b);
+			ok(CPU_COUNT(&both) == 0, "no core lent twice; one of the 3 idle stays idle");
+		}
+		/* Apart (no group), the same two jobs borrow all three. */
+		for (i = 8; i <= 9; i++) {
+			syn__jobrec_t r;
+
+			if (syn__jobrec_read(dfd, "n1", (uint32_t)i, &r, err, sizeof(err)) < 0)
+				bail_out(err);
+			r.group[0] = '\0';
+			if (syn__jobrec_write(dfd, "n1", (uint32_t)i, &r) < 0)
+				bail_out("record");
+		}
+		rv = syn__lend_rebalance(&agent, NULL, 0);
+		{
+			cpu_set_t a, b;
+			char sa[64];
+
+			snprintf(sa, sizeof(sa), "%s", held("8", 1));
+			ok(rv == 0 && syn__cpus_parse(sa, &a) == 0 &&
+			   syn__cpus_parse(held("9", 1), &b) == 0 && CPU_COUNT(&a) + CPU_COUNT(&b) == 5,
+			   "apart, the same jobs borrow all 3 idle cores (%s and %s)", sa, held("9", 1));
+		}
 	}
 	syn__cg_close(cg);
 	close(dfd);

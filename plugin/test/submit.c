@@ -55,11 +55,13 @@ static void put_profile(const char *key, int sensitive)
 
 static const char *partition;
 static uint32_t tasks_per_node;
+static const char *group_name;   /* --synergy-group, forwarded */
+static int array;
 
 static void decide(const char *key, const char *onoff, const char *tres, syn__decision_t *d)
 {
-	char kv[128], ov[64];
-	char *env[3];
+	char kv[128], ov[64], gv[128];
+	char *env[4];
 	syn__job_req_t req;
 	uint32_t n = 0;
 
@@ -71,8 +73,13 @@ static void decide(const char *key, const char *onoff, const char *tres, syn__de
 		snprintf(ov, sizeof(ov), "SYNERGY=%s", onoff);
 		env[n++] = ov;
 	}
+	if (group_name) {
+		snprintf(gv, sizeof(gv), SYN__CTL_GROUP "=%s", group_name);
+		env[n++] = gv;
+	}
 	env[n] = NULL;
 	memset(&req, 0, sizeof(req));
+	req.array = array;
 	req.spank_env = env;
 	req.spank_env_size = n;
 	req.tres_per_node = tres;
@@ -230,6 +237,49 @@ int main(void)
 	ok(d.action == SYN__SIZED && d.cpus_per_task == 1 && d.mem_mb == 1024,
 	   "insensitive profile: 1 core, no cache (got %u, %llu)", d.cpus_per_task,
 	   (unsigned long long)d.mem_mb);
+
+	/* Issue 15: coordinated-prep groups. */
+	{
+		static const char *const bad[] = { "", "../x", "-x", ".x", "a/b",
+						   "abcdefghijabcdefghijabcdefghijabc" };
+		syn__jobrec_t g;
+		char err[200];
+		size_t i;
+
+		group_name = "hp";
+		decide("img", NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__SIZED && syn__jobrec_parse(d.grant, &g, err, sizeof(err)) == 0 &&
+		   strcmp(g.group, "u1000-g-hp") == 0 && strcmp(d.group, "u1000-g-hp") == 0,
+		   "--synergy-group=hp: the grant names the owner's group: %s", d.grant);
+		ok(strstr(d.comment, " group=u1000-g-hp") != NULL, "and the comment: %s", d.comment);
+		array = 1;
+		decide("img", NULL, "gres:gpu:1", &d);
+		ok(syn__jobrec_parse(d.grant, &g, err, sizeof(err)) == 0 &&
+		   strcmp(g.group, "u1000-g-hp") == 0, "a name wins over an array");
+		group_name = NULL;
+		decide("img", NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__SIZED && syn__jobrec_parse(d.grant, &g, err, sizeof(err)) == 0 &&
+		   !g.group[0] && strstr(d.comment, " group=array"),
+		   "an array: no group in the grant (the node adds it), comment says so: %s",
+		   d.comment);
+		array = 0;
+		decide("img", NULL, "gres:gpu:1", &d);
+		ok(!strstr(d.comment, "group") && !strstr(d.grant, "group"), "no group: none said");
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			group_name = bad[i];
+			decide("img", NULL, "gres:gpu:1", &d);
+			ok(d.action == SYN__REJECT && strstr(d.err, "--synergy-group") &&
+			   strstr(d.err, "not a valid group name"), "refused: '%s': %s", bad[i], d.err);
+		}
+		group_name = "hp";
+		decide(NULL, NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__UNTOUCHED && !d.grant[0] &&
+		   strstr(d.comment, "ignored: no --synergy-profile"),
+		   "a group without a profile key: untouched, said: %s", d.comment);
+		decide("lang", "off", "gres:gpu:1", &d);
+		ok(d.action == SYN__UNTOUCHED && !d.grant[0], "--synergy=off: no group");
+		group_name = NULL;
+	}
 
 	/* Profile on first run (issue 17), the default. */
 	decide("first", NULL, "gres:gpu:1", &d);

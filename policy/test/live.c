@@ -9,8 +9,9 @@
  * share in accounting and never below the GPU-proportional throughput; a
  * node plan keeps every allotment, never grants more than is free, keeps
  * every sized job at or above its floor, never lowers the total, and is
- * the same on the same input. The seed is fixed so that a failure
- * reproduces; SEED overrides it.
+ * the same on the same input. Coordinated-prep groups (issue 15): the
+ * members of a group are planned as one consumer, by hand and over random
+ * nodes. The seed is fixed so that a failure reproduces; SEED overrides it.
  */
 #include "config.h"
 
@@ -263,6 +264,98 @@ static void test_node_hand(void)
 	   "a Synergy job without GPUs named: %s", err.text);
 	ok(syn_node_tune(NULL, j, 1, 0, &st, &err) < 0 && errno == EINVAL, "NULL shape: EINVAL");
 	ok(syn_node_tune(&paper, NULL, 0, 0, NULL, NULL) == 0, "no jobs: an empty plan");
+}
+
+/* A profile that saturates at 4 cores per GPU: 0.6, 0.8, 1.0 at 1, 2, 4. */
+static void sat_profile(syn_profile_t *p, const char *key)
+{
+	memset(p, 0, sizeof *p);
+	snprintf(p->key, sizeof p->key, "%s", key);
+	p->n_cpu = 3;
+	p->n_mem = 1;
+	p->cpus[0] = 1;
+	p->cpus[1] = 2;
+	p->cpus[2] = 4;
+	p->tput[0][0] = 0.6;
+	p->tput[1][0] = 0.8;
+	p->tput[2][0] = 1.0;
+	p->prop_cpus = 2;
+}
+
+/* Issue 15: a group of co-located jobs needs about one job's prep CPU in
+ * all, not k times; its members keep their allotments and floors. */
+static void test_node_group(void)
+{
+	syn_shape_t n = { .gpus = 4, .cpus = 8, .mem_mb = 4096 };
+	syn_profile_t p, other;
+	syn_node_job_t j[4];
+	syn_node_stats_t st;
+	syn_policy_error_t err = { "" };
+	int rc;
+
+	sat_profile(&p, "sat");
+	sat_profile(&other, "sat2");
+	/* A and B at their 2-core share, 2 GPUs free: 4 cores in the pool. */
+	j[0] = (syn_node_job_t){ .id = 1, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p };
+	j[1] = (syn_node_job_t){ .id = 2, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p };
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   j[1].hold_cores == 4 && st.granted_cores == 4,
+	   "apart: each is granted 2 cores to its 4-core best (%d, %d)", j[0].hold_cores,
+	   j[1].hold_cores);
+	j[0].group = j[1].group = 7;
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 2 &&
+		   j[1].hold_cores == 2 && st.granted_cores == 0 && NEAR(j[0].tput, 1.0) &&
+		   NEAR(j[1].tput, 1.0) && NEAR(j[0].prop_tput, 0.8),
+	   "a group: their 4 cores together already prepare at the best, nothing granted, "
+	   "each runs at 1.0 (floor 0.8) (%d, %d, %.3f)", j[0].hold_cores, j[1].hold_cores,
+	   j[0].tput);
+	/* C beside the group, 2 cores free: all of it goes to C. */
+	j[2] = (syn_node_job_t){ .id = 3, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p };
+	rc = syn_node_tune(&n, j, 3, 0, &st, &err);
+	ok(rc == 0 && j[2].hold_cores == 4 &&
+		   j[0].hold_cores == 2 && j[1].hold_cores == 2 && NEAR(j[2].tput, 1.0),
+	   "a job beside the group gets the pool (%d; group %d, %d)", j[2].hold_cores,
+	   j[0].hold_cores, j[1].hold_cores);
+	/* Members allotted 1 core each: the group needs 2 more in all (one
+	 * job's best is 4), split between them, not 3 each. */
+	j[0].cores = j[1].cores = 1;
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 &&
+		   j[0].hold_cores + j[1].hold_cores == 4 && j[0].hold_cores == 2 &&
+		   j[1].hold_cores == 2 && st.granted_cores == 2 && NEAR(j[1].tput, 1.0),
+	   "1 core each: 2 granted in all, one each (%d, %d; granted %d)", j[0].hold_cores,
+	   j[1].hold_cores, st.granted_cores);
+	/* An odd grant: the first member listed gets the remainder. */
+	j[2] = j[1];
+	j[2].id = 3;
+	j[0].cores = j[1].cores = j[2].cores = 1;
+	j[0].group = j[1].group = j[2].group = 7;
+	syn_shape_t six = { .gpus = 4, .cpus = 6, .mem_mb = 4096 };
+	rc = syn_node_tune(&six, j, 3, 0, &st, &err);
+	ok(rc == 0 && st.granted_cores == 1 &&
+		   j[0].grant_cores == 1 && j[1].grant_cores == 0 && j[2].grant_cores == 0,
+	   "three members, 1 core of need: to the first (%d %d %d)", j[0].grant_cores,
+	   j[1].grant_cores, j[2].grant_cores);
+	/* Another profile key, or another group, is planned apart. */
+	j[0] = (syn_node_job_t){ .id = 1, .synergy = 1, .gpus = 1, .cores = 2, .profile = &p,
+				 .group = 7 };
+	j[1] = (syn_node_job_t){ .id = 2, .synergy = 1, .gpus = 1, .cores = 2, .profile = &other,
+				 .group = 7 };
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   j[1].hold_cores == 4, "same group, other key: apart");
+	j[1].profile = &p;
+	j[1].group = 8;
+	rc = syn_node_tune(&n, j, 2, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   j[1].hold_cores == 4, "other group: apart");
+	/* A member alone is a job like any other. */
+	j[0].group = 7;
+	rc = syn_node_tune(&n, j, 1, 0, &st, &err);
+	ok(rc == 0 && j[0].hold_cores == 4 &&
+		   NEAR(j[0].tput, 1.0), "a member alone: its own best (%d)", j[0].hold_cores);
 }
 
 /* Property tests. */
@@ -551,6 +644,130 @@ static void test_node_property(int instances)
 	ok(grants > instances / 4 && exchanges > 0, "grants and exchanges were exercised");
 }
 
+/* 1 if p's throughput never falls with more cores or more cache. */
+static int monotone(const syn_profile_t *p)
+{
+	for (int i = 0; i < p->n_cpu; i++)
+		for (int j = 0; j < p->n_mem; j++)
+			if ((i > 0 && p->tput[i][j] < p->tput[i - 1][j]) ||
+			    (j > 0 && p->tput[i][j] < p->tput[i][j - 1]))
+				return 0;
+	return 1;
+}
+
+/* Groups over random nodes (issue 15): k members of one profile and GPU
+ * count, sized by the policy, beside other jobs. Every member keeps its
+ * allotment, grants stay in the pool, all members run at the group's
+ * throughput (the profile at their cores together and their mean cache),
+ * at or above each one's own floor when the profile never falls with more
+ * cores or cache (the generator's "monotone" profiles may dip a little),
+ * and the plan is the same on the same input. */
+static void test_group_property(int instances)
+{
+	static syn_profile_t prof[NPROF];
+	int bad_rc = 0, bad_keep = 0, bad_pool = 0, bad_tput = 0, bad_floor = 0, bad_det = 0;
+	int groups = 0, granted = 0, mono = 0;
+
+	for (int it = 0; it < instances; it++) {
+		syn_shape_t n;
+		syn_node_job_t j[MAXJ], again[MAXJ];
+		syn_node_stats_t st, st2;
+		syn_policy_error_t err = { "" };
+		int nj = 0, k, g, pi, cores_left, gpus_left;
+		uint64_t mem_left;
+		syn_size_t s;
+
+		memset(j, 0, sizeof j);
+		random_shape(&n);
+		if (it % 40 == 0)
+			for (int q = 0; q < NPROF; q++)
+				random_profile(&prof[q], q % 2 == 0);
+		g = irand(1, n.gpus > 1 ? n.gpus / 2 : 1);
+		k = n.gpus / g >= 2 ? irand(2, n.gpus / g < 4 ? n.gpus / g : 4) : 1;
+		pi = irand(0, NPROF - 1);
+		if (k < 2 || syn_size_job(&n, g, 1, &prof[pi], 0.01, &s) < 0 || !s.sized)
+			continue;
+		cores_left = n.cpus;
+		gpus_left = n.gpus;
+		mem_left = n.mem_mb;
+		for (int m = 0; m < k; m++) {
+			j[nj] = (syn_node_job_t){ .id = (uint64_t)nj + 1, .synergy = 1, .gpus = g,
+						  .cores = s.cores, .mem_mb = s.mem_mb,
+						  .profile = &prof[pi], .group = 42 };
+			cores_left -= s.cores;
+			gpus_left -= g;
+			mem_left -= s.mem_mb;
+			nj++;
+		}
+		/* Another Synergy job beside the group, when it fits. */
+		if (gpus_left > 0 && urand() < 0.7) {
+			int pj = irand(0, NPROF - 1);
+			syn_size_t t;
+
+			if (syn_size_job(&n, 1, 1, &prof[pj], 0.01, &t) == 0 && t.sized &&
+			    t.cores <= cores_left && t.mem_mb <= mem_left)
+				j[nj++] = (syn_node_job_t){ .id = 99, .synergy = 1, .gpus = 1,
+							    .cores = t.cores, .mem_mb = t.mem_mb,
+							    .profile = &prof[pj] };
+		}
+		memcpy(again, j, sizeof j[0] * (size_t)nj);
+		groups++;
+		mono += monotone(&prof[pi]);
+		if (syn_node_tune(&n, j, nj, 0, &st, &err) < 0) {
+			if (bad_rc++ == 0)
+				diag("instance %d: %s", it, err.text);
+			continue;
+		}
+		syn_node_tune(&n, again, nj, 0, &st2, &err);
+		if (memcmp(j, again, sizeof j[0] * (size_t)nj) || memcmp(&st, &st2, sizeof st))
+			bad_det++;
+		int hold_c = 0, sum_c = 0;
+		uint64_t grant_m = 0, sum_m = 0;
+		for (int m = 0; m < nj; m++) {
+			if (j[m].hold_cores < j[m].cores || j[m].hold_cache_mb < j[m].cache_mb)
+				bad_keep++;
+			grant_m += j[m].grant_cache_mb;
+			if (m < k) {
+				hold_c += j[m].hold_cores;
+				sum_c += j[m].cores;
+				sum_m += j[m].hold_cache_mb;
+			}
+		}
+		granted += hold_c > sum_c;
+		if (st.granted_cores > st.free_cores || grant_m > st.free_mem_mb)
+			bad_pool++;
+		double t = seen(&prof[pi], &n, g, hold_c, (double)sum_m / k);
+		for (int m = 0; m < k; m++) {
+			if (!NEAR(j[m].tput, t) || !NEAR(j[m].tput, j[0].tput)) {
+				if (bad_tput++ == 0)
+					diag("instance %d member %d: tput %.6f, group %.6f", it, m,
+					     j[m].tput, t);
+			}
+			if (monotone(&prof[pi]) && j[m].tput < j[m].prop_tput - 1e-9 &&
+			    bad_floor++ == 0)
+				diag("instance %d member %d of %d: g=%d allot %d/%llu hold %d/%llu tput "
+				     "%.6f floor %.6f; node %d GPUs %d cores %llu MB pm %llu cap %llu",
+				     it, m, k, g, j[m].cores, (unsigned long long)j[m].cache_mb,
+				     j[m].hold_cores, (unsigned long long)j[m].hold_cache_mb, j[m].tput,
+				     j[m].prop_tput, n.gpus, n.cpus, (unsigned long long)n.mem_mb,
+				     (unsigned long long)n.process_mem_mb,
+				     (unsigned long long)n.max_cache_mb);
+		}
+	}
+	diag("%d groups planned (%d with a monotone profile), %d granted cores", groups, mono,
+	     granted);
+	ok(bad_rc == 0, "every plan with a group succeeds (%d failed)", bad_rc);
+	ok(bad_keep == 0, "every member keeps its allotment (%d below)", bad_keep);
+	ok(bad_pool == 0, "grants stay within the pool (%d over)", bad_pool);
+	ok(bad_tput == 0, "members run at the group's throughput: their cores together, their "
+			  "mean cache (%d differ)", bad_tput);
+	ok(bad_floor == 0, "a profile that never falls: every member at or above its own floor "
+			   "(%d below)", bad_floor);
+	ok(bad_det == 0, "same input, same plan (%d differ)", bad_det);
+	ok(groups > instances / 10 && granted > 0 && mono > groups / 10,
+	   "groups, monotone profiles and grants to groups were exercised");
+}
+
 int main(void)
 {
 	const char *seed = getenv("SEED");
@@ -558,9 +775,11 @@ int main(void)
 	rng = seed ? strtoull(seed, NULL, 10) | 1 : 0x2545f4914f6cdd1dULL;
 	test_size_builtin();
 	test_size_issue13();
+	test_node_group();
 	test_size_tasks_and_cap();
 	test_node_hand();
 	test_size_property(20000);
 	test_node_property(4000);
+	test_group_property(3000);
 	return done_testing();
 }

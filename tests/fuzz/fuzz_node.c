@@ -57,7 +57,11 @@ static void grant(const char *s)
 		    strcmp(back.key, r.key) != 0 || back.uid != r.uid || back.gpus != r.gpus ||
 		    back.cpus != r.cpus || back.mem_mb != r.mem_mb ||
 		    back.cache_mb != r.cache_mb || back.want_cpus != r.want_cpus ||
-		    back.want_cache_mb != r.want_cache_mb || strcmp(back.profile, r.profile) != 0)
+		    back.want_cache_mb != r.want_cache_mb || strcmp(back.profile, r.profile) != 0 ||
+		    strcmp(back.group, r.group) != 0)
+			abort();
+		/* A group is only ever the job's owner's (issue 15). */
+		if (r.group[0] && !syn__group_valid(r.group, r.uid))
 			abort();
 	}
 	if (r.has_allotted && CPU_COUNT(&r.allotted) == 0)

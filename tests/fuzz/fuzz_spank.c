@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "plugin/cgroup.h"
+#include "plugin/jobrec.h"
 #include "plugin/util.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -37,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_conf(const syn__conf_t *c)
 {
 	if (!syn__path_ok(c->store_dir) || !syn__path_ok(c->request_dir) ||
-	    !syn__path_ok(c->cache_dir))
+	    !syn__path_ok(c->cache_dir) || !syn__path_ok(c->group_dir))
 		abort();
 	if (!(c->eps >= 0.0 && c->eps < 1.0) || (c->enabled != 0 && c->enabled != 1))
 		abort();
@@ -54,6 +55,10 @@ static void single(const char *s)
 
 	if (syn__key_valid(s) &&
 	    (len < 1 || len > SYN__KEY_MAX || s[0] == '.' ||
+	     strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != len))
+		abort();
+	if (syn__group_name_valid(s) &&
+	    (len < 1 || len > 32 || s[0] == '.' || s[0] == '-' ||
 	     strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != len))
 		abort();
 	errno = 0;

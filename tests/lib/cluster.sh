@@ -44,6 +44,7 @@
 #                           faked), each also in its own partition "shape<i>";
 #                           synergy.conf then names no node shape (synergyd
 #                           exports them, see shapes.h)
+#   CLUSTER_GROUP_DIR       synergy.conf GroupDir (default $C/groups)
 #   CLUSTER_CACHE_DIR       synergy.conf CacheDir (default $C/cache; a tmpfs
 #                           such as /dev/shm/NAME keeps loader caches in RAM)
 #   CLUSTER_PLUGIN_DIR      where spank_synergy.so and job_submit_synergy.so
@@ -83,6 +84,7 @@ CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
+CLUSTER_GROUP_DIR=${CLUSTER_GROUP_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
 CLUSTER_PLUGIN_DIR=${CLUSTER_PLUGIN_DIR:-$top_builddir/plugin/.libs}
 CLUSTER_EXIT_HOOK=${CLUSTER_EXIT_HOOK:-}
@@ -296,6 +298,7 @@ EOF
 ProfileStore=$C/store
 RequestDir=$C/requests
 CacheDir=${CLUSTER_CACHE_DIR:-$C/cache}
+GroupDir=${CLUSTER_GROUP_DIR:-$C/groups}
 ProcessMemMB=$CLUSTER_PROCESS_MEM
 StateDir=$C/state-synergy
 NodeShapesFile=$C/node_shapes
@@ -649,17 +652,20 @@ cluster_task_in() {
 	fi
 }
 
-# cluster_leftovers: print synergy cgroups, our nodes' job cgroups and our
-# daemons' processes that are still there; succeeds only if none is.
+# cluster_leftovers: print synergy cgroups, our nodes' job cgroups, and
+# what is left in CacheDir and in GroupDir (our nodes' group directories);
+# succeeds only if none is.
 cluster_leftovers() {
-	local dirs files d
+	local dirs files groups d
 	dirs=$(for d in $(cluster__node_cgroups); do
 		find "$d" -mindepth 1 -type d \( -name '*synergy*' -o -name 'job_*' \)
 	done)
 	files=$(ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" 2>/dev/null)
+	groups=$(ls -A "${CLUSTER_GROUP_DIR:-$C/groups}" 2>/dev/null | grep "^$CLUSTER_TAG")
 	[ -z "$dirs" ] || sed 's/^/# left: /' <<<"$dirs"
 	[ -z "$files" ] || sed 's/^/# left in cache dir: /' <<<"$files"
-	[ -z "$dirs$files" ]
+	[ -z "$groups" ] || sed 's/^/# left in group dir: /' <<<"$groups"
+	[ -z "$dirs$files$groups" ]
 }
 
 # cluster_put_profile KEY image|flat: write a small test profile into the
