@@ -39,6 +39,9 @@
 
 /* A record or grant is at most this long (bytes). */
 #define SYN__JOBREC_MAX 16384
+/* The most nodes a grant names (the loader's most peers). */
+#define SYN__JOBREC_NODES_MAX 1024
+
 /* The largest memory figure (MB) a record holds: a petabyte. */
 #define SYN__JOBREC_MEM_MAX (1ULL << 40)
 
@@ -55,6 +58,10 @@ typedef struct syn__jobrec {
 	uint64_t cache_mb;           /* the loader cache inside mem_mb */
 	uint32_t want_cpus;          /* best case, above the share (0: none) */
 	uint64_t want_cache_mb;
+	uint32_t nodes;              /* nodes the job spans when > 1 (0 or 1: one):
+	                                sized for the partitioned cache, and the
+	                                node's profile copy is the union profile
+	                                (syn_profile_union, synergy_policy.h) */
 	/* Profile on first run: the nonce of the job's claim on profiling
 	 * its key in place (claim.h), "" when it does not profile. The
 	 * record drops it once the job's profile is filed or refused. */
@@ -72,7 +79,8 @@ typedef struct syn__jobrec {
 
 /*
  * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
- * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [profile=NONCE]" into
+ * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [nodes=N] [profile=NONCE]"
+ * (nodes only when above 1, up to 1024) into
  * buf. Returns 0, or
  * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
  */
