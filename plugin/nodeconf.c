@@ -6,8 +6,9 @@
  * values for the lines after it. Only what the node agent needs is read:
  * CPUs, RealMemory, MemSpecLimit and the gpu count in Gres, and a node's
  * NodeAddr / NodeHostname. Include files are not followed (a site that
- * keeps its nodes in one sets NodeGPUs and NodeMemMB in synergy.conf; its
- * multi-node steps get no peers, with a log line). Host lists expand one
+ * keeps its nodes in one sets NodeGPUs and NodeMemMB in synergy.conf; the
+ * peers of its multi-node steps are then reached at their NodeNames). Host
+ * lists expand one
  * bracket group per name, as Slurm writes node names with one number.
  */
 #include "config.h"

@@ -106,8 +106,14 @@ static int build_cb(const char *name, void *arg)
 	size_t need;
 
 	if (syn__node_addr_parse(b->conf, name, addr, sizeof(addr), why, sizeof(why)) < 0) {
-		b->failed = fail(errno, b->err, b->errlen, "%s", why);
-		return 1;
+		/* A node slurm.conf does not list (a dynamic node, a NodeName
+		 * line in an Include file) is reached at its name, as Slurm's
+		 * own default NodeAddr is. */
+		if (errno != ENOENT) {
+			b->failed = fail(errno, b->err, b->errlen, "%s", why);
+			return 1;
+		}
+		snprintf(addr, sizeof(addr), "%s", name);
 	}
 	if ((kind = addr_kind(addr)) < 0) {
 		b->failed = fail(EINVAL, b->err, b->errlen, "node %s: address '%.60s' is not a "

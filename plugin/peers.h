@@ -5,7 +5,8 @@
  *
  * Every node of a step computes the same list on its own, with no
  * exchange: entry i is the address slurm.conf gives the step's i-th node
- * (NodeAddr, see nodeconf.h) and a port that is a function of (job id,
+ * (NodeAddr, see nodeconf.h; its name when slurm.conf has no line for it)
+ * and a port that is a function of (job id,
  * step id, i) inside synergy.conf's PeerPortMin..PeerPortMax. The nodes of
  * one step take consecutive ports (modulo the range) from a start hashed
  * from the job and the step, so that they never share a port even when
@@ -38,7 +39,7 @@ int syn__peer_port(uint32_t jobid, uint32_t stepid, uint32_t index, uint32_t pmi
  * step's node count (it must match, 2..SYNERGY_PEERS_MAX), slurm_conf the
  * text of slurm.conf (the nodes' addresses). Each entry is "addr:port"
  * ("[addr]:port" for an IPv6 address). Returns a malloc'ed string (the
- * caller frees it), or NULL with errno (EINVAL, ENOENT, ERANGE, ENOMEM)
+ * caller frees it), or NULL with errno (EINVAL, ERANGE, ENOMEM)
  * and why in err, naming the node or value at fault.
  */
 char *syn__peers_format(const char *slurm_conf, const char *nodelist, uint32_t nnodes,

@@ -216,13 +216,13 @@ static void peers_init(spank_t sp)
 	path = getenv("SLURM_CONF");
 	if (!path || !*path)
 		path = "/etc/slurm/slurm.conf";
-	if (!(text = syn__read_file_at(AT_FDCWD, path, 4 << 20, NULL))) {
-		slurm_error("synergy: job %u step %u: %s: %m: no partitioned cache",
-			    (unsigned)st.jobid, (unsigned)stepid, path);
-		return;
-	}
-	st.peers = syn__peers_format(text, nodelist, nnodes, st.jobid, stepid, conf.peer_port_min,
-				     conf.peer_port_max, err, sizeof(err));
+	/* Without slurm.conf (a configless node keeps it elsewhere) every node
+	 * is reached at its NodeName, Slurm's own default address. */
+	if (!(text = syn__read_file_at(AT_FDCWD, path, 4 << 20, NULL)))
+		slurm_info("synergy: job %u step %u: %s: %m: peers are reached at their node "
+			   "names", (unsigned)st.jobid, (unsigned)stepid, path);
+	st.peers = syn__peers_format(text ? text : "", nodelist, nnodes, st.jobid, stepid,
+				     conf.peer_port_min, conf.peer_port_max, err, sizeof(err));
 	free(text);
 	if (!st.peers) {
 		slurm_error("synergy: job %u step %u: %s: no partitioned cache", (unsigned)st.jobid,
