@@ -11,6 +11,9 @@
 #    peers serve misses (peer hits > 0) and storage is read for at most 1%
 #    of the dataset per node (the union of the caches holds it all: dataset
 #    - union = 0), while the first epoch read the dataset once in total;
+#  - with two tasks per node (torchrun- or srun-style, one process per
+#    GPU) both tasks of a node get the same values, share the node's cache
+#    (one listens, the other only reads) and the same exactness holds;
 #  - the next step of the job gets other ports and another tag; a step
 #    whose job set SYNERGY_PEER_WIREUP=off, the batch script (one node) and
 #    a one-node Synergy job get none of the peer variables;
@@ -137,6 +140,57 @@ test_ok "the batch script (one node) gets no peer variable" grep -qx "batch: 0" 
 [ "$tap_failed" = 0 ] || for f in "$C"/log/slurmd.*.log; do
 	grep -i 'synergy' "$f" | sed "s|^|#   ${f##*/}: |"
 done
+
+# Two tasks per node (as torchrun or srun with one process per GPU): both
+# tasks of a node get the node's values, share its cache, and the first to
+# bind the node's entry listens while the other only reads; ranks 0-3,
+# numbered node by node.
+cat >"$C/task2.sh" <<EOF
+#!/bin/bash
+exec >"$C/multi.node\$SLURM_NODEID.rank\$SLURM_PROCID.out" 2>&1
+env | grep -E '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' | sort
+export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
+export SYNERGY_PEER_TIMEOUT_MS=2000
+exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 40 --threads 1 \
+	--rank \$SLURM_PROCID --world-size \$SLURM_NTASKS $C/ds
+EOF
+chmod 0755 "$C/task2.sh"
+id3=$(cluster_sbatch -N2 --ntasks-per-node=2 --gres=gpu:1 --synergy-profile=img \
+	--wrap "srun $C/task2.sh")
+st=$(cluster_wait_job "$id3" 90)
+test_ok "a 2-node job with 2 tasks per node completed" test "$st" = COMPLETED
+for f in "$C"/multi.*.out; do
+	[ -f "$f" ] && sed "s|^|#   ${f##*/}: |" "$f"
+done
+m() { echo "$C/multi.node$1.rank$2.out"; }
+same_env() { [ -s "$1" ] && diff -q <(grep ^SYNERGY_ "$1") <(grep ^SYNERGY_ "$2") >/dev/null; }
+test_ok "both tasks of node 0 got the same peer variables" same_env "$(m 0 0)" "$(m 0 1)"
+test_ok "both tasks of node 1 got the same peer variables" same_env "$(m 1 2)" "$(m 1 3)"
+test_ok "node indices 0 and 1, one list and tag for the job" \
+	test "$(val "$(m 0 0)" SYNERGY_NODE_INDEX)/$(val "$(m 1 2)" SYNERGY_NODE_INDEX)" = 0/1 -a \
+	"$(grep -E '^SYNERGY_PEER(S|_TAG)=' "$(m 0 0)")" = "$(grep -E '^SYNERGY_PEER(S|_TAG)=' "$(m 1 3)")"
+test_ok "all four loaders joined the partitioned cache as their node" \
+	test "$(cat "$(m 0 0)" "$(m 0 1)" | grep -c 'partitioned cache: node 0 of 2')/$(cat "$(m 1 2)" "$(m 1 3)" | grep -c 'partitioned cache: node 1 of 2')" = 2/2
+test_ok "first epoch: the four ranks read the dataset once between them (+-1%)" \
+	awk -v d="$dsmb" '$1 == 0 { s += $9 } END { exit !(s >= d * 0.99 && s <= d * 1.01) }' \
+		<(rows "$(m 0 0)") <(rows "$(m 0 1)") <(rows "$(m 1 2)") <(rows "$(m 1 3)")
+test_ok "after it, every rank's misses came from the other node (peer hits > 0)" \
+	awk '$1 >= 1 && $13 + 0 <= 0 { bad = 1 } END { exit bad || NR != 12 }' \
+		<(rows "$(m 0 0)") <(rows "$(m 0 1)") <(rows "$(m 1 2)") <(rows "$(m 1 3)")
+# coordl-bench has no barrier between nodes (a DDP job's all-reduce is
+# one): a rank that starts its second epoch before the other node stored
+# the last items of its part reads those few from storage (one 70 KB item
+# seen, 0.4% of the dataset), within the issue's 1%.
+# node_storage_ok A B: after the first epoch, the node's two ranks (files
+# A and B) read at most 1% of the dataset from storage per epoch together.
+node_storage_ok() {
+	awk -v d="$dsmb" '$1 >= 1 { s[$1] += $9 } END { for (e in s) if (s[e] > d * 0.01) exit 1 }' \
+		<(rows "$1") <(rows "$2")
+}
+test_ok "node 0: after the first epoch, storage <= 1% of the dataset per epoch" \
+	node_storage_ok "$(m 0 0)" "$(m 0 1)"
+test_ok "node 1: after the first epoch, storage <= 1% of the dataset per epoch" \
+	node_storage_ok "$(m 1 2)" "$(m 1 3)"
 
 # A one-node Synergy job: no peers.
 id2=$(cluster_sbatch -N1 --gres=gpu:1 --synergy-profile=img --wrap 'srun -N1 env | grep -E "^SYNERGY_"')
