@@ -31,6 +31,16 @@ extern "C" {
 #define SYN_CONF_PROFILE_STORE "ProfileStore"
 #define SYN_CONF_PROFILE_STORE_DEFAULT "/var/lib/synergy/profiles"
 
+/* The ports the partitioned cache's listeners of a multi-node step take
+ * (synergy_env.h, SYNERGY_PEERS): node i of a step listens on a port of
+ * PeerPortMin..PeerPortMax derived from the job, the step and i. The
+ * default lies below Linux's ephemeral range (32768-60999), so that no
+ * outgoing connection holds one of them. */
+#define SYN_CONF_PEER_PORT_MIN "PeerPortMin"
+#define SYN_CONF_PEER_PORT_MAX "PeerPortMax"
+#define SYN_CONF_PEER_PORT_MIN_DEFAULT 27000
+#define SYN_CONF_PEER_PORT_MAX_DEFAULT 28999
+
 /* Human-readable detail for a failed call; owned by the caller. */
 typedef struct syn_conf_error {
 	char text[160];

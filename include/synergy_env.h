@@ -132,24 +132,41 @@
  * The partitioned cache of a job that spans nodes (CoorDL's second
  * technique): each node's cache holds a different part of the dataset and
  * a node reads what it misses from the node that caches it before going to
- * storage. The job sets them (the SPANK plugin does not export them yet);
- * coordl(3) shows how from Slurm's own variables.
+ * storage.
+ *
+ * The SPANK plugin exports SYNERGY_PEERS, SYNERGY_NODE_INDEX and
+ * SYNERGY_PEER_TAG to every task of a Synergy job's step that spans two
+ * nodes or more (srun -N2 ...; not to the batch script, which runs on one
+ * node, nor to a one-node step), all three or none: node i's entry is the
+ * address slurm.conf gives the step's i-th node (NodeAddr, else
+ * NodeHostname, else its name) and a port derived from the job id, the
+ * step id and i inside synergy.conf's PeerPortMin..PeerPortMax, so every
+ * node computes the same list without exchanging anything. Every local
+ * task of a node gets the same values (torchrun under srun, one process
+ * per GPU: the first process of the node to bind entry i listens, the
+ * others share the node's cache and only read). A job that set
+ * SYNERGY_PEER_WIREUP itself to anything but "auto" (off, pmix, or
+ * sockaddr with its own SYNERGY_PEERS) gets none of the three. Without the
+ * plugin a job script may set them (coordl(3) shows how).
  */
 
 /* Every node's peer address, in node index order: comma-separated
  * "host:port" (host a name, an IPv4 address or an IPv6 address in
- * brackets; port 1..65535), 2..1024 entries. The loader of node i listens
- * on entry i (one process per node; the others only read) and connects to
- * the others. */
+ * brackets; port 1..65535), 2..SYNERGY_PEERS_MAX entries. The loader of
+ * node i listens on entry i (one process per node; the others only read)
+ * and connects to the others. */
 #define SYNERGY_ENV_PEERS "SYNERGY_PEERS"
+#define SYNERGY_PEERS_MAX 1024
 
-/* This node's index in SYNERGY_PEERS: a decimal integer 0..n-1. Required
- * with SYNERGY_PEERS. */
+/* This node's index in SYNERGY_PEERS: a decimal integer 0..n-1 (the
+ * plugin: the node's index in the step, SLURM_NODEID). Required with
+ * SYNERGY_PEERS. */
 #define SYNERGY_ENV_NODE_INDEX "SYNERGY_NODE_INDEX"
 
 /* The job's peer tag: a decimal integer 0..2^64-1 that a connecting peer
  * presents and the listener checks (so that a port reused by another job
- * is not taken for this job's peer). Default 0. */
+ * is not taken for this job's peer). Default 0. The plugin derives it from
+ * the job id and the step id (never 0). */
 #define SYNERGY_ENV_PEER_TAG "SYNERGY_PEER_TAG"
 
 /* How long a read from a peer may take before the peer counts as stalled

@@ -325,6 +325,51 @@ typedef struct syn_size {
 int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile_t *p,
 		 double eps, syn_size_t *out);
 
+/*
+ * Multi-node jobs and the partitioned cache (CoorDL's model). A job whose
+ * ranks span n nodes reads through the loader's partitioned cache: each
+ * node caches a different part of the dataset and serves the others'
+ * misses, so the job's effective cache is the union of its nodes' caches:
+ * n nodes of m per GPU each serve like one cache of n x m per GPU (hit
+ * rate min(1, union / dataset)), and a node never needs more than its part
+ * of the dataset, about dataset / n.
+ */
+
+/* Most nodes syn_profile_union() and syn_size_job_nodes() take (the
+ * loader's most peers, SYNERGY_PEERS_MAX in synergy_env.h). */
+#define SYN_MAX_JOB_NODES 1024
+
+/*
+ * q = p as seen by one node of a job spanning `nodes` nodes with the
+ * partitioned cache: the memory axis (and prop_mem_gb) divided by nodes,
+ * so that q at m per GPU is p at nodes x m, the union; throughputs and
+ * rates are p's. nodes = 1 copies p. q may not alias p. Returns 0, or -1
+ * with errno EINVAL (NULL, nodes outside 1..SYN_MAX_JOB_NODES).
+ */
+int syn_profile_union(const syn_profile_t *p, int nodes, syn_profile_t *q);
+
+/*
+ * The cache one node of a `nodes`-node job needs to hold its part of a
+ * dataset of dataset_bytes, in MB (MiB): ceil(dataset_bytes x 1.02 /
+ * nodes / 2^20) + 1 (2% for parts that differ in size, since items are
+ * dealt by position, and 1 MB for the cache's index and rounding). 0 when
+ * the dataset size is unknown (0) or nodes < 1.
+ */
+uint64_t syn_partition_cache_mb(uint64_t dataset_bytes, int nodes);
+
+/*
+ * syn_size_job() for a job of `gpus` GPUs and `tasks` tasks on each of
+ * `nodes` nodes of shape `node`: every node gets the same request. With
+ * nodes > 1 and a profile, the job is sized on syn_profile_union(p, nodes)
+ * (the cache per node whose union over the nodes gives the profile's best
+ * cache), and a node's cache never exceeds syn_partition_cache_mb() of the
+ * profile's dataset (when known), beside max_cache_mb. nodes = 1 is
+ * syn_size_job(). Errors as syn_size_job(), plus EINVAL for nodes outside
+ * 1..SYN_MAX_JOB_NODES.
+ */
+int syn_size_job_nodes(const syn_shape_t *node, int gpus, int tasks, int nodes,
+		       const syn_profile_t *p, double eps, syn_size_t *out);
+
 /* One job running on a node, for syn_node_tune(). */
 typedef struct syn_node_job {
 	uint64_t id;                  /* for messages */

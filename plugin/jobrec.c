@@ -54,17 +54,22 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 {
 	int n;
 
+	char nodes[24] = "";
+
 	if (!r || !buf || !r->synergy || !syn__key_valid(r->key) || r->gpus < 1 ||
-	    r->cache_mb > r->mem_mb || (r->profile[0] && !syn__nonce_valid(r->profile)) ||
+	    r->cache_mb > r->mem_mb || r->nodes > SYN__JOBREC_NODES_MAX ||
+	    (r->profile[0] && !syn__nonce_valid(r->profile)) ||
 	    (r->group[0] && !syn__group_valid(r->group, r->uid))) {
 		errno = EINVAL;
 		return -1;
 	}
+	if (r->nodes > 1)
+		snprintf(nodes, sizeof(nodes), " nodes=%" PRIu32, r->nodes);
 	n = snprintf(buf, len,
 		     "key=%s uid=%" PRIu32 " gpus=%" PRIu32 " cpus=%" PRIu32 " mem_mb=%" PRIu64
-		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s%s%s",
+		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s%s%s%s",
 		     r->key, r->uid, r->gpus, r->cpus, r->mem_mb, r->cache_mb, r->want_cpus,
-		     r->want_cache_mb, r->profile[0] ? " profile=" : "", r->profile,
+		     r->want_cache_mb, nodes, r->profile[0] ? " profile=" : "", r->profile,
 		     r->group[0] ? " group=" : "", r->group);
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
@@ -79,7 +84,8 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 {
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
 					     "want_cpus", "want_cache_mb", "allotted",
-					     "alloc_mem_mb", "hold_cache_mb", "profile", "group" };
+					     "alloc_mem_mb", "hold_cache_mb", "profile", "group",
+					     "nodes" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -118,7 +124,8 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	default:
 		break;
 	}
-	if (syn__parse_u64(val, 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
+	if (syn__parse_u64(val, i == 13 ? 1 : 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
+			   i == 13 ? SYN__JOBREC_NODES_MAX :
 			   (i == 3 || i == 6) ? 1u << 20 : mem_max, &v) < 0)
 		return fail(err, errlen, "%s: '%.40s' is not a number in range", name, val);
 	switch (i) {
@@ -131,6 +138,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	case 7: r->want_cache_mb = v; break;
 	case 9: r->alloc_mem_mb = v; break;
 	case 10: r->hold_cache_mb = v; r->has_hold = 1; break;
+	case 13: r->nodes = (uint32_t)v; break;
 	}
 	return 0;
 }

@@ -55,6 +55,9 @@
 
 /* A record or grant is at most this long (bytes). */
 #define SYN__JOBREC_MAX 16384
+/* The most nodes a grant names (the loader's most peers). */
+#define SYN__JOBREC_NODES_MAX 1024
+
 /* The largest memory figure (MB) a record holds: a petabyte. */
 #define SYN__JOBREC_MEM_MAX (1ULL << 40)
 
@@ -74,6 +77,10 @@ typedef struct syn__jobrec {
 	/* The job's coordinated-prep group ("" none): "u<uid>-g-<NAME>" from
 	 * the grant, or "u<uid>-a<array job id>" added at the first step. */
 	char group[SYN__GROUP_MAX + 1];
+	uint32_t nodes;              /* nodes the job spans when > 1 (0 or 1: one):
+	                                sized for the partitioned cache, and the
+	                                node's profile copy is the union profile
+	                                (syn_profile_union, synergy_policy.h) */
 	/* Profile on first run: the nonce of the job's claim on profiling
 	 * its key in place (claim.h), "" when it does not profile. The
 	 * record drops it once the job's profile is filed or refused. */
@@ -91,8 +98,8 @@ typedef struct syn__jobrec {
 
 /*
  * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
- * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [profile=NONCE]
- * [group=GROUP]" into buf. Returns 0, or
+ * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [nodes=N] [profile=NONCE]
+ * [group=GROUP]" (nodes only when above 1, up to 1024) into buf. Returns 0, or
  * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
  */
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);

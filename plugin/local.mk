@@ -16,6 +16,7 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/shapes.c plugin/shapes.h \
 	plugin/cpulist.c plugin/cpulist.h \
 	plugin/nodeconf.c plugin/nodeconf.h \
+	plugin/peers.c plugin/peers.h \
 	plugin/tuner.c plugin/tuner.h \
 	plugin/cores.c plugin/cores.h \
 	plugin/claim.c plugin/claim.h
@@ -37,9 +38,12 @@ EXTRA_DIST += plugin/spank_synergy.lds
 
 # Unit tests: no root, no Slurm.
 check_PROGRAMS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
-	plugin/test/jobrec.t plugin/test/nodeconf.t
+	plugin/test/jobrec.t plugin/test/nodeconf.t plugin/test/peers.t
 UNIT_TESTS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
-	plugin/test/jobrec.t plugin/test/nodeconf.t
+	plugin/test/jobrec.t plugin/test/nodeconf.t plugin/test/peers.t
+plugin_test_peers_t_SOURCES = plugin/test/peers.c
+plugin_test_peers_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_peers_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 plugin_test_nodeconf_t_SOURCES = plugin/test/nodeconf.c
 plugin_test_nodeconf_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_nodeconf_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)

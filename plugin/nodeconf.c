@@ -4,9 +4,12 @@
  * slurm.conf lines are "Key=Value" words separated by blanks; a NodeName
  * line describes the nodes of its host list, and NodeName=DEFAULT sets
  * values for the lines after it. Only what the node agent needs is read:
- * CPUs, RealMemory, MemSpecLimit and the gpu count in Gres. Include files
- * are not followed (a site that keeps its nodes in one sets NodeGPUs and
- * NodeMemMB in synergy.conf).
+ * CPUs, RealMemory, MemSpecLimit and the gpu count in Gres, and a node's
+ * NodeAddr / NodeHostname. Include files are not followed (a site that
+ * keeps its nodes in one sets NodeGPUs and NodeMemMB in synergy.conf; the
+ * peers of its multi-node steps are then reached at their NodeNames). Host
+ * lists expand one
+ * bracket group per name, as Slurm writes node names with one number.
  */
 #include "config.h"
 
@@ -108,6 +111,188 @@ int syn__hostlist_has(const char *list, const char *name)
 			return 1;
 		p = *q ? q + 1 : q;
 	}
+	return 0;
+}
+
+/* At most this many hosts in one host list (a bound on hostile input). */
+#define HOSTLIST_MAX_HOSTS (1u << 20)
+
+struct expand {
+	int (*fn)(const char *name, void *arg);
+	void *arg;
+	size_t count;
+};
+
+static int einval(void)
+{
+	errno = EINVAL;
+	return -1;
+}
+
+/* Expand one host expression (no top-level comma) of len bytes: a plain
+ * name, or prefix[ranges]suffix with one bracket group. Returns 0, fn's
+ * non-zero value, or -1 (EINVAL). */
+static int expand_one(const char *expr, size_t len, struct expand *x)
+{
+	const char *lb = memchr(expr, '[', len), *rb, *p;
+	char name[SYN__HOST_MAX + 1];
+	int plen, slen, rc;
+
+	if (len == 0)
+		return einval();
+	if (!lb) {
+		if (len > SYN__HOST_MAX || memchr(expr, ']', len))
+			return einval();
+		memcpy(name, expr, len);
+		name[len] = '\0';
+		if (++x->count > HOSTLIST_MAX_HOSTS)
+			return einval();
+		return x->fn ? x->fn(name, x->arg) : 0;
+	}
+	rb = memchr(lb, ']', len - (size_t)(lb - expr));
+	if (!rb || rb == lb + 1 || memchr(lb + 1, '[', (size_t)(rb - lb - 1)) ||
+	    memchr(rb + 1, '[', len - (size_t)(rb + 1 - expr)) ||
+	    memchr(rb + 1, ']', len - (size_t)(rb + 1 - expr)) || memchr(expr, ']', (size_t)(lb - expr)))
+		return einval();
+	plen = (int)(lb - expr);
+	slen = (int)(len - (size_t)(rb + 1 - expr));
+	for (p = lb + 1; p < rb;) {
+		const char *c = memchr(p, ',', (size_t)(rb - p));
+		const char *e = c ? c : rb, *dash = memchr(p, '-', (size_t)(e - p));
+		char a[32], b[32];
+		uint64_t lo, hi, v;
+		size_t al = (size_t)((dash ? dash : e) - p);
+		int width;
+
+		if (al == 0 || al >= sizeof(a))
+			return einval();
+		memcpy(a, p, al);
+		a[al] = '\0';
+		if (syn__parse_u64(a, 0, UINT32_MAX, &lo) < 0)
+			return einval();
+		hi = lo;
+		if (dash) {
+			size_t bl = (size_t)(e - dash - 1);
+
+			if (bl == 0 || bl >= sizeof(b))
+				return einval();
+			memcpy(b, dash + 1, bl);
+			b[bl] = '\0';
+			if (syn__parse_u64(b, 0, UINT32_MAX, &hi) < 0 || hi < lo)
+				return einval();
+		}
+		/* "01-16": the width of the first number, as Slurm pads. */
+		width = a[0] == '0' && al > 1 ? (int)al : 0;
+		for (v = lo; v <= hi; v++) {
+			int n;
+
+			if (++x->count > HOSTLIST_MAX_HOSTS)
+				return einval();
+			n = snprintf(name, sizeof(name), "%.*s%0*llu%.*s", plen, expr, width,
+				     (unsigned long long)v, slen, rb + 1);
+			if (n < 0 || n > SYN__HOST_MAX)
+				return einval();
+			if (x->fn && (rc = x->fn(name, x->arg)) != 0)
+				return rc;
+		}
+		p = c ? c + 1 : rb;
+		if (c && p == rb)
+			return einval();
+	}
+	return 0;
+}
+
+int syn__hostlist_foreach(const char *list, int (*fn)(const char *name, void *arg), void *arg)
+{
+	struct expand x = { fn, arg, 0 };
+	const char *p = list;
+
+	if (!list || !*list)
+		return einval();
+	for (;;) {
+		const char *q = p;
+		int depth = 0, rc;
+
+		for (; *q && (depth || *q != ','); q++) {
+			if (*q == '[')
+				depth++;
+			else if (*q == ']' && depth)
+				depth--;
+		}
+		if ((rc = expand_one(p, (size_t)(q - p), &x)) != 0)
+			return rc;
+		if (!*q)
+			return 0;
+		p = q + 1;
+	}
+}
+
+static int count_cb(const char *name, void *arg)
+{
+	(void)name;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+int syn__hostlist_count(const char *list)
+{
+	size_t n = 0;
+
+	if (syn__hostlist_foreach(list, count_cb, &n) < 0)
+		return -1;
+	return (int)n;
+}
+
+struct nth {
+	size_t k, i;
+	char *buf;
+	size_t len;
+	int found;
+};
+
+static int nth_cb(const char *name, void *arg)
+{
+	struct nth *n = arg;
+
+	if (n->i++ != n->k)
+		return 0;
+	n->found = 1;
+	if (strlen(name) >= n->len)
+		return 2;
+	memcpy(n->buf, name, strlen(name) + 1);
+	return 1;
+}
+
+int syn__hostlist_nth(const char *list, size_t k, char *buf, size_t len)
+{
+	struct nth n = { k, 0, buf, len, 0 };
+	int rc = syn__hostlist_foreach(list, nth_cb, &n);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 2) {
+		errno = ERANGE;
+		return -1;
+	}
+	if (!n.found) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+
+struct pos {
+	const char *name;
+	size_t i;
+};
+
+static int pos_cb(const char *name, void *arg)
+{
+	struct pos *p = arg;
+
+	if (strcmp(name, p->name) == 0)
+		return 1;
+	p->i++;
 	return 0;
 }
 
@@ -238,4 +423,73 @@ int syn__node_conf_read(const char *path, const char *node, syn__node_conf_t *ou
 	rv = syn__node_conf_parse(text, node, out, err, errlen);
 	free(text);
 	return rv;
+}
+
+int syn__node_addr_parse(const char *text, const char *node, char *addr, size_t len,
+			 char *err, size_t errlen)
+{
+	char names[4096], list[4096], found_names[4096], found_list[4096];
+	const char *line, *next;
+	int have = 0, n;
+	struct pos pos = { node, 0 };
+
+	found_list[0] = found_names[0] = '\0';
+	for (line = text; line && *line; line = next) {
+		char buf[8192], *hash;
+		size_t l;
+
+		next = strchr(line, '\n');
+		l = next ? (size_t)(next - line) : strlen(line);
+		if (next)
+			next++;
+		if (l >= sizeof(buf))
+			continue;
+		memcpy(buf, line, l);
+		buf[l] = '\0';
+		if ((hash = strchr(buf, '#')))
+			*hash = '\0';
+		if (!word(buf, "NodeName", names, sizeof(names)) || strcasecmp(names, "DEFAULT") == 0 ||
+		    !syn__hostlist_has(names, node))
+			continue;
+		if (!word(buf, "NodeAddr", list, sizeof(list)) &&
+		    !word(buf, "NodeHostname", list, sizeof(list)))
+			list[0] = '\0';
+		snprintf(found_names, sizeof(found_names), "%s", names);
+		snprintf(found_list, sizeof(found_list), "%s", list);
+		have = 1;
+	}
+	if (!have) {
+		if (err && errlen)
+			snprintf(err, errlen, "slurm.conf names no node %s", node);
+		errno = ENOENT;
+		return -1;
+	}
+	if (!found_list[0]) {
+		if (strlen(node) >= len) {
+			errno = ERANGE;
+			goto range;
+		}
+		memcpy(addr, node, strlen(node) + 1);
+		return 0;
+	}
+	n = syn__hostlist_count(found_list);
+	if (n == 1)
+		pos.i = 0;
+	else if (n < 1 || syn__hostlist_foreach(found_names, pos_cb, &pos) != 1 ||
+		 pos.i >= (size_t)n) {
+		if (err && errlen)
+			snprintf(err, errlen, "slurm.conf: node %s: NodeAddr/NodeHostname '%.60s' "
+				 "does not list one host per NodeName '%.60s'", node, found_list,
+				 found_names);
+		errno = EINVAL;
+		return -1;
+	}
+	if (syn__hostlist_nth(found_list, pos.i, addr, len) == 0)
+		return 0;
+range:
+	if (err && errlen)
+		snprintf(err, errlen, "slurm.conf: node %s: its address does not fit %zu bytes",
+			 node, len);
+	errno = ERANGE;
+	return -1;
 }

@@ -11,7 +11,8 @@
  * Prolog: the grant job_submit decided reaches the node only here, as
  * SPANK_SYNERGY_GRANT in the prolog's environment (jobrec.h). It is checked
  * against the job (its owner), the job's profile is copied from the store
- * into StateDir, the cache grant is clamped to what CacheDir's filesystem
+ * into StateDir (for a job on several nodes, the profile of the union of
+ * its nodes' caches, as job_submit sized it), the cache grant is clamped to what CacheDir's filesystem
  * can hold beside the other jobs' grants on the node, and the job's record
  * and cache directory are made. Without a valid grant nothing is made and
  * the job runs GPU-proportional.
@@ -45,6 +46,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "synergy_policy.h"
 #include "synergy_store.h"
 #include "claim.h"
 #include "inplace.h"
@@ -397,6 +399,15 @@ int syn__job_prolog(spank_t sp)
 		slurm_error("synergy: job %u: lock %s/%s.lock: %m; GPU-proportional",
 			    (unsigned)jobid, conf.state_dir, node);
 		goto out;
+	}
+	/* A job on several nodes reads through the partitioned cache: the
+	 * node agent plans its cache on the union profile, as job_submit
+	 * sized it (synergy_policy.h). */
+	if (!r.profile[0] && r.nodes > 1) {
+		syn_profile_t one = prof;
+
+		if (syn_profile_union(&one, (int)r.nodes, &prof) < 0)
+			prof = one;
 	}
 	if (!r.profile[0] &&
 	    (syn__jobrec_name(node, jobid, ".json", name, sizeof(name)) < 0 ||

@@ -13,7 +13,10 @@
  * task_init (the task, as the user, just before exec): pin again (Slurm's
  * affinity plugin may have narrowed it) and export the loader contract
  * (synergy_env.h), with the job's coordinated-prep group and its directory
- * when its record names one, or SYNERGY_ACTIVE=0.
+ * when its record names one, or SYNERGY_ACTIVE=0; for a step on two nodes
+ * or more, the partitioned cache's peers too (peers.h), which
+ * init_post_opt worked out as root from slurm.conf and the step's node
+ * list.
  * task_exit / exit: at the step's end, move its leftover processes out of
  * the synergy child and remove the child once empty (v1), and when the
  * batch step ends, lend the job's CPUs to the jobs still running.
@@ -32,6 +35,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -46,6 +50,7 @@
 
 #include "synergy_env.h"
 #include "lend.h"
+#include "peers.h"
 #include "spank_int.h"
 
 #define conf syn__spank_conf
@@ -58,7 +63,14 @@ static struct {
 	syn__jobrec_t rec;
 	char job_rel[SYN__PATH_MAX * 2];   /* set by post_fork for the exit hooks */
 	char lend_rel[SYN__PATH_MAX * 2];  /* job cgroup lending acted on */
+	char *peers;                /* SYNERGY_PEERS for a multi-node step, else NULL */
+	uint32_t node_index;
+	uint64_t peer_tag;
 } st;
+
+/* Slurm's variable for a step's node list, node index order (srun sets it
+ * for the step's tasks). */
+#define STEP_NODELIST_ENV "SLURM_STEP_NODELIST"
 
 static int lend_enabled(void)
 {
@@ -208,6 +220,60 @@ static void array_group(spank_t sp, int dfd, uid_t uid)
 	close(lockfd);
 }
 
+/*
+ * The partitioned cache's peers of this step (peers.h), for a Synergy job's
+ * step on two nodes or more; nothing for the batch script, the extern and
+ * interactive steps (one node each), a one-node step, and a job that chose
+ * its wire-up itself (SYNERGY_PEER_WIREUP other than auto). Runs as root in
+ * slurmstepd: slurm.conf is read here, once per step, and the tasks
+ * inherit the result.
+ */
+static void peers_init(spank_t sp)
+{
+	char err[300], wireup[32], nodelist[8192];
+	const char *path;
+	uint32_t stepid, nnodes, nodeid;
+	char *text;
+
+	if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+	    stepid > SLURM_MAX_NORMAL_STEP_ID ||
+	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || nnodes < 2 ||
+	    spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
+		return;
+	if (spank_getenv(sp, SYNERGY_ENV_PEER_WIREUP, wireup, sizeof(wireup)) == ESPANK_SUCCESS &&
+	    wireup[0] && strcmp(wireup, "auto") != 0) {
+		slurm_info("synergy: job %u step %u: %s=%s set by the job: no peers exported",
+			   (unsigned)st.jobid, (unsigned)stepid, SYNERGY_ENV_PEER_WIREUP, wireup);
+		return;
+	}
+	if (nodeid >= nnodes ||
+	    spank_getenv(sp, STEP_NODELIST_ENV, nodelist, sizeof(nodelist)) != ESPANK_SUCCESS) {
+		slurm_error("synergy: job %u step %u: no %s for its %u nodes: no partitioned cache",
+			    (unsigned)st.jobid, (unsigned)stepid, STEP_NODELIST_ENV, (unsigned)nnodes);
+		return;
+	}
+	path = getenv("SLURM_CONF");
+	if (!path || !*path)
+		path = "/etc/slurm/slurm.conf";
+	/* Without slurm.conf (a configless node keeps it elsewhere) every node
+	 * is reached at its NodeName, Slurm's own default address. */
+	if (!(text = syn__read_file_at(AT_FDCWD, path, 4 << 20, NULL)))
+		slurm_info("synergy: job %u step %u: %s: %m: peers are reached at their node "
+			   "names", (unsigned)st.jobid, (unsigned)stepid, path);
+	st.peers = syn__peers_format(text ? text : "", nodelist, nnodes, st.jobid, stepid,
+				     conf.peer_port_min, conf.peer_port_max, err, sizeof(err));
+	free(text);
+	if (!st.peers) {
+		slurm_error("synergy: job %u step %u: %s: no partitioned cache", (unsigned)st.jobid,
+			    (unsigned)stepid, err);
+		return;
+	}
+	st.node_index = nodeid;
+	st.peer_tag = syn__peer_tag(st.jobid, stepid);
+	slurm_info("synergy: job %u step %u: node %u of %u, peers %.200s", (unsigned)st.jobid,
+		   (unsigned)stepid, (unsigned)nodeid, (unsigned)nnodes, st.peers);
+}
+
 int syn__remote_init_post_opt(spank_t sp)
 {
 	char err[300];
@@ -238,6 +304,8 @@ int syn__remote_init_post_opt(spank_t sp)
 	if (st.active && !st.rec.group[0])
 		array_group(sp, dfd, uid);
 	close(dfd);
+	if (st.active)
+		peers_init(sp);
 	if (!st.active && !st.rec.has_allotted)
 		return 0;
 	cg = syn__node_cgroup();
@@ -369,6 +437,15 @@ int syn__remote_task_init(spank_t sp)
 		spank_setenv(sp, SYNERGY_ENV_GROUP_DIR, gdir, 1);
 	}
 	spank_setenv(sp, SYNERGY_ENV_ACTIVE, "1", 1);
+	/* A multi-node step: every local task gets the node's entry (the
+	 * first loader of the node to bind it listens, synergy_env.h). */
+	if (st.peers) {
+		spank_setenv(sp, SYNERGY_ENV_PEERS, st.peers, 1);
+		snprintf(val, sizeof(val), "%" PRIu32, st.node_index);
+		spank_setenv(sp, SYNERGY_ENV_NODE_INDEX, val, 1);
+		snprintf(val, sizeof(val), "%" PRIu64, st.peer_tag);
+		spank_setenv(sp, SYNERGY_ENV_PEER_TAG, val, 1);
+	}
 	/* Profile on first run: the step's first task profiles, its report
 	 * going where root looks for it (inplace.h). One process per job
 	 * sweeps: a second task would compete for the same cores. */
@@ -429,6 +506,8 @@ int syn__remote_exit(spank_t sp)
 	int batch;
 
 	watch_stop();
+	free(st.peers);
+	st.peers = NULL;
 	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
 		stepid == SLURM_BATCH_SCRIPT;
 	if (st.active && st.job_rel[0])

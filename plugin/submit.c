@@ -7,7 +7,9 @@
  * synergy_policy.h): whole cores and ProcessMemMB plus a cache, never above
  * the job's GPU share of the node, below it where the profile says the job
  * does not need it; what its best case wants beyond the share is left to
- * the node agent's reclaimable grants. The profile is the store's shared
+ * the node agent's reclaimable grants. A job on N > 1 nodes is sized per
+ * node for the partitioned cache (the union of its N caches is its cache,
+ * and a node needs at most its part of the dataset). The profile is the store's shared
  * one, or the user's own (measured in one of the user's jobs): a job never
  * uses a profile another user's job measured (syn_store_get_for).
  *
@@ -438,6 +440,7 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 		g.uid = req->uid;
 		g.gpus = (uint32_t)gpus;
 		grant_group(&g, gname);
+		g.nodes = req->nodes > 1 && req->nodes <= SYN__JOBREC_NODES_MAX ? req->nodes : 0;
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0)
 			d->grant[0] = '\0';
 		snprintf(d->comment, sizeof(d->comment),
@@ -462,7 +465,12 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 	 * shrink once it runs), so that every later job finds its share free;
 	 * what its best case wants beyond that, the node agent may grant it
 	 * while nobody else needs it (syn_size_job, synergy_policy.h). */
-	if (syn_size_job(&shape, gpus, tasks, &prof, conf->eps, &sz) < 0) {
+	/* A job on several nodes reads through the loader's partitioned
+	 * cache: each node is sized for its part, the union of the nodes'
+	 * caches holding what the profile's best case wants (synergy_policy.h,
+	 * syn_size_job_nodes). */
+	if (syn_size_job_nodes(&shape, gpus, tasks, req->nodes > 1 ? (int)req->nodes : 1, &prof,
+			       conf->eps, &sz) < 0) {
 		snprintf(d->err, sizeof(d->err), "synergy: policy: %s", sz.reason);
 		snprintf(d->comment, sizeof(d->comment),
 			 "synergy: key=%s policy error: GPU-proportional", key);
@@ -491,6 +499,7 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 		g.want_cpus = (uint32_t)(sz.cores + sz.wish_cores);
 		g.want_cache_mb = sz.cache_mb + sz.wish_cache_mb;
 		grant_group(&g, gname);
+		g.nodes = req->nodes > 1 ? req->nodes : 0;
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0) {
 			d->grant[0] = '\0';
 			d->action = SYN__PROPORTIONAL;

@@ -60,6 +60,8 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_profiling_jobs = 2;
 	c->profile_in_place = 1;
 	c->claim_max_age = 3600;
+	c->peer_port_min = SYN_CONF_PEER_PORT_MIN_DEFAULT;
+	c->peer_port_max = SYN_CONF_PEER_PORT_MAX_DEFAULT;
 }
 
 int syn__key_valid(const char *key)
@@ -198,6 +200,20 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 			return errprintf(err, errlen, "ProfileClaimMaxAge: '%s' is not a number of "
 					 "seconds in 1..31536000", value);
 		c->claim_max_age = v;
+		return 0;
+	}
+	if (strcasecmp(key, SYN_CONF_PEER_PORT_MIN) == 0 ||
+	    strcasecmp(key, SYN_CONF_PEER_PORT_MAX) == 0) {
+		/* Each bound alone is checked here; a minimum above the maximum
+		 * is refused where the range is used (the keys may come in any
+		 * order). */
+		if (syn__parse_u64(value, 1, 65535, &v) < 0)
+			return errprintf(err, errlen, "%s: '%s' is not a port number in 1..65535",
+					 key, value);
+		if (strcasecmp(key, SYN_CONF_PEER_PORT_MIN) == 0)
+			c->peer_port_min = (uint32_t)v;
+		else
+			c->peer_port_max = (uint32_t)v;
 		return 0;
 	}
 	if (strcasecmp(key, "LendIdleCores") == 0) {

@@ -28,7 +28,7 @@
  * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
  * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
  * MaxProfileRequestsPerUser, MaxProfilingJobs, ProfileInPlace,
- * ProfileClaimMaxAge, GroupDir (see synergy.conf(5)).
+ * ProfileClaimMaxAge, GroupDir, PeerPortMin, PeerPortMax (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -54,6 +54,8 @@ typedef struct syn__conf {
 	int profile_in_place;               /* ProfileInPlace: a key's first job profiles itself */
 	uint64_t claim_max_age;             /* ProfileClaimMaxAge: seconds a first job's claim
 	                                       lasts before another may take it over */
+	uint32_t peer_port_min, peer_port_max; /* PeerPortMin..PeerPortMax: the partitioned
+	                                       cache's listening ports (synergy_conf.h) */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

@@ -4,7 +4,9 @@
  * Slurm's accounting and never below its GPU-proportional throughput, at
  * integer cores and MB; and its reclaimable wish, what its best case wants
  * beyond that, which only the node agent grants (syn_node_tune, node.c).
- * Also the share arithmetic and the profile helpers the two share.
+ * Also the share arithmetic and the profile helpers the two share, and a
+ * multi-node job's sizing under the partitioned cache (syn_size_job_nodes:
+ * the same sizing on the profile of the union of the nodes' caches).
  *
  * A profile interpolates linearly between its grid points and clamps
  * outside them, so for a fixed core count the throughput is piecewise
@@ -281,4 +283,58 @@ int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile
 			 "best case within the GPU share: %d core%s, %llu MB cache (%.2fx)", out->cores,
 			 out->cores == 1 ? "" : "s", (unsigned long long)out->cache_mb, out->speedup);
 	return 0;
+}
+
+int syn_profile_union(const syn_profile_t *p, int nodes, syn_profile_t *q)
+{
+	if (!p || !q || p == q || nodes < 1 || nodes > SYN_MAX_JOB_NODES) {
+		errno = EINVAL;
+		return -1;
+	}
+	*q = *p;
+	if (nodes == 1)
+		return 0;
+	/* Dividing keeps the axis strictly increasing and >= 0. */
+	for (int j = 0; j < q->n_mem && j < SYN_PROFILE_MAX_MEM; j++)
+		q->mem_gb[j] = p->mem_gb[j] / nodes;
+	q->prop_mem_gb = p->prop_mem_gb / nodes;
+	return 0;
+}
+
+uint64_t syn_partition_cache_mb(uint64_t dataset_bytes, int nodes)
+{
+	double mb;
+
+	if (!dataset_bytes || nodes < 1)
+		return 0;
+	mb = ceil((double)dataset_bytes * 1.02 / nodes / 1048576.0) + 1;
+	return mb < 1.8e19 ? (uint64_t)mb : UINT64_MAX;
+}
+
+int syn_size_job_nodes(const syn_shape_t *node, int gpus, int tasks, int nodes,
+		       const syn_profile_t *p, double eps, syn_size_t *out)
+{
+	syn_profile_t q;
+	syn_shape_t n;
+	uint64_t part;
+	char msg[160];
+
+	if (nodes < 1 || nodes > SYN_MAX_JOB_NODES) {
+		if (out)
+			memset(out, 0, sizeof *out);
+		return size_fail(out, "nodes = %d, need 1..%d", nodes, SYN_MAX_JOB_NODES);
+	}
+	if (nodes == 1 || !p || !node)
+		return syn_size_job(node, gpus, tasks, p, eps, out);
+	if (syn_profile_check(p, msg, sizeof msg) < 0) {
+		if (out)
+			memset(out, 0, sizeof *out);
+		return size_fail(out, "profile: %s", msg);
+	}
+	syn_profile_union(p, nodes, &q);
+	n = *node;
+	part = syn_partition_cache_mb(p->dataset_bytes, nodes);
+	if (part && (!n.max_cache_mb || part < n.max_cache_mb))
+		n.max_cache_mb = part;
+	return syn_size_job(&n, gpus, tasks, &q, eps, out);
 }

@@ -5,7 +5,7 @@
  *   synergy-profile run [OPTIONS] DATASET      profile with the embedded loader
  *   synergy-profile show [--json] KEY|FILE     the profile as a table, and
  *                                              its stall report at the share
- *   synergy-profile what-if [--json] KEY|FILE --cpus N --cache BYTES
+ *   synergy-profile what-if [--json] KEY|FILE --cpus N --cache BYTES [--nodes N]
  *   synergy-profile plot KEY|FILE --out FILE.png
  *   synergy-profile list                       every profile in the store
  *   synergy-profile measure [OPTIONS] DATASET --threads N --cache BYTES
@@ -36,6 +36,7 @@
 #include "coordl.h"
 #include "synergy_conf.h"
 #include "synergy_env.h"
+#include "synergy_policy.h"
 #include "synergy_profile.h"
 #include "synergy_store.h"
 #include "measure.h"
@@ -60,7 +61,7 @@ static const char usage_text[] =
 	"  show KEY|FILE             print a profile as a table, and what bounds the job\n"
 	"                            at its share (GPU, prep or fetch), its stalls and\n"
 	"                            the smallest grants that remove them\n"
-	"  what-if KEY|FILE --cpus N --cache BYTES\n"
+	"  what-if KEY|FILE --cpus N --cache BYTES [--nodes N]\n"
 	"                            predicted throughput per GPU at that allocation,\n"
 	"                            with the same stall report\n"
 	"  plot KEY|FILE --out FILE.png\n"
@@ -106,6 +107,9 @@ static const char usage_text[] =
 	"  --cache BYTES     (measure, what-if) cache size; suffix K, M, G, T\n"
 	"  --epochs N        (measure) measured epochs (default 3)\n"
 	"  --cpus N          (what-if) cores per GPU\n"
+	"  --nodes N         (what-if) the job spans N nodes (1..1024, default 1), each\n"
+	"                    with --cache per GPU: the partitioned cache makes the\n"
+	"                    union of the N caches the job's cache\n"
 	"  --json            (show, what-if) the stall report as one JSON object\n"
 	"\n"
 	"See synergy-profile(1).\n";
@@ -114,7 +118,7 @@ enum {
 	OPT_STORE = 256, OPT_CONF, OPT_KEY, OPT_OUT, OPT_MODEL, OPT_GPU_RATE, OPT_BATCH, OPT_SIZE,
 	OPT_EVAL, OPT_UINT8, OPT_SEED, OPT_MAX_THREADS, OPT_GRID_CPUS, OPT_GRID_MEM, OPT_PROP_CPUS,
 	OPT_PROP_MEM, OPT_WINDOWS, OPT_WINDOW_BATCHES, OPT_CHECK_FRAC, OPT_COLD, OPT_THREADS,
-	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON,
+	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON, OPT_NODES,
 };
 
 static const struct option long_opts[] = {
@@ -143,6 +147,7 @@ static const struct option long_opts[] = {
 	{ "epochs", required_argument, NULL, OPT_EPOCHS },
 	{ "cpus", required_argument, NULL, OPT_CPUS },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "nodes", required_argument, NULL, OPT_NODES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -159,6 +164,7 @@ struct args {
 	int threads, epochs;
 	double cache, cpus;
 	int have_cache, have_cpus;
+	int nodes;  /* what-if: nodes the job spans (0: not given, 1) */
 	int json;
 	int verbose; /* -1 quiet, 0 auto, 1 verbose */
 };
@@ -335,6 +341,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->have_cpus = 1;
 			break;
 		case OPT_JSON: a->json = 1; break;
+		case OPT_NODES:
+			if (parse_int("nodes", optarg, 1, SYN_MAX_JOB_NODES, &a->nodes) < 0)
+				return -1;
+			break;
 		case 'v': a->verbose = 1; break;
 		case 'q': a->verbose = -1; break;
 		case 'h': fputs(usage_text, stdout); exit(0);
@@ -514,7 +524,7 @@ static void print_report(const syn__report_t *r, const syn_profile_t *p, FILE *f
 }
 
 /* The report as one JSON object on stdout; absent answers are null. */
-static int print_report_json(const syn__report_t *r, const syn_profile_t *p)
+static int print_report_json(const syn__report_t *r, const syn_profile_t *p, int nodes)
 {
 	json_t *o = json_pack("{s:s, s:{s:f, s:f}, s:{s:f, s:f}, s:{s:f, s:f}, s:{s:f, s:b}, s:s,"
 	                      " s:{s:f, s:f, s:f}, s:{s:o, s:o, s:o}, s:{s:f, s:f, s:f}}",
@@ -533,6 +543,10 @@ static int print_report_json(const syn__report_t *r, const syn_profile_t *p)
 	                      r->fetch_half_mem_gb >= 0 ? json_real(r->fetch_half_mem_gb) : json_null(),
 	                      "best", "cpus", r->best_cpus, "mem_gb", r->best_mem_gb,
 	                      "normalised", r->best_tput);
+	if (o && nodes > 1 && json_object_set_new(o, "nodes", json_integer(nodes)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (!o) {
 		errmsg("cannot build the JSON report");
 		return -1;
@@ -555,7 +569,7 @@ static int cmd_show(const struct args *a, int argc, char **argv)
 	if (load_profile(a, argv[0], &p) < 0 || make_report(&p, p.prop_cpus, p.prop_mem_gb, &r) < 0)
 		return 1;
 	if (a->json)
-		return print_report_json(&r, &p) < 0;
+		return print_report_json(&r, &p, 1) < 0;
 	print_profile(&p, stdout);
 	fputc('\n', stdout);
 	print_report(&r, &p, stdout);
@@ -564,28 +578,47 @@ static int cmd_show(const struct args *a, int argc, char **argv)
 
 static int cmd_what_if(const struct args *a, int argc, char **argv)
 {
-	syn_profile_t p;
+	syn_profile_t raw, p;
+	int nodes = a->nodes > 0 ? a->nodes : 1;
 	if (argc != 1)
 		return usage_error("what-if: expected one KEY or FILE");
 	if (!a->have_cpus || !a->have_cache)
 		return usage_error("what-if: --cpus N and --cache BYTES are required");
 	syn__report_t rep;
 	double gib = a->cache / SYN__GIB;
-	if (load_profile(a, argv[0], &p) < 0 || make_report(&p, a->cpus, gib, &rep) < 0)
+	if (load_profile(a, argv[0], &raw) < 0)
+		return 1;
+	/* On N nodes the job's cache is the union of its nodes' caches
+	 * (synergy_policy.h): the profile as one node of it sees it. */
+	if (syn_profile_union(&raw, nodes, &p) < 0) {
+		errmsg("--nodes %d: %s", nodes, strerror(errno));
+		return 1;
+	}
+	if (make_report(&p, a->cpus, gib, &rep) < 0)
 		return 1;
 	if (a->json)
-		return print_report_json(&rep, &p) < 0;
+		return print_report_json(&rep, &p, nodes) < 0;
 	double v = syn_profile_eval(&p, a->cpus, gib);
-	char cb[32];
+	char cb[32], ub[32], pb[32];
 	human_bytes(a->cache, cb, sizeof(cb));
 	printf("profile      %s\n", p.key);
-	printf("allocation   %g cpus, %s cache per GPU\n", a->cpus, cb);
-	printf("normalised   %.4f (1.0 = %g cpus, %g GiB)\n", v, p.prop_cpus, p.prop_mem_gb);
+	printf("allocation   %g cpus, %s cache per GPU%s\n", a->cpus, cb, nodes > 1 ? " on each node" : "");
+	if (nodes > 1) {
+		uint64_t part = syn_partition_cache_mb(raw.dataset_bytes, nodes);
+		human_bytes(a->cache * nodes, ub, sizeof(ub));
+		if (part)
+			human_bytes((double)part * 1048576.0, pb, sizeof(pb));
+		printf("nodes        %d, partitioned cache: the job's cache is their union, %s per GPU%s%s%s\n",
+		       nodes, ub, part ? "; a node holds at most its part of the dataset, " : "",
+		       part ? pb : "", part ? " per node" : "");
+	}
+	printf("normalised   %.4f (1.0 = %g cpus, %g GiB)\n", v, raw.prop_cpus, raw.prop_mem_gb);
 	if (p.base_tput > 0)
 		printf("throughput   %.1f samples/s per GPU\n", v * p.base_tput);
 	if (p.fetch_latency_s > 0 && p.fetch_concurrency > 0) {
 		/* The storage side of the prediction: Q requests of latency L
-		 * in flight bring Q/L items/s; the cache serves its share. */
+		 * in flight bring Q/L items/s; the cache (the union) serves
+		 * its share. */
 		syn__rates_t r;
 		memset(&r, 0, sizeof(r));
 		r.fetch_latency = p.fetch_latency_s;
@@ -595,8 +628,8 @@ static int cmd_what_if(const struct args *a, int argc, char **argv)
 		r.dataset_items = p.dataset_items;
 		printf("remote fetch %.1f samples/s from storage (%.1f ms x %.1f requests in flight), "
 		       "hit rate %.2f: at most %.1f samples/s\n", syn__model_storage_items(&r),
-		       1e3 * p.fetch_latency_s, p.fetch_concurrency, syn__model_hit_rate(&r, a->cache),
-		       syn__model_fetch(&r, a->cache));
+		       1e3 * p.fetch_latency_s, p.fetch_concurrency,
+		       syn__model_hit_rate(&r, a->cache * nodes), syn__model_fetch(&r, a->cache * nodes));
 	}
 	if (a->cpus > p.cpus[p.n_cpu - 1] || gib > p.mem_gb[p.n_mem - 1] || a->cpus < p.cpus[0] ||
 	    gib < p.mem_gb[0])

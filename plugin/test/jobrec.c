@@ -34,6 +34,9 @@ static void test_grant(void)
 		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0 colour=red", "colour" },
 		{ "key=img uid=0 gpus=99999 cpus=2 mem_mb=2048 cache_mb=0", "gpus" },
 		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0x10", "cache_mb" },
+		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0 nodes=0", "nodes" },
+		{ "key=img uid=0 gpus=1 cpus=2 mem_mb=2048 cache_mb=0 nodes=1025", "nodes" },
+		{ "nodes=2", "without a key" },
 		{ "uid=0", "without a key" },
 		{ "key", "name=value" },
 	};
@@ -57,6 +60,15 @@ static void test_grant(void)
 	   back.cpus == 12 && back.mem_mb == 9216 && back.cache_mb == 7168 &&
 	   back.want_cpus == 16 && back.want_cache_mb == 8000 && !back.has_allotted,
 	   "and parses back the same");
+	ok(!strstr(buf, "nodes="), "a one-node grant names no nodes");
+	r.nodes = 4;
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == 0 && strstr(buf, " nodes=4") &&
+	   syn__jobrec_parse(buf, &back, err, sizeof(err)) == 0 && back.nodes == 4,
+	   "issue 14: a multi-node grant carries its node count: %s", buf);
+	r.nodes = 1025;
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "more nodes than SYN__JOBREC_NODES_MAX do not format");
+	r.nodes = 0;
 	ok(syn__grant_format(&r, buf, 20) == -1 && errno == ENAMETOOLONG, "short buffer refused");
 	r.synergy = 0;
 	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,

@@ -5,8 +5,9 @@
  * first run (issue 17: the first job of a key claims it and profiles in
  * place, a second does not, larger jobs queue an offline request, caps
  * count claims, a profile measured in another user's job is not used),
- * --synergy=off, malformed options refused, and a corrupt profile never
- * failing the job.
+ * --synergy=off, malformed options refused, a corrupt profile never
+ * failing the job, and a job on 2 nodes sized for the partitioned cache
+ * (issue 14).
  */
 #include "config.h"
 
@@ -57,6 +58,7 @@ static const char *partition;
 static uint32_t tasks_per_node;
 static const char *group_name;   /* --synergy-group, forwarded */
 static int array;
+static uint32_t job_nodes;
 
 static void decide(const char *key, const char *onoff, const char *tres, syn__decision_t *d)
 {
@@ -84,6 +86,7 @@ static void decide(const char *key, const char *onoff, const char *tres, syn__de
 	req.spank_env_size = n;
 	req.tres_per_node = tres;
 	req.tasks_per_node = tasks_per_node;
+	req.nodes = job_nodes;
 	req.uid = 1000;
 	req.partition = partition;
 	syn__decide(&conf, &req, d);
@@ -191,6 +194,17 @@ int main(void)
 	ok(strstr(d.comment, "key=img") && strstr(d.comment, "cpus=2") &&
 		   strstr(d.comment, "(best-case; configured shape)"),
 	   "comment: %s", d.comment);
+
+	/* Issue 14: on 2 nodes the union of the nodes' caches is the job's
+	 * cache, so each node needs half the one-node best case. */
+	job_nodes = 2;
+	decide("img", NULL, "gres:gpu:2", &d);
+	job_nodes = 0;
+	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 4 && d.mem_mb == 2048 &&
+	   strstr(d.grant, " cache_mb=1024 ") && strstr(d.grant, " nodes=2"),
+	   "2 nodes: 2 cores and 1024 MB process + 1024 MB cache per node, half the one-node "
+	   "cache; the grant names the nodes (got %d %u %u %llu, %s)", d.action,
+	   d.cpus_per_task, d.min_cpus, (unsigned long long)d.mem_mb, d.grant);
 
 	/* One GPU of two: its share is 1 core and 2048 MB, which is where it
 	 * stays in accounting; the second core is its best case, reclaimable. */

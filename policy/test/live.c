@@ -11,7 +11,10 @@
  * every sized job at or above its floor, never lowers the total, and is
  * the same on the same input. Coordinated-prep groups (issue 15): the
  * members of a group are planned as one consumer, by hand and over random
- * nodes. The seed is fixed so that a failure reproduces; SEED overrides it.
+ * nodes. Multi-node jobs (issue 14): the union profile, a node's part of
+ * the dataset, and syn_size_job_nodes() giving each node the cache whose
+ * union is the one-node best case, capped at the node's part. The seed is
+ * fixed so that a failure reproduces; SEED overrides it.
  */
 #include "config.h"
 
@@ -768,6 +771,52 @@ static void test_group_property(int instances)
 	   "groups, monotone profiles and grants to groups were exercised");
 }
 
+/* Issue 14: a job on n nodes with the partitioned cache. */
+static void test_size_nodes(void)
+{
+	syn_profile_t q, d;
+	syn_size_t s1, s;
+
+	ok(syn_profile_union(P("m5"), 2, &q) == 0 && NEAR(q.mem_gb[q.n_mem - 1],
+							    P("m5")->mem_gb[P("m5")->n_mem - 1] / 2),
+	   "union of 2 nodes: the memory axis halves");
+	ok(NEAR(syn_profile_eval(&q, 3, 40), syn_profile_eval(P("m5"), 3, 80)),
+	   "the union profile at m per GPU is the profile at 2m");
+	ok(syn_profile_union(P("m5"), 0, &q) < 0 && errno == EINVAL, "0 nodes: EINVAL");
+	ok(syn_profile_union(P("m5"), SYN_MAX_JOB_NODES + 1, &q) < 0 && errno == EINVAL,
+	   "more than SYN_MAX_JOB_NODES: EINVAL");
+	is_int((long long)syn_partition_cache_mb(100ULL << 30, 2), 52225,
+	       "a node's part of 100 GiB on 2 nodes: 51200 MB + 2% + 1");
+	is_int((long long)syn_partition_cache_mb(0, 2), 0, "unknown dataset: no cap");
+
+	/* m5 on one node wishes 187.5 GB per GPU; on 2 nodes each node
+	 * wishes half of it, on 3 nodes a third: the union is the same. */
+	syn_size_job(&paper, 1, 1, P("m5"), 0.01, &s1);
+	ok(syn_size_job_nodes(&paper, 1, 1, 1, P("m5"), 0.01, &s) == 0 &&
+	   memcmp(&s, &s1, sizeof(s)) == 0, "one node: syn_size_job() itself");
+	ok(syn_size_job_nodes(&paper, 1, 1, 2, P("m5"), 0.01, &s) == 0 && s.sized &&
+	   s.cache_mb + s.wish_cache_mb == 96000 && NEAR(s.best_tput, s1.best_tput),
+	   "m5 on 2 nodes: 93.75 GB per node (96000 MB), half the one-node best case, "
+	   "same best throughput: got %llu + %llu", (unsigned long long)s.cache_mb,
+	   (unsigned long long)s.wish_cache_mb);
+	ok(syn_size_job_nodes(&paper, 1, 1, 3, P("m5"), 0.01, &s) == 0 && s.sized &&
+	   s.cache_mb + s.wish_cache_mb == 64000 && NEAR(s.best_tput, s1.best_tput),
+	   "m5 on 3 nodes: 62.5 GB per node, a third of the one-node best case: got %llu + %llu",
+	   (unsigned long long)s.cache_mb, (unsigned long long)s.wish_cache_mb);
+
+	/* A known dataset caps a node at its part, freeing memory below the
+	 * share. */
+	d = *P("m5");
+	d.dataset_bytes = 100ULL << 30;
+	ok(syn_size_job_nodes(&paper, 1, 1, 2, &d, 0.01, &s) == 0 && s.sized &&
+	   s.cache_mb + s.wish_cache_mb <= 52225 && s.mem_mb <= paper.process_mem_mb + 52225,
+	   "2 nodes, 100 GiB dataset: a node's cache never above its part (52225 MB): "
+	   "got %llu + %llu", (unsigned long long)s.cache_mb, (unsigned long long)s.wish_cache_mb);
+	ok(s.tput >= s.prop_tput - 1e-9, "and never below the floor");
+	ok(syn_size_job_nodes(&paper, 1, 1, 0, &d, 0.01, &s) < 0 && errno == EINVAL &&
+	   strstr(s.reason, "nodes"), "0 nodes: EINVAL naming nodes");
+}
+
 int main(void)
 {
 	const char *seed = getenv("SEED");
@@ -777,6 +826,7 @@ int main(void)
 	test_size_issue13();
 	test_node_group();
 	test_size_tasks_and_cap();
+	test_size_nodes();
 	test_node_hand();
 	test_size_property(20000);
 	test_node_property(4000);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # cli.sh: golden-output tests of synergy-profile show / what-if on the
 # checked-in profile, list over a store holding good and corrupt files, the
-# store lookup through synergy.conf, the stall report (text and --json) and
-# the CLI's error paths.
+# store lookup through synergy.conf, the stall report (text and --json),
+# what-if on several nodes (the partitioned cache, issue 14) and the CLI's
+# error paths.
 . "$top_srcdir/tests/lib/tap.sh"
 sp="$top_builddir/profiler/synergy-profile"
 data="$top_srcdir/profiler/test/data"
@@ -92,6 +93,18 @@ test_ok "what-if there: exit 1 as well" \
 	expect_fail 1 "no throughput" "$sp" what-if --json "$tmp/zero.json" --cpus 3 --cache 62.5G
 test_ok "what-if without --cache: usage error" expect_fail 2 "cache" "$sp" what-if "$data/resnet18.json" --cpus 2
 test_ok "bad --cache value: usage error naming it" expect_fail 2 "--cache '12X'" "$sp" what-if r18 --cpus 2 --cache 12X
+# Issue 14: on N nodes the partitioned cache makes the union of the
+# nodes' caches the job's cache: 2 nodes of 50G predict what one cache of
+# 100G does.
+norm() { "$sp" what-if "$data/resnet18.json" --cpus 4 "$@" | sed -n 's/^normalised *\([0-9.]*\).*/\1/p'; }
+test_ok "what-if --nodes 2 --cache 50G predicts what --cache 100G does" \
+	test "$(norm --cache 50G --nodes 2)" = "$(norm --cache 100G)" -a "$(norm --cache 50G)" != "$(norm --cache 100G)"
+test_ok "what-if --nodes names the union and a node's part of the dataset" \
+	sh -c "'$sp' what-if '$data/resnet18.json' --cpus 4 --cache 50G --nodes 2 |
+		grep -q '^nodes *2, partitioned cache: the job.s cache is their union, 100.0 GiB per GPU'"
+test_ok "what-if --json --nodes 2 says nodes: 2" \
+	sh -c "'$sp' what-if --json '$data/resnet18.json' --cpus 4 --cache 50G --nodes 2 | grep -q '\"nodes\": 2'"
+test_ok "bad --nodes: usage error naming it" expect_fail 2 "--nodes '0'" "$sp" what-if r18 --cpus 2 --cache 1G --nodes 0
 test_ok "bad --key: usage error" expect_fail 2 "--key '../x'" "$sp" run --key ../x /nonexistent
 test_ok "unknown command: usage error" expect_fail 2 "unknown command 'frobnicate'" "$sp" frobnicate
 test_ok "run -- without a command: usage error" expect_fail 2 "expected a command" "$sp" run --key x --

@@ -39,6 +39,7 @@
 #   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
 #   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
+#   CLUSTER_SLURM_CONF_EXTRA    extra lines for slurm.conf (e.g. PrologFlags=Alloc)
 #   CLUSTER_NODE_SHAPES     "GPUS:CPUS:MEM ..." one per node: nodes of different
 #                           shapes (scheduling only: CPUs past the real ones are
 #                           faked), each also in its own partition "shape<i>";
@@ -83,6 +84,7 @@ CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
 CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
+CLUSTER_SLURM_CONF_EXTRA=${CLUSTER_SLURM_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_GROUP_DIR=${CLUSTER_GROUP_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
@@ -242,6 +244,8 @@ MinJobAge=300
 SchedulerParameters=bf_interval=1
 PlugStackConfig=$C/etc/plugstack.conf
 EOF
+	[ -z "$CLUSTER_SLURM_CONF_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_SLURM_CONF_EXTRA" >>"$C/etc/slurm.conf"
 	if [ "$CLUSTER_SYNERGY" = 1 ]; then
 		if [ "$CLUSTER_PLUGIN_DIR" -ef "$cluster__slurm_plugindir" ]; then
 			echo "PluginDir=$cluster__slurm_plugindir" >>"$C/etc/slurm.conf"

@@ -1,0 +1,205 @@
+#!/bin/bash
+# synergy-multinode.sh: a Synergy job on two nodes gets the partitioned
+# cache's peers from the SPANK plugin (synergy_env.h), and its loaders
+# serve each other's misses over UCX on TCP (issue 14):
+#  - each node's task of a 2-node step has a distinct SYNERGY_NODE_INDEX
+#    (its SLURM_NODEID), the same SYNERGY_PEERS (one 127.0.0.1:port per
+#    node, ports distinct, inside PeerPortMin..PeerPortMax) and the same
+#    SYNERGY_PEER_TAG;
+#  - coordl-bench on both nodes (rank = node, UCX_TLS=tcp so bytes cross
+#    sockets), each node's cache 3/4 of the dataset: after the first epoch
+#    peers serve misses (peer hits > 0) and storage is read for at most 1%
+#    of the dataset per node (the union of the caches holds it all: dataset
+#    - union = 0), while the first epoch read the dataset once in total;
+#  - with two tasks per node (torchrun- or srun-style, one process per
+#    GPU) both tasks of a node get the same values, share the node's cache
+#    (one listens, the other only reads) and the same exactness holds;
+#  - the next step of the job gets other ports and another tag; a step
+#    whose job set SYNERGY_PEER_WIREUP=off, the batch script (one node) and
+#    a one-node Synergy job get none of the peer variables;
+#  - nothing is left afterwards.
+# Skipped when libcoordl was built without UCX.
+. "${top_srcdir:?}/tests/lib/cluster.sh"
+bench=$top_builddir/bench/coordl-bench
+gen=$top_builddir/tools/coordl-datagen
+[ -x "$bench" ] && [ -x "$gen" ] || bail "build bench/coordl-bench and tools/coordl-datagen first"
+grep -q '^#define HAVE_UCX 1' "$top_builddir/config.h" 2>/dev/null ||
+	skip_all "libcoordl built without UCX (libucx-dev; configure --with-ucx)"
+# A private range of 16 ports for the peers' listeners: every cluster's
+# job ids start at 1, and another test may run beside this one.
+pmin=$(ports_pick "") || bail "no free port"
+[ "$pmin" -le 65520 ] || pmin=$((pmin - 16))
+pmax=$((pmin + 15))
+# One GPU per node, so a job may take both cores; each node's cache is
+# capped at MaxCacheMB, 3/4 of the dataset below.
+CLUSTER_GPUS=1
+# Every node's prolog at allocation: only that prolog carries the job's
+# grant to a node that runs no batch script (spank-synergy(8)).
+CLUSTER_SLURM_CONF_EXTRA=PrologFlags=Alloc
+CLUSTER_SYNERGY_CONF_EXTRA="PeerPortMin=$pmin
+PeerPortMax=$pmax
+MaxCacheMB=12"
+cluster_start 2
+cluster_put_profile img image
+# 224 images of 300-500 px: about 16 MB, more than one node's 12 MB cache,
+# less than the union's 24 MB.
+"$gen" --out "$C/ds" --classes 4 --images 224 --seed 14 --width-range 300-500 >/dev/null ||
+	bail "coordl-datagen failed"
+dsmb=$(find "$C/ds" -type f -name '*.jpg' -printf '%s\n' | awk '{s += $1} END {printf "%.1f", s / 1e6}')
+diag "dataset $dsmb MB, cache 12 MiB per node, ports $pmin..$pmax"
+awk -v d="$dsmb" 'BEGIN { exit !(d > 12 * 1.048576 && d < 24 * 1.048576 * 0.95) }' ||
+	bail "dataset of $dsmb MB does not lie between one node's cache and the union"
+
+# The 2-node job. Step 0: each node's task records its environment, then
+# runs coordl-bench as rank NODEID of 2 (3 epochs, an emulated GPU so that
+# an epoch lasts about a second and the nodes' epochs line up). The nodes
+# of this throwaway cluster share one machine and so one CacheDir: each
+# task names its own cache in it, as its own node's would be on a real
+# cluster. Step 1 is the same without the bench; step 2 sets
+# SYNERGY_PEER_WIREUP=off.
+cat >"$C/task.sh" <<EOF
+#!/bin/bash
+exec >"$C/step\$SLURM_STEP_ID.node\$SLURM_NODEID.out" 2>&1
+echo SLURM_NODEID=\$SLURM_NODEID
+env | grep -E '^SYNERGY_' | sort
+[ "\$1" = bench ] || exit 0
+export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
+export SYNERGY_PEER_TIMEOUT_MS=2000
+exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 80 \
+	--rank \$SLURM_NODEID --world-size 2 $C/ds
+EOF
+chmod 0755 "$C/task.sh"
+id=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img --wrap "
+	echo batch: \$(env | grep -cE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=')
+	srun -N2 --ntasks-per-node=1 $C/task.sh bench
+	srun -N2 --ntasks-per-node=1 $C/task.sh
+	SYNERGY_PEER_WIREUP=off srun -N2 --ntasks-per-node=1 $C/task.sh")
+test_ok "sbatch -N2 --synergy-profile=img accepted" test -n "$id"
+st=$(cluster_wait_job "$id" 90)
+test_ok "the 2-node job completed" test "$st" = COMPLETED
+for f in "$(cluster_out "$id")" "$C"/step*.out; do
+	[ -f "$f" ] && sed "s|^|#   ${f##*/}: |" "$f"
+done
+o0=$C/step0.node0.out o1=$C/step0.node1.out
+val() { sed -n "s/^$2=//p" "$1" 2>/dev/null; }
+test_ok "both nodes' tasks ran under Synergy" \
+	test "$(val "$o0" SYNERGY_ACTIVE)/$(val "$o1" SYNERGY_ACTIVE)" = 1/1
+test_ok "each node's SYNERGY_NODE_INDEX is its SLURM_NODEID (0 and 1)" \
+	test "$(val "$o0" SYNERGY_NODE_INDEX)/$(val "$o1" SYNERGY_NODE_INDEX)" = 0/1
+peers=$(val "$o0" SYNERGY_PEERS)
+tag=$(val "$o0" SYNERGY_PEER_TAG)
+test_ok "both nodes have the same SYNERGY_PEERS ($peers)" \
+	test -n "$peers" -a "$peers" = "$(val "$o1" SYNERGY_PEERS)"
+test_ok "and the same SYNERGY_PEER_TAG ($tag)" test -n "$tag" -a "$tag" = "$(val "$o1" SYNERGY_PEER_TAG)"
+# two entries, 127.0.0.1 (NodeAddr), distinct ports inside the range
+ports_ok() {
+	local IFS=, e p seen=" " n=0
+	for e in $1; do
+		[ "${e%:*}" = 127.0.0.1 ] || return 1
+		p=${e##*:}
+		[ "$p" -ge "$pmin" ] && [ "$p" -le "$pmax" ] || return 1
+		case "$seen" in *" $p "*) return 1 ;; esac
+		seen="$seen$p "
+		n=$((n + 1))
+	done
+	[ "$n" = 2 ]
+}
+test_ok "one NodeAddr:port per node, ports distinct and in PeerPortMin..PeerPortMax" ports_ok "$peers"
+
+# The bench's table: epoch rows; column 9 storageMB, 13 peer%, 15
+# fallbacks, 16 stalls.
+rows() { awk '$1 ~ /^[0-9]+$/ && NF >= 17' "$1"; }
+test_ok "node 0's loader joined the partitioned cache" grep -q "partitioned cache: node 0 of 2" "$o0"
+test_ok "node 1's loader joined the partitioned cache" grep -q "partitioned cache: node 1 of 2" "$o1"
+test_ok "both ran 3 epochs" test "$(rows "$o0" | wc -l)/$(rows "$o1" | wc -l)" = 3/3
+test_ok "first epoch: the nodes read the dataset once between them (+-1%)" \
+	awk -v d="$dsmb" '$1 == 0 { s += $9 } END { exit !(s >= d * 0.99 && s <= d * 1.01) }' \
+		<(rows "$o0") <(rows "$o1")
+for n in 0 1; do
+	o=$C/step0.node$n.out
+	test_ok "node $n: after the first epoch, peers served its misses (peer hits > 0)" \
+		awk '$1 >= 1 && $13 + 0 <= 0 { bad = 1 } END { exit bad }' <(rows "$o")
+	test_ok "node $n: after the first epoch, storage read <= 1% of the dataset" \
+		awk -v d="$dsmb" '$1 >= 1 && $9 > d * 0.01 { bad = 1 } END { exit bad }' <(rows "$o")
+done
+test_ok "no peer failed or stalled (fallback and stall columns 0)" \
+	awk '$1 >= 1 && ($15 != 0 || $16 != 0) { bad = 1 } END { exit bad }' <(rows "$o0") <(rows "$o1")
+
+test_ok "the next step has the same node indices" \
+	test "$(val "$C/step1.node0.out" SYNERGY_NODE_INDEX)/$(val "$C/step1.node1.out" SYNERGY_NODE_INDEX)" = 0/1
+peers1=$(val "$C/step1.node0.out" SYNERGY_PEERS)
+tag1=$(val "$C/step1.node0.out" SYNERGY_PEER_TAG)
+test_ok "the next step gets another tag and other ports ($peers1)" \
+	test -n "$peers1" -a "$peers1" != "$peers" -a -n "$tag1" -a "$tag1" != "$tag"
+test_ok "with SYNERGY_PEER_WIREUP=off set by the job, no peer variable is exported" \
+	bash -c "! grep -qE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' $C/step2.node0.out $C/step2.node1.out"
+test_ok "... though the step still runs under Synergy" \
+	test "$(val "$C/step2.node0.out" SYNERGY_ACTIVE)" = 1
+test_ok "the batch script (one node) gets no peer variable" grep -qx "batch: 0" "$(cluster_out "$id")"
+
+[ "$tap_failed" = 0 ] || for f in "$C"/log/slurmd.*.log; do
+	grep -i 'synergy' "$f" | sed "s|^|#   ${f##*/}: |"
+done
+
+# Two tasks per node (as torchrun or srun with one process per GPU): both
+# tasks of a node get the node's values, share its cache, and the first to
+# bind the node's entry listens while the other only reads; ranks 0-3,
+# numbered node by node.
+cat >"$C/task2.sh" <<EOF
+#!/bin/bash
+exec >"$C/multi.node\$SLURM_NODEID.rank\$SLURM_PROCID.out" 2>&1
+env | grep -E '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' | sort
+export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
+export SYNERGY_PEER_TIMEOUT_MS=2000
+exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 40 --threads 1 \
+	--rank \$SLURM_PROCID --world-size \$SLURM_NTASKS $C/ds
+EOF
+chmod 0755 "$C/task2.sh"
+id3=$(cluster_sbatch -N2 --ntasks-per-node=2 --gres=gpu:1 --synergy-profile=img \
+	--wrap "srun $C/task2.sh")
+st=$(cluster_wait_job "$id3" 90)
+test_ok "a 2-node job with 2 tasks per node completed" test "$st" = COMPLETED
+for f in "$C"/multi.*.out; do
+	[ -f "$f" ] && sed "s|^|#   ${f##*/}: |" "$f"
+done
+m() { echo "$C/multi.node$1.rank$2.out"; }
+same_env() { [ -s "$1" ] && diff -q <(grep ^SYNERGY_ "$1") <(grep ^SYNERGY_ "$2") >/dev/null; }
+test_ok "both tasks of node 0 got the same peer variables" same_env "$(m 0 0)" "$(m 0 1)"
+test_ok "both tasks of node 1 got the same peer variables" same_env "$(m 1 2)" "$(m 1 3)"
+test_ok "node indices 0 and 1, one list and tag for the job" \
+	test "$(val "$(m 0 0)" SYNERGY_NODE_INDEX)/$(val "$(m 1 2)" SYNERGY_NODE_INDEX)" = 0/1 -a \
+	"$(grep -E '^SYNERGY_PEER(S|_TAG)=' "$(m 0 0)")" = "$(grep -E '^SYNERGY_PEER(S|_TAG)=' "$(m 1 3)")"
+test_ok "all four loaders joined the partitioned cache as their node" \
+	test "$(cat "$(m 0 0)" "$(m 0 1)" | grep -c 'partitioned cache: node 0 of 2')/$(cat "$(m 1 2)" "$(m 1 3)" | grep -c 'partitioned cache: node 1 of 2')" = 2/2
+test_ok "first epoch: the four ranks read the dataset once between them (+-1%)" \
+	awk -v d="$dsmb" '$1 == 0 { s += $9 } END { exit !(s >= d * 0.99 && s <= d * 1.01) }' \
+		<(rows "$(m 0 0)") <(rows "$(m 0 1)") <(rows "$(m 1 2)") <(rows "$(m 1 3)")
+test_ok "after it, every rank's misses came from the other node (peer hits > 0)" \
+	awk '$1 >= 1 && $13 + 0 <= 0 { bad = 1 } END { exit bad || NR != 12 }' \
+		<(rows "$(m 0 0)") <(rows "$(m 0 1)") <(rows "$(m 1 2)") <(rows "$(m 1 3)")
+# coordl-bench has no barrier between nodes (a DDP job's all-reduce is
+# one): a rank that starts its second epoch before the other node stored
+# the last items of its part reads those few from storage (one 70 KB item
+# seen, 0.4% of the dataset), within the issue's 1%.
+# node_storage_ok A B: after the first epoch, the node's two ranks (files
+# A and B) read at most 1% of the dataset from storage per epoch together.
+node_storage_ok() {
+	awk -v d="$dsmb" '$1 >= 1 { s[$1] += $9 } END { for (e in s) if (s[e] > d * 0.01) exit 1 }' \
+		<(rows "$1") <(rows "$2")
+}
+test_ok "node 0: after the first epoch, storage <= 1% of the dataset per epoch" \
+	node_storage_ok "$(m 0 0)" "$(m 0 1)"
+test_ok "node 1: after the first epoch, storage <= 1% of the dataset per epoch" \
+	node_storage_ok "$(m 1 2)" "$(m 1 3)"
+
+# A one-node Synergy job: no peers.
+id2=$(cluster_sbatch -N1 --gres=gpu:1 --synergy-profile=img --wrap 'srun -N1 env | grep -E "^SYNERGY_"')
+st=$(cluster_wait_job "$id2" 30)
+out2=$(cluster_out "$id2")
+test_ok "a one-node Synergy job completed" test "$st" = COMPLETED
+test_ok "and ran under Synergy" grep -qx SYNERGY_ACTIVE=1 "$out2"
+test_ok "but got no peer variable" bash -c "! grep -qE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' '$out2'"
+
+cluster__wait 20 cluster_leftovers >/dev/null
+test_ok "no synergy or job cgroup, no cache file left" cluster_leftovers
+done_testing
