@@ -493,3 +493,77 @@ range:
 	errno = ERANGE;
 	return -1;
 }
+
+struct of_host {
+	const char *host;
+	const char *hosts;   /* the line's NodeHostname list, "" for none */
+	int nhosts;
+	size_t i;            /* position in the line's NodeName list */
+	int found;
+	char name[SYN__HOST_MAX + 1];
+};
+
+static int of_host_cb(const char *node, void *arg)
+{
+	struct of_host *o = arg;
+	char h[SYN__HOST_MAX + 1];
+	const char *hn = node;
+
+	if (o->hosts[0]) {
+		if (syn__hostlist_nth(o->hosts, o->nhosts == 1 ? 0 : o->i, h, sizeof(h)) < 0)
+			return 0; /* a short list: slurmd would refuse it */
+		hn = h;
+	}
+	o->i++;
+	if (strcmp(hn, o->host) != 0 || (o->found && strcmp(o->name, node) == 0))
+		return 0;
+	snprintf(o->name, sizeof(o->name), "%s", node);
+	o->found++;
+	return 0;
+}
+
+int syn__node_of_host(const char *text, const char *host, char *name, size_t len)
+{
+	struct of_host o = { .host = host };
+	const char *line, *next;
+
+	for (line = text; line && *line; line = next) {
+		char buf[8192], names[4096], hosts[4096], *hash;
+		size_t l;
+
+		next = strchr(line, '\n');
+		l = next ? (size_t)(next - line) : strlen(line);
+		if (next)
+			next++;
+		if (l >= sizeof(buf))
+			continue;
+		memcpy(buf, line, l);
+		buf[l] = '\0';
+		if ((hash = strchr(buf, '#')))
+			*hash = '\0';
+		if (!word(buf, "NodeName", names, sizeof(names)) || strcasecmp(names, "DEFAULT") == 0)
+			continue;
+		if (!word(buf, "NodeHostname", hosts, sizeof(hosts)))
+			hosts[0] = '\0';
+		o.hosts = hosts;
+		o.nhosts = hosts[0] ? syn__hostlist_count(hosts) : 0;
+		o.i = 0;
+		if (hosts[0] && o.nhosts < 1)
+			continue;
+		syn__hostlist_foreach(names, of_host_cb, &o);
+	}
+	if (!o.found) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (o.found > 1) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (strlen(o.name) >= len) {
+		errno = ERANGE;
+		return -1;
+	}
+	memcpy(name, o.name, strlen(o.name) + 1);
+	return 0;
+}

@@ -78,4 +78,15 @@ int syn__node_conf_read(const char *path, const char *node, syn__node_conf_t *ou
 int syn__node_addr_parse(const char *text, const char *node, char *addr, size_t len,
 			 char *err, size_t errlen);
 
+/*
+ * The NodeName of the slurmd that runs on host (a short host name), as
+ * slurmd started without -N finds its own: the NodeName= lines' nodes
+ * whose NodeHostname (the one at the node's position when the line lists
+ * several, else the node's name) is host. Copies it into name (len bytes).
+ * Returns 0, or -1 with errno ENOENT (no node on host), EEXIST (several:
+ * a multiple-slurmd host, where each slurmd is given its NodeName) or
+ * ERANGE. Pure.
+ */
+int syn__node_of_host(const char *text, const char *host, char *name, size_t len);
+
 #endif

@@ -28,6 +28,7 @@
 
 #include "synergy_conf.h"
 #include "synergy_store.h"
+#include "nodeconf.h"
 #include "cgroup.h"
 #include "jobrec.h"
 #include "lend.h"
@@ -228,16 +229,30 @@ static int run_check(const syn__conf_t *conf, const char *conf_path, const char 
 	return problems ? 1 : 0;
 }
 
+/*
+ * This machine's NodeName: $SLURMD_NODENAME, else the one slurm.conf gives
+ * the slurmd on this host (NodeHostname, as slurmd finds its own; Slurm's
+ * /slurm cgroup layout does not carry it), else the short host name.
+ */
 static const char *default_node(char *buf, size_t len)
 {
-	const char *env = getenv("SLURMD_NODENAME");
+	const char *env = getenv("SLURMD_NODENAME"), *path = getenv("SLURM_CONF");
+	char host[SYN__KEY_MAX + 1], *text;
 
 	if (env && syn__key_valid(env))
 		return env;
-	if (gethostname(buf, len) < 0)
+	if (gethostname(host, sizeof(host)) < 0)
 		return NULL;
-	buf[len - 1] = '\0';
-	buf[strcspn(buf, ".")] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	host[strcspn(host, ".")] = '\0';
+	text = syn__read_file_at(AT_FDCWD, path && *path ? path : "/etc/slurm/slurm.conf",
+				 4 << 20, NULL);
+	if (text && syn__node_of_host(text, host, buf, len) == 0 && syn__key_valid(buf)) {
+		free(text);
+		return buf;
+	}
+	free(text);
+	snprintf(buf, len, "%s", host);
 	return syn__key_valid(buf) ? buf : NULL;
 }
 

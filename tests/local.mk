@@ -7,9 +7,11 @@
 # runs a job on the installed plugins and purges them (minutes).
 # cgroup-v2.sh runs cluster suites on cgroup v2 inside a qemu guest
 # (tests/vm/vm-run, tests/vm/README); vm-run.sh tests that harness.
+# slurm-plain.sh runs cluster suites on a Slurm built without
+# multiple-slurmd (tools/build-slurm-plain; skipped when there is none).
 SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/cluster-limits.sh tests/integration/vm-run.sh \
-	tests/integration/cgroup-v2.sh \
+	tests/integration/cgroup-v2.sh tests/integration/slurm-plain.sh \
 	tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
@@ -21,7 +23,7 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/demo.sh \
 	tests/integration/packaging.sh
 EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init
-dist_noinst_SCRIPTS += tests/vm/vm-run
+dist_noinst_SCRIPTS += tests/vm/vm-run tools/build-slurm-plain
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report
 

@@ -54,9 +54,36 @@ static void test_conf(void)
 	   errno == EINVAL && strstr(err, "lots"), "a bad number is refused by value");
 }
 
+/* Which NodeName runs on a host, as slurmd without -N finds its own. */
+static void test_node_of_host(void)
+{
+	const char *conf =
+		"NodeName=DEFAULT CPUs=8\n"
+		"NodeName=gpu[01-03] NodeHostname=h[1-3] Gres=gpu:4\n"
+		"NodeName=login # no NodeHostname: its own name\n"
+		"NodeName=m1,m2 NodeHostname=big   # two slurmd on one host\n"
+		"# NodeName=h9 NodeHostname=h9\n";
+	char name[64];
+
+	ok(syn__node_of_host(conf, "h2", name, sizeof(name)) == 0 && strcmp(name, "gpu02") == 0,
+	   "h2 runs gpu02 (NodeHostname list by position)");
+	ok(syn__node_of_host(conf, "login", name, sizeof(name)) == 0 && strcmp(name, "login") == 0,
+	   "a node without NodeHostname runs on its own name");
+	ok(syn__node_of_host(conf, "big", name, sizeof(name)) == -1 && errno == EEXIST,
+	   "two nodes on one host: EEXIST (ambiguous)");
+	ok(syn__node_of_host(conf, "h9", name, sizeof(name)) == -1 && errno == ENOENT,
+	   "a commented-out line names nothing: ENOENT");
+	ok(syn__node_of_host(conf, "h1", name, 3) == -1 && errno == ERANGE,
+	   "a buffer too small: ERANGE");
+	ok(syn__node_of_host("NodeName=a NodeHostname=x\nNodeName=a NodeHostname=x\n", "x", name,
+			     sizeof(name)) == 0 && strcmp(name, "a") == 0,
+	   "a node named twice is one node");
+}
+
 int main(void)
 {
 	test_hostlist();
 	test_conf();
+	test_node_of_host();
 	return done_testing();
 }

@@ -13,7 +13,8 @@
 #
 # The nodes' cgroups (cluster__node_cgroups):
 #   v1: /sys/fs/cgroup/<controller>/slurm_<NodeName> (Slurm's multiple-slurmd
-#       prefix), jobs below as uid_U/job_J/step_S[/task_T];
+#       prefix; /slurm with CLUSTER_SLURM), jobs below as
+#       uid_U/job_J/step_S[/task_T];
 #   v2: /sys/fs/cgroup/system.slice/<NodeName>_slurmstepd.scope, Slurm
 #       22.05's cgroup/v2 layout without systemd (IgnoreSystemd=yes): slurmd
 #       moves itself into <scope>/slurmd, new slurmstepds wait in
@@ -62,6 +63,13 @@
 #                     /sys/fs/cgroup is a cgroup2 mount, else v1; cluster_require
 #                     replaces auto by the version found
 #   CLUSTER_TIMEOUT   seconds the cluster may take to come up (default 30)
+#   CLUSTER_SLURM     prefix of a Slurm built WITHOUT multiple-slurmd
+#                     (tools/build-slurm-plain) to run instead of Debian's:
+#                     its daemons, clients and plugins; one node only (such
+#                     a slurmd is alone on its host), cgroup v1, and the
+#                     node's cgroups are Slurm's default /slurm (the file is
+#                     skipped if another slurmd already made them). Default:
+#                     Debian's Slurm (multiple-slurmd, /slurm_<NodeName>)
 #   CLUSTER_POLL_MS   pause between two polls of a state (scontrol, sinfo)
 #                     in ms (default 100); timeouts count polls of this
 #                     length. A slow machine (the TCG guest) polls less often.
@@ -90,8 +98,19 @@ CLUSTER_GROUP_DIR=${CLUSTER_GROUP_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
 CLUSTER_PLUGIN_DIR=${CLUSTER_PLUGIN_DIR:-$top_builddir/plugin/.libs}
 CLUSTER_EXIT_HOOK=${CLUSTER_EXIT_HOOK:-}
-# Where Debian's Slurm keeps its own plugins (select, proctrack, task...).
+# Where Debian's Slurm keeps its own plugins (select, proctrack, task...)
+# and its daemons; a CLUSTER_SLURM build has its own.
+CLUSTER_SLURM=${CLUSTER_SLURM:-}
 cluster__slurm_plugindir=/usr/lib/x86_64-linux-gnu/slurm-wlm
+cluster__sbin=/usr/sbin
+# Debian's slurmd is built with multiple-slurmd: node cgroups /slurm_<node>.
+cluster__multi=1
+if [ -n "$CLUSTER_SLURM" ]; then
+	cluster__slurm_plugindir=$CLUSTER_SLURM/lib/slurm
+	cluster__sbin=$CLUSTER_SLURM/sbin
+	cluster__multi=0
+	export PATH=$CLUSTER_SLURM/bin:$PATH
+fi
 CLUSTER_CGROUP=${CLUSTER_CGROUP:-auto}
 CLUSTER_POLL_MS=${CLUSTER_POLL_MS:-100}
 [[ "$CLUSTER_POLL_MS" =~ ^[1-9][0-9]{0,4}$ ]] ||
@@ -125,6 +144,12 @@ cluster_require_system() {
 		PATH=$PATH:/usr/sbin command -v "$p" >/dev/null 2>&1 ||
 			skip_all "$p not installed"
 	done
+	if [ -n "$CLUSTER_SLURM" ]; then
+		for p in sbin/slurmctld sbin/slurmd sbin/slurmstepd bin/sbatch bin/srun bin/scontrol \
+			 lib/slurm/select_cons_tres.so lib/slurm/cgroup_v1.so; do
+			[ -e "$CLUSTER_SLURM/$p" ] || skip_all "CLUSTER_SLURM=$CLUSTER_SLURM has no $p"
+		done
+	fi
 	case "$CLUSTER_CGROUP" in
 	auto)
 		if [ "$(stat -fc %T "$cluster__cgmnt" 2>/dev/null)" = cgroup2fs ]; then
@@ -138,6 +163,14 @@ cluster_require_system() {
 	if [ "$CLUSTER_CGROUP" = v1 ]; then
 		[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] ||
 			skip_all "needs cgroup v1 cpuset and memory controllers"
+		if [ "$cluster__multi" = 0 ]; then
+			# One /slurm per host: never take over another slurmd's.
+			for p in "$cluster__cgmnt"/*/slurm; do
+				[ ! -d "$p" ] || skip_all "$p exists: another slurmd built without multiple-slurmd runs here"
+			done
+		fi
+	elif [ -n "$CLUSTER_SLURM" ]; then
+		skip_all "CLUSTER_SLURM: cgroup v1 only (this harness's v2 layout is multiple-slurmd's)"
 	else
 		[ "$(stat -fc %T "$cluster__cgmnt" 2>/dev/null)" = cgroup2fs ] ||
 			skip_all "needs cgroup v2 mounted at $cluster__cgmnt (CLUSTER_CGROUP=v2)"
@@ -327,6 +360,8 @@ EOF
 cluster_start() {
 	cluster_n=${1:-1}
 	cluster_require
+	[ "$cluster__multi" = 1 ] || [ "$cluster_n" = 1 ] ||
+		skip_all "$cluster_n nodes: a Slurm without multiple-slurmd runs one slurmd per host"
 	C=$(mktemp -d /tmp/syncl.XXXXXX) || bail "mktemp failed"
 	chmod 0755 "$C"
 	CLUSTER_TAG=c$(printf '%04x' $((RANDOM % 65536)))
@@ -360,10 +395,10 @@ cluster_start() {
 				unset INVOCATION_ID
 				[ -z "$cluster__launch_cg" ] ||
 					echo "$BASHPID" >"$cluster__launch_cg/cgroup.procs"
-				exec setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF"
+				exec setsid "$cluster__sbin"/slurmd -D -N "$node" -f "$SLURM_CONF"
 			) >"$C/log/slurmd.$node.out" 2>&1 </dev/null &
 		else
-			setsid /usr/sbin/slurmd -D -N "$node" -f "$SLURM_CONF" \
+			setsid "$cluster__sbin"/slurmd -D -N "$node" -f "$SLURM_CONF" \
 				>"$C/log/slurmd.$node.out" 2>&1 </dev/null &
 		fi
 		cluster_pids="$cluster_pids $!"
@@ -386,7 +421,7 @@ cluster_start() {
 # cluster_start_ctld: start slurmctld (again, after cluster_stop_ctld);
 # it keeps its state in $C/state, so jobs survive a restart.
 cluster_start_ctld() {
-	setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" $([ -s "$C/state/node_state" ] || echo -c) \
+	setsid "$cluster__sbin"/slurmctld -D -f "$SLURM_CONF" $([ -s "$C/state/node_state" ] || echo -c) \
 		>>"$C/log/slurmctld.out" 2>&1 </dev/null &
 	cluster_ctld_pid=$!
 	cluster_pids="$cluster_pids $cluster_ctld_pid"
@@ -424,13 +459,16 @@ cluster__v2_prepare() {
 # cluster_node_cgroup NODE [CONTROLLER]: node NODE's cgroup directory: v1
 # <mnt>/CONTROLLER/slurm_NODE (CONTROLLER default cpuset; Debian's slurmd
 # is built with multiple-slurmd, whose prefix /slurm_%n is fixed at build
-# time in Slurm 22.05: cgroup.conf has no CgroupPrepend), v2 its
+# time in Slurm 22.05: cgroup.conf has no CgroupPrepend), or
+# <mnt>/CONTROLLER/slurm for a CLUSTER_SLURM built without it; v2 its
 # slurmstepd scope. Whether or not it exists.
 cluster_node_cgroup() {
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
 		echo "$cluster__cgmnt/system.slice/${1}_slurmstepd.scope"
-	else
+	elif [ "$cluster__multi" = 1 ]; then
 		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$1"
+	else
+		echo "$cluster__cgmnt/${2:-cpuset}/slurm"
 	fi
 }
 
