@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,21 +32,6 @@ int syn__nonce_valid(const char *s)
 		if (n >= SYN__NONCE_LEN || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
 			return 0;
 	return n == SYN__NONCE_LEN;
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = EINVAL;
-	return -1;
 }
 
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
@@ -94,31 +78,31 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 		if (strcmp(name, names[i]) == 0)
 			break;
 	if (i == sizeof(names) / sizeof(names[0]))
-		return fail(err, errlen, "unknown field '%.40s'", name);
+		return syn__errf(EINVAL, err, errlen, "unknown field '%.40s'", name);
 	if (*seen & (1u << i))
-		return fail(err, errlen, "field '%s' given twice", name);
+		return syn__errf(EINVAL, err, errlen, "field '%s' given twice", name);
 	*seen |= 1u << i;
 	switch (i) {
 	case 0:
 		if (!syn__key_valid(val))
-			return fail(err, errlen, "key: '%.70s' is not a valid profile key", val);
+			return syn__errf(EINVAL, err, errlen, "key: '%.70s' is not a valid profile key", val);
 		snprintf(r->key, sizeof(r->key), "%s", val);
 		return 0;
 	case 11:
 		if (!syn__nonce_valid(val))
-			return fail(err, errlen, "profile: '%.40s' is not a claim nonce (%d hex digits)",
+			return syn__errf(EINVAL, err, errlen, "profile: '%.40s' is not a claim nonce (%d hex digits)",
 				    val, SYN__NONCE_LEN);
 		snprintf(r->profile, sizeof(r->profile), "%s", val);
 		return 0;
 	case 12:
 		/* Its uid is checked once the whole text is read. */
 		if (strlen(val) > SYN__GROUP_MAX || !syn__key_valid(val))
-			return fail(err, errlen, "group: '%.70s' is not a group name", val);
+			return syn__errf(EINVAL, err, errlen, "group: '%.70s' is not a group name", val);
 		snprintf(r->group, sizeof(r->group), "%s", val);
 		return 0;
 	case 8:
 		if (syn__cpus_parse(val, &r->allotted) < 0 || CPU_COUNT(&r->allotted) == 0)
-			return fail(err, errlen, "allotted: '%.70s' is not a CPU list", val);
+			return syn__errf(EINVAL, err, errlen, "allotted: '%.70s' is not a CPU list", val);
 		r->has_allotted = 1;
 		return 0;
 	default:
@@ -127,7 +111,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	if (syn__parse_u64(val, i == 13 ? 1 : 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
 			   i == 13 ? SYN__JOBREC_NODES_MAX :
 			   (i == 3 || i == 6) ? 1u << 20 : mem_max, &v) < 0)
-		return fail(err, errlen, "%s: '%.40s' is not a number in range", name, val);
+		return syn__errf(EINVAL, err, errlen, "%s: '%.40s' is not a number in range", name, val);
 	switch (i) {
 	case 1: r->uid = (uint32_t)v; break;
 	case 2: r->gpus = (uint32_t)v; break;
@@ -155,7 +139,7 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 	}
 	memset(r, 0, sizeof(*r));
 	if (strlen(text) >= SYN__JOBREC_MAX)
-		return fail(err, errlen, "longer than %d bytes", SYN__JOBREC_MAX);
+		return syn__errf(EINVAL, err, errlen, "longer than %d bytes", SYN__JOBREC_MAX);
 	copy = strdup(text);
 	if (!copy) {
 		errno = ENOMEM;
@@ -165,7 +149,7 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 		char *eq = strchr(tok, '=');
 
 		if (!eq || eq == tok) {
-			fail(err, errlen, "'%.40s' is not name=value", tok);
+			syn__errf(EINVAL, err, errlen, "'%.40s' is not name=value", tok);
 			goto out;
 		}
 		*eq = '\0';
@@ -178,21 +162,21 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 	 * adds. */
 	if (seen & 1u) {
 		if ((seen & 0x7u) != 0x7u) {
-			fail(err, errlen, "a grant needs key, uid and gpus");
+			syn__errf(EINVAL, err, errlen, "a grant needs key, uid and gpus");
 			goto out;
 		}
 		if (r->gpus < 1 || r->cache_mb > r->mem_mb) {
-			fail(err, errlen, "gpus must be >= 1 and cache_mb <= mem_mb");
+			syn__errf(EINVAL, err, errlen, "gpus must be >= 1 and cache_mb <= mem_mb");
 			goto out;
 		}
 		if (r->group[0] && !syn__group_valid(r->group, r->uid)) {
-			fail(err, errlen, "group: '%s' is not a group of uid %" PRIu32, r->group,
+			syn__errf(EINVAL, err, errlen, "group: '%s' is not a group of uid %" PRIu32, r->group,
 			     r->uid);
 			goto out;
 		}
 		r->synergy = 1;
 	} else if (seen & ~((1u << 8) | (1u << 9) | (1u << 10))) {
-		fail(err, errlen, "fields without a key");
+		syn__errf(EINVAL, err, errlen, "fields without a key");
 		goto out;
 	}
 	rv = 0;

@@ -10,7 +10,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "synergy_env.h"
 #include "nodeconf.h"
 #include "peers.h"
+#include "util.h"
 
 static uint64_t mix64(uint64_t z)
 {
@@ -25,21 +25,6 @@ static uint64_t mix64(uint64_t z)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
-}
-
-static int fail(int e, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(int e, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = e;
-	return -1;
 }
 
 uint64_t syn__peer_tag(uint32_t jobid, uint32_t stepid)
@@ -110,18 +95,18 @@ static int build_cb(const char *name, void *arg)
 		 * line in an Include file) is reached at its name, as Slurm's
 		 * own default NodeAddr is. */
 		if (errno != ENOENT) {
-			b->failed = fail(errno, b->err, b->errlen, "%s", why);
+			b->failed = syn__errf(errno, b->err, b->errlen, "%s", why);
 			return 1;
 		}
 		snprintf(addr, sizeof(addr), "%s", name);
 	}
 	if ((kind = addr_kind(addr)) < 0) {
-		b->failed = fail(EINVAL, b->err, b->errlen, "node %s: address '%.60s' is not a "
+		b->failed = syn__errf(EINVAL, b->err, b->errlen, "node %s: address '%.60s' is not a "
 				 "host name or an IP address", name, addr);
 		return 1;
 	}
 	if ((port = syn__peer_port(b->jobid, b->stepid, b->k, b->pmin, b->pmax)) < 0) {
-		b->failed = fail(errno, b->err, b->errlen, "node index %u has no port in "
+		b->failed = syn__errf(errno, b->err, b->errlen, "node index %u has no port in "
 				 "PeerPortMin..PeerPortMax (%u..%u)", b->k, b->pmin, b->pmax);
 		return 1;
 	}
@@ -130,7 +115,7 @@ static int build_cb(const char *name, void *arg)
 		size_t cap = (b->cap + need) * 2;
 		char *o = realloc(b->out, cap);
 		if (!o) {
-			b->failed = fail(ENOMEM, b->err, b->errlen, "out of memory");
+			b->failed = syn__errf(ENOMEM, b->err, b->errlen, "out of memory");
 			return 1;
 		}
 		b->out = o;
@@ -150,22 +135,22 @@ char *syn__peers_format(const char *slurm_conf, const char *nodelist, uint32_t n
 	int n;
 
 	if (!slurm_conf || !nodelist) {
-		fail(EINVAL, err, errlen, "no slurm.conf or node list");
+		syn__errf(EINVAL, err, errlen, "no slurm.conf or node list");
 		return NULL;
 	}
 	if (nnodes < 2 || nnodes > SYNERGY_PEERS_MAX) {
-		fail(EINVAL, err, errlen, "%u nodes: the partitioned cache takes 2..%d",
+		syn__errf(EINVAL, err, errlen, "%u nodes: the partitioned cache takes 2..%d",
 		     nnodes, SYNERGY_PEERS_MAX);
 		return NULL;
 	}
 	if (pmin < 1 || pmin > pmax || pmax > 65535) {
-		fail(EINVAL, err, errlen, "PeerPortMin..PeerPortMax (%u..%u) is not a port range",
+		syn__errf(EINVAL, err, errlen, "PeerPortMin..PeerPortMax (%u..%u) is not a port range",
 		     pmin, pmax);
 		return NULL;
 	}
 	n = syn__hostlist_count(nodelist);
 	if (n < 0 || (uint32_t)n != nnodes) {
-		fail(EINVAL, err, errlen, "node list '%.80s' does not name the step's %u nodes",
+		syn__errf(EINVAL, err, errlen, "node list '%.80s' does not name the step's %u nodes",
 		     nodelist, nnodes);
 		return NULL;
 	}

@@ -9,28 +9,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "shapes.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = EINVAL;
-	return -1;
-}
 
 /* Slurm partition names: printable, no spaces, commas or '='. */
 static int part_ok(const char *p)
@@ -147,24 +131,24 @@ static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int
 		char *eq = strchr(tok, '=');
 
 		if (!eq)
-			return fail(err, errlen, "line %d: '%.40s' is not name=value", lineno, tok);
+			return syn__errf(EINVAL, err, errlen, "line %d: '%.40s' is not name=value", lineno, tok);
 		*eq++ = '\0';
 		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			if (strcmp(tok, names[i]) == 0)
 				break;
 		if (i == sizeof(names) / sizeof(names[0]) || (seen & (1u << i)))
-			return fail(err, errlen, "line %d: field '%.40s' unknown or repeated",
+			return syn__errf(EINVAL, err, errlen, "line %d: field '%.40s' unknown or repeated",
 				    lineno, tok);
 		seen |= 1u << i;
 		if (i == 0) {
 			if (!part_ok(eq))
-				return fail(err, errlen, "line %d: bad partition name", lineno);
+				return syn__errf(EINVAL, err, errlen, "line %d: bad partition name", lineno);
 			snprintf(s->part, sizeof(s->part), "%s", eq);
 			continue;
 		}
 		if (syn__parse_u64(eq, (i == 1 || i == 2) ? 0 : 1,
 				   i == 1 ? 1 : i == 4 ? (1ULL << 40) : 1u << 20, &v) < 0)
-			return fail(err, errlen, "line %d: %s: '%.30s' is not a number in range",
+			return syn__errf(EINVAL, err, errlen, "line %d: %s: '%.30s' is not a number in range",
 				    lineno, tok, eq);
 		switch (i) {
 		case 1: s->is_default = (int)v; break;
@@ -175,7 +159,7 @@ static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int
 		}
 	}
 	if (seen != 0x3fu)
-		return fail(err, errlen, "line %d: needs partition, default, gpus, cpus, mem_mb and "
+		return syn__errf(EINVAL, err, errlen, "line %d: needs partition, default, gpus, cpus, mem_mb and "
 			    "nodes", lineno);
 	return 0;
 }
@@ -201,7 +185,7 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		lineno++;
 		if (lineno == 1) {
 			if (strcmp(line, SYN__SHAPES_MAGIC) != 0) {
-				fail(err, errlen, "line 1: not '%s'", SYN__SHAPES_MAGIC);
+				syn__errf(EINVAL, err, errlen, "line 1: not '%s'", SYN__SHAPES_MAGIC);
 				goto out;
 			}
 			continue;
@@ -209,7 +193,7 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		if (lineno == 2) {
 			if (strncmp(line, "written=", 8) != 0 ||
 			    syn__parse_u64(line + 8, 0, INT64_MAX, &v) < 0) {
-				fail(err, errlen, "line 2: not written=<time>");
+				syn__errf(EINVAL, err, errlen, "line 2: not written=<time>");
 				goto out;
 			}
 			t->written = (time_t)v;
@@ -218,7 +202,7 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		if (parse_line(line, &s, err, errlen, lineno) < 0)
 			goto out;
 		if (t->n >= SYN__SHAPES_MAX) {
-			fail(err, errlen, "more than %d shapes", SYN__SHAPES_MAX);
+			syn__errf(EINVAL, err, errlen, "more than %d shapes", SYN__SHAPES_MAX);
 			goto out;
 		}
 		ns = realloc(t->s, (t->n + 1) * sizeof(*ns));
@@ -230,7 +214,7 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		t->s[t->n++] = s;
 	}
 	if (lineno < 2) {
-		fail(err, errlen, "truncated (%d lines)", lineno);
+		syn__errf(EINVAL, err, errlen, "truncated (%d lines)", lineno);
 		goto out;
 	}
 	rv = 0;

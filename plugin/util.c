@@ -39,6 +39,19 @@ static int errprintf(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+int syn__errf(int errnum, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = errnum;
+	return -1;
+}
+
 void syn__conf_defaults(syn__conf_t *c)
 {
 	memset(c, 0, sizeof(*c));

@@ -113,6 +113,11 @@ int syn__path_ok(const char *path);
  */
 char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *len);
 
+/* The plugins' error return: fmt into err (when err and errlen), errno set
+ * to errnum, -1 returned; so that a check fails in one statement. */
+int syn__errf(int errnum, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /*
  * Empty the directory open at dfd (the descriptor is consumed), depth
  * first, never following a link: a link planted there is removed, not its
