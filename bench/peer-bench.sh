@@ -7,14 +7,22 @@
 # cache but fits the union. Three configurations, interleaved per repetition:
 #   partitioned  SYNERGY_PEERS set: each node caches its part, misses from peers
 #   per-node     SYNERGY_PEER_WIREUP=off: independent MinIO caches
-#   no cache     SYNERGY_CACHE_BYTES=0: storage (here: the page cache) only
+#   no cache     SYNERGY_CACHE_BYTES=0: storage (and its page cache) only
 # Prints one row per configuration, repetition, node and epoch, then, for the
 # epochs after the first, min/median/max over repetitions and nodes of
 # storage MB and images/s.
 #
 # Usage: bench/peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]
 # (defaults 2 nodes, 2000 images, 4 epochs, 3 repetitions). Env: CACHE_FRAC
-# (default 0.6), THREADS per node (default 1), OUT_SIZE (default 64).
+# (default 0.6), THREADS per node (default 1), OUT_SIZE (default 64),
+# STORAGE_MBPS: put the dataset on slow storage instead, as the demo does
+# (root, cgroup v1 blkio): an ext4 image on a loop device (direct I/O),
+# reads limited to that many MB/s for the whole machine, remounted before
+# every configuration so that each starts with a cold page cache; each
+# node then runs in a memory cgroup of its own (v1), limited to its cache
+# plus MEM_EXTRA_MB (default 96), as a job's memory limit bounds its page
+# cache: the dataset cannot stay in memory beside the caches, and caches
+# live in /dev/shm as the plugin's CacheDir does.
 set -eu
 b=${1:?usage: peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]}
 nodes=${2:-2}
@@ -27,19 +35,71 @@ size=${OUT_SIZE:-64}
 bench=$b/bench/coordl-bench
 gen=$b/tools/coordl-datagen
 [ -x "$bench" ] && [ -x "$gen" ] || { echo "peer-bench: build $b first" >&2; exit 2; }
+mbps=${STORAGE_MBPS:-}
+case "$mbps" in '' | [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | [1-9][0-9][0-9][0-9]) ;;
+*) echo "peer-bench: STORAGE_MBPS='$mbps': expected MB/s 1..9999" >&2; exit 2 ;; esac
+if [ -n "$mbps" ]; then
+	[ "$(id -u)" = 0 ] || { echo "peer-bench: STORAGE_MBPS needs root (loop device, blkio)" >&2; exit 2; }
+	[ -w /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ] && [ -d /sys/fs/cgroup/memory ] ||
+		{ echo "peer-bench: STORAGE_MBPS needs the cgroup v1 blkio and memory controllers" >&2; exit 2; }
+fi
+extra=${MEM_EXTRA_MB:-96}
+case "$extra" in '' | *[!0-9]*) echo "peer-bench: MEM_EXTRA_MB='$extra': expected MB" >&2; exit 2 ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/peer-bench.XXXXXX")
 pids=
+loopdev=
+throttle=
+memcg=/sys/fs/cgroup/memory/peer-bench.$$
+shm=
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null || :; done
-	rm -rf "$tmp"
+	[ -z "$throttle" ] || echo "$throttle 0" >/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device
+	if [ -n "$loopdev" ]; then
+		umount "$tmp/disk" 2>/dev/null || umount -l "$tmp/disk" 2>/dev/null || :
+		losetup -d "$loopdev" 2>/dev/null || :
+	fi
+	for k in $(seq 0 $((nodes - 1))); do
+		[ ! -d "$memcg.$k" ] || rmdir "$memcg.$k" 2>/dev/null || :
+	done
+	rm -rf "$tmp" "$shm"
 }
-trap cleanup EXIT INT TERM
-"$gen" --out "$tmp/ds" --classes 10 --images "$images" --seed 14 --width-range 300-500 -j 2 >/dev/null
-dsbytes=$(find "$tmp/ds" -type f -name '*.jpg' -printf '%s\n' | awk '{s += $1} END {print s}')
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+ds=$tmp/ds
+cdir=$tmp
+if [ -n "$mbps" ]; then
+	shm=$(mktemp -d /dev/shm/peer-bench.XXXXXX)
+	cdir=$shm
+	truncate -s $((images * 130 / 1000 + 64))M "$tmp/disk.img"
+	mkfs.ext4 -q -F "$tmp/disk.img"
+	loopdev=$(losetup --find --show --direct-io=on "$tmp/disk.img")
+	mkdir -p "$tmp/disk"
+	mount -o noatime "$loopdev" "$tmp/disk"
+	ds=$tmp/disk/ds
+fi
+"$gen" --out "$ds" --classes 10 --images "$images" --seed 14 --width-range 300-500 -j 2 >/dev/null
+if [ -n "$mbps" ]; then
+	sync
+	throttle=$(lsblk -dno MAJ:MIN "$loopdev" | tr -d ' ')
+	echo "$throttle $((mbps * 1000000))" >/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device
+fi
+# cold: before a configuration, empty the dataset's page cache (remount).
+cold() {
+	[ -n "$loopdev" ] || return 0
+	umount "$tmp/disk" && mount -o noatime "$loopdev" "$tmp/disk"
+}
+dsbytes=$(find "$ds" -type f -name '*.jpg' -printf '%s\n' | awk '{s += $1} END {print s}')
 cache=$(awk -v d="$dsbytes" -v f="$frac" 'BEGIN {printf "%d", d * f}')
 port0=$((30000 + $$ % 20000))
 echo "# peer-bench: $nodes nodes on 127.0.0.1, UCX_TLS=tcp, dataset $images images $dsbytes bytes," \
 	"cache $cache bytes per node ($frac), $threads thread(s)/node, out $size, $(nproc) cpus"
+if [ -n "$mbps" ]; then
+	echo "# storage: $loopdev (ext4, direct I/O), reads limited to $mbps MB/s (blkio), cold before each configuration;" \
+		"each node in a memory cgroup of cache + $extra MB, caches in /dev/shm"
+else
+	echo "# storage: a local directory (its files stay in the page cache)"
+fi
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %3s %4s %5s %10s %9s %8s %8s\n' config rep node epoch storageMB img/s peerMB fallback
 run_config() { # config rep
@@ -55,18 +115,26 @@ run_config() { # config rep
 	pids=
 	k=0
 	while [ $k -lt "$nodes" ]; do
-		rm -rf "$tmp/c$k"
-		mkdir -p "$tmp/c$k"
+		rm -rf "$cdir/c$k"
+		mkdir -p "$cdir/c$k"
+		if [ -n "$mbps" ]; then
+			[ -d "$memcg.$k" ] || mkdir "$memcg.$k"
+			echo $((cache + extra * 1048576)) >"$memcg.$k/memory.limit_in_bytes"
+		fi
 		(
-			export UCX_TLS=tcp SYNERGY_CACHE_NAME=peerbench SYNERGY_CACHE_DIR="$tmp/c$k"
+			export UCX_TLS=tcp SYNERGY_CACHE_NAME=peerbench SYNERGY_CACHE_DIR="$cdir/c$k"
 			export SYNERGY_CACHE_BYTES="$cache"
 			case $cfg in
 			partitioned) export SYNERGY_PEERS="$peers" SYNERGY_NODE_INDEX=$k SYNERGY_PEER_TAG=$port ;;
 			per-node) export SYNERGY_PEER_WIREUP=off ;;
 			no-cache) export SYNERGY_CACHE_BYTES=0 ;;
 			esac
-			exec "$bench" -e "$epochs" -t "$threads" -s "$size" -b 32 --rank=$k \
-				--world-size="$nodes" "$tmp/ds" >"$tmp/out.$k" 2>"$tmp/err.$k"
+			tasks=/dev/null
+			[ -z "$mbps" ] || tasks=$memcg.$k/tasks
+			# The node's process joins its memory cgroup, then becomes the bench.
+			exec sh -c 'echo $$ >"$0" && exec "$@"' "$tasks" "$bench" -e "$epochs" \
+				-t "$threads" -s "$size" -b 32 --rank=$k --world-size="$nodes" "$ds" \
+				>"$tmp/out.$k" 2>"$tmp/err.$k"
 		) &
 		pids="$pids $!"
 		k=$((k + 1))
@@ -86,6 +154,7 @@ run_config() { # config rep
 r=1
 while [ "$r" -le "$reps" ]; do
 	for cfg in partitioned per-node no-cache; do
+		cold
 		run_config "$cfg" "$r" | tee -a "$tmp/rows"
 	done
 	r=$((r + 1))

@@ -355,31 +355,43 @@ bad:
 	return -1;
 }
 
+/*
+ * The next line of slurm.conf text at *pos into buf (len bytes), its
+ * comment cut off; *pos moves past it. Lines that do not fit buf are
+ * skipped (no NodeName line is that long). Returns 0 at the end of text.
+ */
+static int conf_line(const char **pos, char *buf, size_t len)
+{
+	while (*pos && **pos) {
+		const char *line = *pos, *next = strchr(line, '\n');
+		size_t l = next ? (size_t)(next - line) : strlen(line);
+		char *hash;
+
+		*pos = next ? next + 1 : NULL;
+		if (l >= len)
+			continue;
+		memcpy(buf, line, l);
+		buf[l] = '\0';
+		if ((hash = strchr(buf, '#')))
+			*hash = '\0';
+		return 1;
+	}
+	return 0;
+}
+
 int syn__node_conf_parse(const char *text, const char *node, syn__node_conf_t *out,
 			 char *err, size_t errlen)
 {
 	syn__node_conf_t dflt, found;
 	uint64_t dspec = 0, fspec = 0;
-	const char *line, *next;
+	const char *cur;
+	char buf[8192];
 	char name[4096];
 	int have = 0;
 
 	memset(&dflt, 0, sizeof(dflt));
 	memset(&found, 0, sizeof(found));
-	for (line = text; line && *line; line = next) {
-		char buf[8192], *hash;
-		size_t len;
-
-		next = strchr(line, '\n');
-		len = next ? (size_t)(next - line) : strlen(line);
-		if (next)
-			next++;
-		if (len >= sizeof(buf))
-			continue;
-		memcpy(buf, line, len);
-		buf[len] = '\0';
-		if ((hash = strchr(buf, '#')))
-			*hash = '\0';
+	for (cur = text; conf_line(&cur, buf, sizeof(buf));) {
 		if (!word(buf, "NodeName", name, sizeof(name)))
 			continue;
 		if (strcasecmp(name, "DEFAULT") == 0) {
@@ -429,25 +441,13 @@ int syn__node_addr_parse(const char *text, const char *node, char *addr, size_t 
 			 char *err, size_t errlen)
 {
 	char names[4096], list[4096], found_names[4096], found_list[4096];
-	const char *line, *next;
+	const char *cur;
+	char buf[8192];
 	int have = 0, n;
 	struct pos pos = { node, 0 };
 
 	found_list[0] = found_names[0] = '\0';
-	for (line = text; line && *line; line = next) {
-		char buf[8192], *hash;
-		size_t l;
-
-		next = strchr(line, '\n');
-		l = next ? (size_t)(next - line) : strlen(line);
-		if (next)
-			next++;
-		if (l >= sizeof(buf))
-			continue;
-		memcpy(buf, line, l);
-		buf[l] = '\0';
-		if ((hash = strchr(buf, '#')))
-			*hash = '\0';
+	for (cur = text; conf_line(&cur, buf, sizeof(buf));) {
 		if (!word(buf, "NodeName", names, sizeof(names)) || strcasecmp(names, "DEFAULT") == 0 ||
 		    !syn__hostlist_has(names, node))
 			continue;
@@ -525,22 +525,12 @@ static int of_host_cb(const char *node, void *arg)
 int syn__node_of_host(const char *text, const char *host, char *name, size_t len)
 {
 	struct of_host o = { .host = host };
-	const char *line, *next;
+	const char *cur;
+	char buf[8192];
 
-	for (line = text; line && *line; line = next) {
-		char buf[8192], names[4096], hosts[4096], *hash;
-		size_t l;
+	for (cur = text; conf_line(&cur, buf, sizeof(buf));) {
+		char names[4096], hosts[4096];
 
-		next = strchr(line, '\n');
-		l = next ? (size_t)(next - line) : strlen(line);
-		if (next)
-			next++;
-		if (l >= sizeof(buf))
-			continue;
-		memcpy(buf, line, l);
-		buf[l] = '\0';
-		if ((hash = strchr(buf, '#')))
-			*hash = '\0';
 		if (!word(buf, "NodeName", names, sizeof(names)) || strcasecmp(names, "DEFAULT") == 0)
 			continue;
 		if (!word(buf, "NodeHostname", hosts, sizeof(hosts)))
