@@ -10,7 +10,8 @@
 #   no cache     SYNERGY_CACHE_BYTES=0: storage (and its page cache) only
 # Prints one row per configuration, repetition, node and epoch, then, for the
 # epochs after the first, min/median/max over repetitions and nodes of
-# storage MB and images/s.
+# storage MB, images/s and peer MB/s (bytes read from peers over the
+# epoch's wall time: what the peer tier delivered, not what it could).
 #
 # Usage: bench/peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]
 # (defaults 2 nodes, 2000 images, 4 epochs, 3 repetitions). Env: CACHE_FRAC
@@ -21,8 +22,10 @@
 # every configuration so that each starts with a cold page cache; each
 # node then runs in a memory cgroup of its own (v1), limited to its cache
 # plus MEM_EXTRA_MB (default 96), as a job's memory limit bounds its page
-# cache: the dataset cannot stay in memory beside the caches, and caches
-# live in /dev/shm as the plugin's CacheDir does.
+# cache, and caches live in /dev/shm as the plugin's CacheDir does. Nodes
+# do not share a page cache: node k reads its own copy of the dataset on
+# the one throttled disk (the bandwidth is shared, as a cluster file
+# system's is).
 set -eu
 b=${1:?usage: peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]}
 nodes=${2:-2}
@@ -71,15 +74,16 @@ cdir=$tmp
 if [ -n "$mbps" ]; then
 	shm=$(mktemp -d /dev/shm/peer-bench.XXXXXX)
 	cdir=$shm
-	truncate -s $((images * 130 / 1000 + 64))M "$tmp/disk.img"
+	truncate -s $((images * 130 * nodes / 1000 + 64))M "$tmp/disk.img"
 	mkfs.ext4 -q -F "$tmp/disk.img"
 	loopdev=$(losetup --find --show --direct-io=on "$tmp/disk.img")
 	mkdir -p "$tmp/disk"
 	mount -o noatime "$loopdev" "$tmp/disk"
-	ds=$tmp/disk/ds
+	ds=$tmp/disk/ds.0
 fi
 "$gen" --out "$ds" --classes 10 --images "$images" --seed 14 --width-range 300-500 -j 2 >/dev/null
 if [ -n "$mbps" ]; then
+	for k in $(seq 1 $((nodes - 1))); do cp -a "$ds" "$tmp/disk/ds.$k"; done
 	sync
 	throttle=$(lsblk -dno MAJ:MIN "$loopdev" | tr -d ' ')
 	echo "$throttle $((mbps * 1000000))" >/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device
@@ -101,7 +105,7 @@ else
 	echo "# storage: a local directory (its files stay in the page cache)"
 fi
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %3s %4s %5s %10s %9s %8s %8s\n' config rep node epoch storageMB img/s peerMB fallback
+printf '%-12s %3s %4s %5s %10s %9s %8s %8s %9s\n' config rep node epoch storageMB img/s peerMB fallback peerMB/s
 run_config() { # config rep
 	cfg=$1
 	rep=$2
@@ -133,7 +137,7 @@ run_config() { # config rep
 			[ -z "$mbps" ] || tasks=$memcg.$k/tasks
 			# The node's process joins its memory cgroup, then becomes the bench.
 			exec sh -c 'echo $$ >"$0" && exec "$@"' "$tasks" "$bench" -e "$epochs" \
-				-t "$threads" -s "$size" -b 32 --rank=$k --world-size="$nodes" "$ds" \
+				-t "$threads" -s "$size" -b 32 --rank=$k --world-size="$nodes" "${ds%.0}${mbps:+.$k}" \
 				>"$tmp/out.$k" 2>"$tmp/err.$k"
 		) &
 		pids="$pids $!"
@@ -146,8 +150,9 @@ run_config() { # config rep
 		# epoch images wall img/s img/s/thr img/cpu-s stall% hit% storageMB diskMB corrupt rssMB
 		# [peer% peerMB fallback stalls up]
 		awk -v c="$cfg" -v r="$rep" -v k=$k '$1 ~ /^[0-9]+$/ {
-			printf "%-12s %3d %4d %5d %10.2f %9.1f %8.2f %8s\n", c, r, k, $1, $9, $4,
-				(NF >= 17 ? $14 : 0), (NF >= 17 ? $15 : "-") }' "$tmp/out.$k"
+			printf "%-12s %3d %4d %5d %10.2f %9.1f %8.2f %8s %9.1f\n", c, r, k, $1, $9, $4,
+				(NF >= 17 ? $14 : 0), (NF >= 17 ? $15 : "-"),
+				(NF >= 17 && $3 > 0 ? $14 / $3 : 0) }' "$tmp/out.$k"
 		k=$((k + 1))
 	done
 }
@@ -161,10 +166,11 @@ while [ "$r" -le "$reps" ]; do
 done
 echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# epochs 1..$((epochs - 1)), over repetitions and nodes: min/median/max"
-printf '%-12s %26s %26s\n' config "storageMB/node/epoch" "img/s/node"
+printf '%-12s %26s %26s %26s\n' config "storageMB/node/epoch" "img/s/node" "peerMB/s/node"
 for cfg in partitioned per-node no-cache; do
-	awk -v c="$cfg" '$1 == c && $4 >= 1 {print $5, $6}' "$tmp/rows" >"$tmp/sel"
+	awk -v c="$cfg" '$1 == c && $4 >= 1 {print $5, $6, $9}' "$tmp/rows" >"$tmp/sel"
 	s=$(cut -d' ' -f1 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.2f/%.2f/%.2f", a[1], a[int((NR + 1) / 2)], a[NR]}')
 	i=$(cut -d' ' -f2 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.0f/%.0f/%.0f", a[1], a[int((NR + 1) / 2)], a[NR]}')
-	printf '%-12s %26s %26s\n' "$cfg" "$s" "$i"
+	m=$(cut -d' ' -f3 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.1f/%.1f/%.1f", a[1], a[int((NR + 1) / 2)], a[NR]}')
+	printf '%-12s %26s %26s %26s\n' "$cfg" "$s" "$i" "$m"
 done
