@@ -306,18 +306,8 @@ static void op_leave(coordl__cache_t *c, unsigned p)
 /* Is slot k held by a live loader (of another open file description)? */
 static int slot_alive(const coordl__cache_t *c, int k)
 {
-	struct flock fl;
-
-	if (c->fd < 0)
-		return 0;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = k;
-	fl.l_len = 1;
-	if (fcntl(c->fd, F_OFD_GETLK, &fl) < 0)
-		return 1; /* cannot tell: wait for it (up to the deadline) */
-	return fl.l_type != F_UNLCK;
+	/* When it cannot be told: held (waited for, up to the deadline). */
+	return c->fd >= 0 && coordl__byte_held(c->fd, k);
 }
 
 /* Flip the phase and wait until no operation of the old phase is left.
@@ -373,15 +363,7 @@ static void free_cache(coordl__cache_t *c)
 static int claim_slot(coordl__cache_t *c)
 {
 	for (int k = 0; k < NSLOTS; k++) {
-		struct flock fl;
-		if (slot_alive(c, k))
-			continue;
-		memset(&fl, 0, sizeof(fl));
-		fl.l_type = F_WRLCK;
-		fl.l_whence = SEEK_SET;
-		fl.l_start = k;
-		fl.l_len = 1;
-		if (fcntl(c->fd, F_OFD_SETLK, &fl) < 0)
+		if (slot_alive(c, k) || coordl__byte_lock(c->fd, k, F_WRLCK) < 0)
 			continue;
 		c->slot_idx = k;
 		c->me = &c->slots[k];

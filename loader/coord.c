@@ -194,16 +194,7 @@ static uint64_t data_off(const coordl__group_t *g, int i)
 /* Is member i's byte locked by another open file description? */
 static int member_alive(const coordl__group_t *g, int i)
 {
-	struct flock fl;
-
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = i;
-	fl.l_len = 1;
-	if (fcntl(g->fd, F_OFD_GETLK, &fl) < 0)
-		return 1; /* cannot tell: assume alive */
-	return fl.l_type != F_UNLCK;
+	return coordl__byte_held(g->fd, i); /* cannot tell: alive */
 }
 
 /* Is the process stopped (SIGSTOP, a suspended job) or traced? A process
@@ -641,18 +632,12 @@ static int claim_member(coordl__group_t *g)
 {
 	for (int j = 0; j < MAXM; j++) {
 		struct gmember *m = &g->h->m[j];
-		struct flock fl;
 
 		if (member_alive(g, j))
 			continue;
 		if (m->state == M_LIVE)
 			drop_member(g, j); /* died, not reaped yet */
-		memset(&fl, 0, sizeof(fl));
-		fl.l_type = F_WRLCK;
-		fl.l_whence = SEEK_SET;
-		fl.l_start = j;
-		fl.l_len = 1;
-		if (fcntl(g->fd, F_OFD_SETLK, &fl) < 0)
+		if (coordl__byte_lock(g->fd, j, F_WRLCK) < 0)
 			continue;
 		m->state = M_LIVE;
 		m->gen++;
@@ -820,15 +805,7 @@ void coordl__group_leave(coordl__group_t *g)
 	g->rw = NULL;
 	munmap((void *)g->ro, g->len);
 	g->ro = NULL;
-	{
-		struct flock fl;
-		memset(&fl, 0, sizeof(fl));
-		fl.l_type = F_UNLCK;
-		fl.l_whence = SEEK_SET;
-		fl.l_start = g->me;
-		fl.l_len = 1;
-		fcntl(g->fd, F_OFD_SETLK, &fl);
-	}
+	coordl__byte_lock(g->fd, g->me, F_UNLCK);
 	if (!anyone_alive(g)) {
 		unlink(g->path);
 		unlink(g->lock_path);

@@ -294,7 +294,10 @@ static void restart_fetch(coordl_loader_t *ld)
  * Called with mu held. Slots the caller still holds stay HANDED until
  * released; everything else is discarded.
  */
-static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
+/* Stop the ring: no worker is busy on return, and every slot but those
+ * the caller holds (HANDED) is free. The caller sets quiesce back to 0
+ * once it has moved the ring, then wakes the workers. mu held. */
+static void quiesce_locked(coordl_loader_t *ld)
 {
 	ld->quiesce = 1;
 	ld->gen++;
@@ -305,6 +308,11 @@ static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 	for (int i = 0; i < ld->nslots; i++)
 		if (ld->slots[i].state != SLOT_HANDED)
 			ld->slots[i].state = SLOT_FREE;
+}
+
+static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
+{
+	quiesce_locked(ld);
 	if (ld->started && ld->t0 > 0) {
 		double end = ld->t1 > 0 ? ld->t1 : coordl__now();
 		ld->total_wall += end - ld->t0;
@@ -1038,14 +1046,7 @@ static void follow_cpuset(coordl_loader_t *ld, const coordl__cpus_t *set)
  * Batches the caller holds stay held. mu held. */
 static void pause_private_locked(coordl_loader_t *ld)
 {
-	ld->quiesce = 1;
-	ld->gen++;
-	coordl__group_kick(ld->group);
-	while (ld->active > 0)
-		pthread_cond_wait(&ld->idle_cv, &ld->mu);
-	for (int i = 0; i < ld->nslots; i++)
-		if (ld->slots[i].state != SLOT_HANDED)
-			ld->slots[i].state = SLOT_FREE;
+	quiesce_locked(ld);
 	ld->next_start = ld->next_hand;
 	ld->grp_shared = 1;
 	ld->quiesce = 0;

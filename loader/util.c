@@ -123,3 +123,30 @@ int coordl__private_lock(const char *path, char *why, size_t whylen)
 		close(fd);
 	}
 }
+
+static void byte_range(struct flock *fl, int k, short type)
+{
+	memset(fl, 0, sizeof(*fl));
+	fl->l_type = type;
+	fl->l_whence = SEEK_SET;
+	fl->l_start = k;
+	fl->l_len = 1;
+}
+
+int coordl__byte_lock(int fd, int k, short type)
+{
+	struct flock fl;
+
+	byte_range(&fl, k, type);
+	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -1 : 0;
+}
+
+int coordl__byte_held(int fd, int k)
+{
+	struct flock fl;
+
+	byte_range(&fl, k, F_WRLCK);
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+		return 1;
+	return fl.l_type != F_UNLCK;
+}

@@ -45,4 +45,15 @@ int coordl__private_open(const char *path, char *why, size_t whylen);
  * Returns the locked fd, or -1 with errno and why. */
 int coordl__private_lock(const char *path, char *why, size_t whylen);
 
+/*
+ * Per-slot liveness through open file description locks on one byte of a
+ * shared file: a process holds byte k while it uses slot k, and the lock
+ * goes with it however it dies. coordl__byte_lock takes byte k (type
+ * F_WRLCK) or drops it (F_UNLCK) without waiting: 0, or -1 with errno
+ * (EAGAIN: another holds it). coordl__byte_held: 1 if another open file
+ * description holds byte k, or when that cannot be told; 0 if free.
+ */
+int coordl__byte_lock(int fd, int k, short type);
+int coordl__byte_held(int fd, int k);
+
 #endif
