@@ -151,7 +151,7 @@ static int read_at(int dfd, const char *name, syn__claim_t *c)
 static int write_tmp(int dfd, const syn__claim_t *c, char *tmp, size_t len)
 {
 	char text[256];
-	int n, fd, e;
+	int n;
 
 	if (c->jobid)
 		n = snprintf(text, sizeof(text),
@@ -165,24 +165,7 @@ static int write_tmp(int dfd, const syn__claim_t *c, char *tmp, size_t len)
 		return -1;
 	}
 	snprintf(tmp, len, ".claim.%ld.%s", (long)getpid(), c->nonce);
-	unlinkat(dfd, tmp, 0);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	if (fchmod(fd, 0644) < 0 || write(fd, text, (size_t)n) != n) {
-		e = errno;
-		close(fd);
-		unlinkat(dfd, tmp, 0);
-		errno = e;
-		return -1;
-	}
-	if (close(fd) < 0) {
-		e = errno;
-		unlinkat(dfd, tmp, 0);
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return syn__write_tmp_at(dfd, tmp, text, (size_t)n, 0644);
 }
 
 static int make_nonce(char *nonce)

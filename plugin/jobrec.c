@@ -330,7 +330,7 @@ int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobr
 	char *text = NULL, *list = NULL;
 	size_t len = 0;
 	FILE *f = NULL;
-	int fd = -1, rv = -1, e;
+	int rv = -1, e;
 
 	if (syn__jobrec_name(node, jobid, "", name, sizeof(name)) < 0)
 		return -1;
@@ -362,14 +362,8 @@ int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobr
 		goto out;
 	}
 	f = NULL;
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (syn__write_tmp_at(dfd, tmp, text, len, 0600) < 0)
 		goto out;
-	if (write(fd, text, len) != (ssize_t)len || close(fd) != 0) {
-		fd = -1;
-		goto out_unlink;
-	}
-	fd = -1;
 	if (renameat(dfd, tmp, dfd, name) < 0)
 		goto out_unlink;
 	rv = 0;
@@ -382,8 +376,6 @@ out:
 	e = errno;
 	if (f)
 		fclose(f);
-	if (fd >= 0)
-		close(fd);
 	free(text);
 	free(list);
 	errno = e;

@@ -166,7 +166,7 @@ int syn__grant_write(const char *cache_dir, uint32_t jobid, uint64_t bytes)
 {
 	char name[48], tmp[64], text[32];
 	struct stat st;
-	int dfd, fd, len, rv = -1, e;
+	int dfd, len, rv = -1, e;
 
 	dfd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
@@ -180,18 +180,9 @@ int syn__grant_write(const char *cache_dir, uint32_t jobid, uint64_t bytes)
 	snprintf(name, sizeof(name), "job_%u.grant", (unsigned)jobid);
 	snprintf(tmp, sizeof(tmp), ".%s.%d", name, (int)getpid());
 	len = snprintf(text, sizeof(text), "%" PRIu64 "\n", bytes);
-	unlinkat(dfd, tmp, 0);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
+	if (syn__write_tmp_at(dfd, tmp, text, (size_t)len, 0644) < 0)
 		goto out;
-	if (fchmod(fd, 0644) < 0 || write(fd, text, (size_t)len) != len) {
-		e = errno;
-		close(fd);
-		unlinkat(dfd, tmp, 0);
-		errno = e;
-		goto out;
-	}
-	if (close(fd) != 0 || renameat(dfd, tmp, dfd, name) < 0) {
+	if (renameat(dfd, tmp, dfd, name) < 0) {
 		e = errno;
 		unlinkat(dfd, tmp, 0);
 		errno = e;

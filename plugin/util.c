@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "synergy_conf.h"
@@ -499,6 +500,31 @@ static void remove_tree_depth(int dfd, int depth)
 		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
 	}
 	closedir(d);
+}
+
+int syn__write_tmp_at(int dfd, const char *tmp, const void *text, size_t len, unsigned mode)
+{
+	int fd, e;
+
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+	if (fd < 0)
+		return -1;
+	/* The mode exactly, whatever the umask. */
+	if (fchmod(fd, (mode_t)mode) < 0 || write(fd, text, len) != (ssize_t)len) {
+		e = errno;
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) != 0) {
+		e = errno;
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	return 0;
 }
 
 void syn__remove_tree(int dfd)

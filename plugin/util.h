@@ -113,6 +113,13 @@ int syn__path_ok(const char *path);
  */
 char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *len);
 
+/*
+ * Write len bytes of text to a new file tmp in directory dfd, mode mode (a
+ * stale tmp is removed first; never follows a link), for the caller to
+ * rename or link into place. Returns 0, or -1 with errno and no tmp left.
+ */
+int syn__write_tmp_at(int dfd, const char *tmp, const void *text, size_t len, unsigned mode);
+
 /* The plugins' error return: fmt into err (when err and errlen), errno set
  * to errnum, -1 returned; so that a check fails in one statement. */
 int syn__errf(int errnum, char *err, size_t errlen, const char *fmt, ...)
