@@ -71,8 +71,7 @@ static int job_dir_open(const syn__inplace_t *x)
 static char *report_read(int jfd, uint32_t uid, size_t *len)
 {
 	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
+	char *buf;
 	int fd, e;
 
 	fd = openat(jfd, SYN__REPORT_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -80,45 +79,17 @@ static char *report_read(int jfd, uint32_t uid, size_t *len)
 		return NULL; /* ENOENT, or ELOOP for a link */
 	if (fstat(fd, &st) < 0) {
 		e = errno;
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
+		buf = NULL;
+	} else if (!S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
 		e = EPERM;
-		goto fail;
-	}
-	if (st.st_size > SYN__REPORT_MAX_BYTES) {
-		e = EFBIG;
-		goto fail;
-	}
-	if (!(buf = malloc(SYN__REPORT_MAX_BYTES + 1))) {
-		e = ENOMEM;
-		goto fail;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + got, SYN__REPORT_MAX_BYTES + 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = errno;
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got > SYN__REPORT_MAX_BYTES) {
-			e = EFBIG;
-			goto fail;
-		}
+		buf = NULL;
+	} else {
+		buf = syn__read_fd(fd, SYN__REPORT_MAX_BYTES, len);
+		e = errno;
 	}
 	close(fd);
-	buf[got] = '\0';
-	*len = got;
-	return buf;
-fail:
-	close(fd);
-	free(buf);
 	errno = e;
-	return NULL;
+	return buf;
 }
 
 /* The GPU share the profile is normalised to: the job's allotment per GPU

@@ -411,16 +411,13 @@ int syn__conf_load(syn__conf_t *c, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *lenp)
+char *syn__read_fd(int fd, size_t max, size_t *lenp)
 {
 	size_t cap = 512, used = 0;
 	char *buf = NULL, *nb;
 	ssize_t r;
-	int fd, e;
+	int e;
 
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return NULL;
 	for (;;) {
 		if (!buf || used + 1 >= cap) {
 			if (buf)
@@ -449,16 +446,29 @@ char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *lenp)
 			break;
 		used += (size_t)r;
 	}
-	close(fd);
 	buf[used] = '\0';
 	if (lenp)
 		*lenp = used;
 	return buf;
 fail:
-	close(fd);
 	free(buf);
 	errno = e;
 	return NULL;
+}
+
+char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *lenp)
+{
+	char *buf;
+	int fd, e;
+
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	buf = syn__read_fd(fd, max, lenp);
+	e = errno;
+	close(fd);
+	errno = e;
+	return buf;
 }
 
 int syn__user_valid(const char *name)

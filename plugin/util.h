@@ -113,6 +113,9 @@ int syn__path_ok(const char *path);
  */
 char *syn__read_file_at(int dfd, const char *name, size_t max, size_t *len);
 
+/* The rest of the open file fd, the same way (fd stays open). */
+char *syn__read_fd(int fd, size_t max, size_t *len);
+
 /*
  * Write len bytes of text to a new file tmp in directory dfd, mode mode (a
  * stale tmp is removed first; never follows a link), for the caller to
