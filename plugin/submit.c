@@ -46,9 +46,16 @@
 #include "submit.h"
 #include "tuner.h"
 
-/* Put the job's named group, if any, into grant g (uid set). */
-static void grant_group(syn__jobrec_t *g, const char *gname)
+/* Start grant g for a Synergy job of key on gpus GPUs per node: its owner
+ * and its named group, if any; the rest 0. */
+static void grant_init(syn__jobrec_t *g, const char *key, uint32_t uid, int gpus,
+		       const char *gname)
 {
+	memset(g, 0, sizeof(*g));
+	g->synergy = 1;
+	snprintf(g->key, sizeof(g->key), "%s", key);
+	g->uid = uid;
+	g->gpus = (uint32_t)gpus;
 	if (gname && syn__group_format(g->uid, 0, gname, g->group, sizeof(g->group)) < 0)
 		g->group[0] = '\0';
 }
@@ -293,12 +300,7 @@ static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const ch
 			 "uid %u profiles it in place (claim %.8s)", key, (unsigned)req->uid, held.nonce);
 		return 0;
 	}
-	memset(&g, 0, sizeof(g));
-	g.synergy = 1;
-	snprintf(g.key, sizeof(g.key), "%s", key);
-	g.uid = req->uid;
-	g.gpus = (uint32_t)gpus;
-	grant_group(&g, gname);
+	grant_init(&g, key, req->uid, gpus, gname);
 	if (rc == 1) {
 		snprintf(g.profile, sizeof(g.profile), "%s", nonce);
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) == 0) {
@@ -434,12 +436,7 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 		 * on the node (loader contract, lending), at what Slurm allots. */
 		syn__jobrec_t g;
 
-		memset(&g, 0, sizeof(g));
-		g.synergy = 1;
-		snprintf(g.key, sizeof(g.key), "%s", key);
-		g.uid = req->uid;
-		g.gpus = (uint32_t)gpus;
-		grant_group(&g, gname);
+		grant_init(&g, key, req->uid, gpus, gname);
 		g.nodes = req->nodes > 1 && req->nodes <= SYN__JOBREC_NODES_MAX ? req->nodes : 0;
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0)
 			d->grant[0] = '\0';
@@ -488,17 +485,12 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 	{
 		syn__jobrec_t g;
 
-		memset(&g, 0, sizeof(g));
-		g.synergy = 1;
-		snprintf(g.key, sizeof(g.key), "%s", key);
-		g.uid = req->uid;
-		g.gpus = (uint32_t)gpus;
+		grant_init(&g, key, req->uid, gpus, gname);
 		g.cpus = (uint32_t)sz.cores;
 		g.mem_mb = sz.mem_mb;
 		g.cache_mb = sz.cache_mb;
 		g.want_cpus = (uint32_t)(sz.cores + sz.wish_cores);
 		g.want_cache_mb = sz.cache_mb + sz.wish_cache_mb;
-		grant_group(&g, gname);
 		g.nodes = req->nodes > 1 ? req->nodes : 0;
 		if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0) {
 			d->grant[0] = '\0';
