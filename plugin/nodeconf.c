@@ -515,7 +515,10 @@ static int of_host_cb(const char *node, void *arg)
 		hn = h;
 	}
 	o->i++;
-	if (strcmp(hn, o->host) != 0 || (o->found && strcmp(o->name, node) == 0))
+	/* host is short: a NodeHostname given with its domain matches too. */
+	if (strncmp(hn, o->host, strlen(o->host)) != 0 ||
+	    (hn[strlen(o->host)] != '\0' && hn[strlen(o->host)] != '.') ||
+	    (o->found && strcmp(o->name, node) == 0))
 		return 0;
 	snprintf(o->name, sizeof(o->name), "%s", node);
 	o->found++;

@@ -82,7 +82,7 @@ int syn__node_addr_parse(const char *text, const char *node, char *addr, size_t 
  * The NodeName of the slurmd that runs on host (a short host name), as
  * slurmd started without -N finds its own: the NodeName= lines' nodes
  * whose NodeHostname (the one at the node's position when the line lists
- * several, else the node's name) is host. Copies it into name (len bytes).
+ * several, else the node's name) is host, or host and a domain. Copies it into name (len bytes).
  * Returns 0, or -1 with errno ENOENT (no node on host), EEXIST (several:
  * a multiple-slurmd host, where each slurmd is given its NodeName) or
  * ERANGE. Pure.

@@ -75,6 +75,11 @@ static void test_node_of_host(void)
 	   "a commented-out line names nothing: ENOENT");
 	ok(syn__node_of_host(conf, "h1", name, 3) == -1 && errno == ERANGE,
 	   "a buffer too small: ERANGE");
+	ok(syn__node_of_host("NodeName=g1 NodeHostname=h1.cluster.example\n", "h1", name,
+			     sizeof(name)) == 0 && strcmp(name, "g1") == 0,
+	   "a NodeHostname with its domain matches the short host name");
+	ok(syn__node_of_host("NodeName=g1 NodeHostname=h10\n", "h1", name, sizeof(name)) == -1 &&
+	   errno == ENOENT, "h1 is not h10");
 	ok(syn__node_of_host("NodeName=a NodeHostname=x\nNodeName=a NodeHostname=x\n", "x", name,
 			     sizeof(name)) == 0 && strcmp(name, "a") == 0,
 	   "a node named twice is one node");
