@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -277,11 +278,18 @@ int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const
 	dfd = dir_open(store_dir, 0);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -1;
+	/* The tasks of a job array share one grant, so one nonce: the first
+	 * prolog binds the claim to its job, the others find it bound. The
+	 * directory's lock makes that read-and-rewrite one step (prologs of
+	 * one node; on NFS, flock takes the server's lock). */
+	if (flock(dfd, LOCK_EX) < 0)
+		goto out;
 	if (read_at(dfd, name, &c) < 0) {
 		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
 		goto out;
 	}
-	if (strcmp(c.nonce, nonce) != 0 || c.uid != uid || strcmp(c.key, key) != 0) {
+	if (strcmp(c.nonce, nonce) != 0 || c.uid != uid || strcmp(c.key, key) != 0 ||
+	    (c.jobid && c.jobid != jobid)) {
 		rv = 0;
 		goto out;
 	}

@@ -68,9 +68,10 @@ int syn__claim_take(const char *store_dir, uint32_t uid, const char *key, uint64
 int syn__claim_read(const char *store_dir, uint32_t uid, const char *key, syn__claim_t *c);
 
 /*
- * The job's prolog: if the claim of (uid, key) holds nonce, rewrite it with
- * time now, jobid and node. Returns 1 when renewed, 0 when the claim is
- * gone or another's (lapsed and taken over), -1 with errno.
+ * The job's prolog: if the claim of (uid, key) holds nonce and no other job
+ * (a job array's tasks share one nonce), rewrite it with time now, jobid and
+ * node. Returns 1 when renewed, 0 when the claim is gone, another's (lapsed
+ * and taken over) or bound to another job, -1 with errno.
  */
 int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const char *nonce,
 		     uint32_t jobid, const char *node, time_t now);

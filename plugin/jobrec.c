@@ -42,7 +42,7 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 
 	if (!r || !buf || !r->synergy || !syn__key_valid(r->key) || r->gpus < 1 ||
 	    r->cache_mb > r->mem_mb || r->nodes > SYN__JOBREC_NODES_MAX ||
-	    (r->profile[0] && !syn__nonce_valid(r->profile)) ||
+	    (r->profile[0] && !syn__nonce_valid(r->profile)) || (r->profile[0] && r->unprofiled) ||
 	    (r->group[0] && !syn__group_valid(r->group, r->uid))) {
 		errno = EINVAL;
 		return -1;
@@ -51,10 +51,10 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 		snprintf(nodes, sizeof(nodes), " nodes=%" PRIu32, r->nodes);
 	n = snprintf(buf, len,
 		     "key=%s uid=%" PRIu32 " gpus=%" PRIu32 " cpus=%" PRIu32 " mem_mb=%" PRIu64
-		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s%s%s%s",
+		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s%s%s%s%s",
 		     r->key, r->uid, r->gpus, r->cpus, r->mem_mb, r->cache_mb, r->want_cpus,
 		     r->want_cache_mb, nodes, r->profile[0] ? " profile=" : "", r->profile,
-		     r->group[0] ? " group=" : "", r->group);
+		     r->unprofiled ? " unprofiled=1" : "", r->group[0] ? " group=" : "", r->group);
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -69,7 +69,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
 					     "want_cpus", "want_cache_mb", "allotted",
 					     "alloc_mem_mb", "hold_cache_mb", "profile", "group",
-					     "nodes" };
+					     "nodes", "unprofiled" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -108,8 +108,8 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	default:
 		break;
 	}
-	if (syn__parse_u64(val, i == 13 ? 1 : 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
-			   i == 13 ? SYN__JOBREC_NODES_MAX :
+	if (syn__parse_u64(val, (i == 13 || i == 14) ? 1 : 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
+			   i == 13 ? SYN__JOBREC_NODES_MAX : i == 14 ? 1 :
 			   (i == 3 || i == 6) ? 1u << 20 : mem_max, &v) < 0)
 		return syn__errf(EINVAL, err, errlen, "%s: '%.40s' is not a number in range", name, val);
 	switch (i) {
@@ -123,6 +123,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	case 9: r->alloc_mem_mb = v; break;
 	case 10: r->hold_cache_mb = v; r->has_hold = 1; break;
 	case 13: r->nodes = (uint32_t)v; break;
+	case 14: r->unprofiled = 1; break;
 	}
 	return 0;
 }
@@ -172,6 +173,10 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 		if (r->group[0] && !syn__group_valid(r->group, r->uid)) {
 			syn__errf(EINVAL, err, errlen, "group: '%s' is not a group of uid %" PRIu32, r->group,
 			     r->uid);
+			goto out;
+		}
+		if (r->unprofiled && r->profile[0]) {
+			syn__errf(EINVAL, err, errlen, "unprofiled and profile together");
 			goto out;
 		}
 		r->synergy = 1;

@@ -85,6 +85,13 @@ typedef struct syn__jobrec {
 	 * its key in place (claim.h), "" when it does not profile. The
 	 * record drops it once the job's profile is filed or refused. */
 	char profile[SYN__NONCE_LEN + 1];
+	/* 1: the key had no profile for the job's user (job_submit's grant
+	 * for a job of a group: an array task, or --synergy-group), or
+	 * another job held the claim on profiling it in place (the prolog).
+	 * The job runs at what Slurm allotted it, under the loader contract
+	 * and in its group, with no profile copy and no grant of the node's
+	 * (lend.h). Never beside profile. */
+	int unprofiled;
 	/* Added on the node at the job's first step. */
 	int has_allotted;
 	cpu_set_t allotted;          /* CPUs its job cgroup had from Slurm */
@@ -99,7 +106,7 @@ typedef struct syn__jobrec {
 /*
  * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
  * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [nodes=N] [profile=NONCE]
- * [group=GROUP]" (nodes only when above 1, up to 1024) into buf. Returns 0, or
+ * [unprofiled=1] [group=GROUP]" (nodes only when above 1, up to 1024) into buf. Returns 0, or
  * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
  */
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);

@@ -478,8 +478,9 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
 	e->has_limits = syn__cg_job_has_limits(c->a->cg, e->job_rel);
 	/* A job profiling in place has no profile yet (inplace.h). */
 	e->profiling = e->has_record && e->rec.synergy && e->rec.profile[0] && e->has_limits;
+	/* Nor does a job of a group whose key had none (jobrec.h). */
 	if (e->has_record && e->rec.synergy && e->has_limits && !e->rec.profile[0] &&
-	    syn__jobrec_name(c->node, e->job.jobid, ".json", name, sizeof(name)) == 0) {
+	    !e->rec.unprofiled && syn__jobrec_name(c->node, e->job.jobid, ".json", name, sizeof(name)) == 0) {
 		snprintf(path, sizeof(path), "%s/%s", c->a->state_dir, name);
 		if (syn_profile_read_file(path, &e->profile, &serr) == 0)
 			e->has_profile = 1;

@@ -374,14 +374,23 @@ int syn__job_prolog(spank_t sp)
 		int rc = syn__claim_renew(conf.store_dir, r.uid, r.key, r.profile, jobid, node,
 					  time(NULL));
 
-		if (rc != 1) {
-			slurm_error("synergy: job %u: %s; it runs GPU-proportional without "
-				    "profiling %s", (unsigned)jobid, rc == 0 ?
-				    "its claim on profiling in place lapsed and was taken over" :
-				    "cannot renew its claim on profiling in place", r.key);
+		if (rc == 0) {
+			/* Another job profiles the key (an array's other task,
+			 * or a later job after this claim lapsed): this one
+			 * runs at its allotment without a profile, in its
+			 * group if it has one. */
+			slurm_info("synergy: job %u: another job holds the claim on profiling %s "
+				   "in place; it runs GPU-proportional without a profile",
+				   (unsigned)jobid, r.key);
+			r.profile[0] = '\0';
+			r.unprofiled = 1;
+		} else if (rc != 1) {
+			slurm_error("synergy: job %u: cannot renew its claim on profiling %s in "
+				    "place; it runs GPU-proportional without profiling",
+				    (unsigned)jobid, r.key);
 			return 0;
 		}
-	} else {
+	} else if (!r.unprofiled) {
 		store = syn_store_create(conf.store_dir, 0, &serr);
 		if (!store || syn_store_get_for(store, r.key, r.uid, &prof, &serr) < 0) {
 			slurm_error("synergy: job %u: profile %s: %s; GPU-proportional",
@@ -403,13 +412,13 @@ int syn__job_prolog(spank_t sp)
 	/* A job on several nodes reads through the partitioned cache: the
 	 * node agent plans its cache on the union profile, as job_submit
 	 * sized it (synergy_policy.h). */
-	if (!r.profile[0] && r.nodes > 1) {
+	if (!r.profile[0] && !r.unprofiled && r.nodes > 1) {
 		syn_profile_t one = prof;
 
 		if (syn_profile_union(&one, (int)r.nodes, &prof) < 0)
 			prof = one;
 	}
-	if (!r.profile[0] &&
+	if (!r.profile[0] && !r.unprofiled &&
 	    (syn__jobrec_name(node, jobid, ".json", name, sizeof(name)) < 0 ||
 	     snprintf(path, sizeof(path), "%s/%s", conf.state_dir, name) >= (int)sizeof(path) ||
 	     syn_profile_write_file(path, &prof, &serr) < 0)) {
@@ -420,8 +429,13 @@ int syn__job_prolog(spank_t sp)
 	clamp_cache(&r, dfd, node, jobid);
 	/* A named group is in the grant; it joins once the rest is made. An
 	 * array task's group is added at its first step (spank_remote.c):
-	 * slurmd hands the job prolog no array job id. */
-	snprintf(group, sizeof(group), "%s", r.group);
+	 * slurmd hands the job prolog no array job id. A job that profiles
+	 * in place stays out of its group: batches other members prepared
+	 * would count as its own throughput. */
+	snprintf(group, sizeof(group), "%s", r.profile[0] ? "" : r.group);
+	if (r.profile[0] && r.group[0])
+		slurm_info("synergy: job %u: profiles %s in place, outside its group %s",
+			   (unsigned)jobid, r.key, r.group);
 	r.group[0] = '\0';
 	if (syn__jobrec_write(dfd, node, jobid, &r) < 0) {
 		slurm_error("synergy: job %u: cannot write its record in %s: %m; GPU-proportional",
@@ -438,7 +452,8 @@ int syn__job_prolog(spank_t sp)
 	ok = 1;
 	slurm_info("synergy: job %u: grant key=%s gpus=%" PRIu32 " cpus=%" PRIu32
 		   " mem=%" PRIu64 "MB cache=%" PRIu64 "MB%s", (unsigned)jobid, r.key, r.gpus, r.cpus,
-		   r.mem_mb, r.cache_mb, r.profile[0] ? " profiling in place" : "");
+		   r.mem_mb, r.cache_mb, r.profile[0] ? " profiling in place" :
+		   r.unprofiled ? " without a profile" : "");
 	if (group[0]) {
 		snprintf(r.group, sizeof(r.group), "%s", group);
 		syn__group_join(dfd, node, jobid, uid, gid, &r);

@@ -210,8 +210,9 @@ static void array_group(spank_t sp, int dfd, uid_t uid)
 			    (unsigned)st.jobid, conf.state_dir, node);
 		return;
 	}
+	/* A task profiling its key in place stays out (spank_jobscript.c). */
 	if (syn__jobrec_read(dfd, node, st.jobid, &r, NULL, 0) == 0 && r.synergy &&
-	    r.uid == (uint32_t)uid) {
+	    r.uid == (uint32_t)uid && !r.profile[0]) {
 		if (!r.group[0] &&
 		    syn__group_format(r.uid, aid, NULL, r.group, sizeof(r.group)) == 0)
 			syn__group_join(dfd, node, st.jobid, uid, gid, &r);

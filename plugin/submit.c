@@ -322,6 +322,28 @@ static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const ch
 }
 
 /*
+ * A job of a group (an array task, or --synergy-group) whose key has no
+ * profile yet and that does not profile it in place still joins its group
+ * on the node: the grant carries no size (Slurm's GPU-proportional
+ * allotment stands) and unprofiled=1, so the node runs it under the loader
+ * contract, in its group, with no profile copy and no grant of its own
+ * (jobrec.h). Its members prepare each batch once all the same.
+ */
+static void group_only(const syn__job_req_t *req, const char *key, const char *gname, int gpus,
+		       syn__decision_t *d)
+{
+	syn__jobrec_t g;
+
+	if (!gname && !req->array)
+		return;
+	grant_init(&g, key, req->uid, gpus, gname);
+	g.unprofiled = 1;
+	g.nodes = req->nodes > 1 && req->nodes <= SYN__JOBREC_NODES_MAX ? req->nodes : 0;
+	if (syn__grant_format(&g, d->grant, sizeof(d->grant)) < 0)
+		d->grant[0] = '\0';
+}
+
+/*
  * Say in the comment whether the job joins a group: only a job with a grant
  * does (the node acts only on grants). A named group is known now; an
  * array's group carries the array job id, which Slurm assigns after
@@ -416,6 +438,8 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			int q, ip;
 
 			ip = in_place(conf, req, key, gname, gpus, d, note, sizeof(note));
+			if (ip == 0)
+				group_only(req, key, gname, gpus, d);
 			if (ip >= 0)
 				goto out; /* profiles in place, or another job does, or refused */
 			q = queue_request(conf, key, req->uid, gpus, why, sizeof(why));
@@ -424,6 +448,7 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 				 "synergy: key=%s no profile: GPU-proportional, profiling %s%s%s", key,
 				 q == 1 ? "requested" : q == 0 ? "refused: " : "request failed",
 				 why, note);
+			group_only(req, key, gname, gpus, d);
 		} else {
 			snprintf(d->err, sizeof(d->err), "synergy: profile %s: %s", key, serr.text);
 			snprintf(d->comment, sizeof(d->comment),

@@ -100,6 +100,11 @@ static void test_take(void)
 	ok(syn__claim_renew(store, 1000, "img", n1, 42, "n1", 5010) == 1 &&
 	   syn__claim_read(store, 1000, "img", &c) == 0 && c.jobid == 42 && !strcmp(c.node, "n1") &&
 	   c.time == 5010 && !strcmp(c.nonce, n1), "its prolog renews it with job and node");
+	ok(syn__claim_renew(store, 1000, "img", n1, 43, "n1", 5011) == 0 &&
+	   syn__claim_read(store, 1000, "img", &c) == 0 && c.jobid == 42 && c.time == 5010,
+	   "another task of the array (same nonce, job 43) finds it bound to job 42");
+	ok(syn__claim_renew(store, 1000, "img", n1, 42, "n2", 5010) == 1,
+	   "job 42 renews it again (a requeued job's prolog)");
 	ok(syn__claim_take(store, 1000, "img", 3600, 5010 + 3600, n2, NULL) == 0,
 	   "still held at max_age after the renewal");
 	ok(syn__claim_take(store, 1000, "img", 3600, 5010 + 3601, n2, NULL) == 1 && strcmp(n2, n1),

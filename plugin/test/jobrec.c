@@ -263,6 +263,33 @@ static void test_groups(void)
 	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,
 	   "a grant with another user's group does not format");
 	r.uid = 1000;
+	/* A member whose key has no profile (jobrec.h: unprofiled). */
+	r.unprofiled = 1;
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == 0 && strstr(buf, " unprofiled=1 group=") &&
+	   syn__jobrec_parse(buf, &back, err, sizeof(err)) == 0 && back.unprofiled &&
+	   back.synergy && !back.profile[0], "unprofiled formats and parses back: %s", buf);
+	snprintf(r.profile, sizeof(r.profile), "%0*d", SYN__NONCE_LEN, 0);
+	ok(syn__grant_format(&r, buf, sizeof(buf)) == -1 && errno == EINVAL,
+	   "unprofiled beside a claim nonce does not format");
+	r.profile[0] = '\0';
+	r.unprofiled = 0;
+	{
+		static const char *const bad[] = {
+			"key=img uid=1000 gpus=1 unprofiled=0",
+			"key=img uid=1000 gpus=1 unprofiled=2",
+			"key=img uid=1000 gpus=1 unprofiled=yes",
+			"key=img uid=1000 gpus=1 unprofiled=1 unprofiled=1",
+			"unprofiled=1",
+		};
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			ok(syn__jobrec_parse(bad[i], &back, err, sizeof(err)) == -1 && errno == EINVAL,
+			   "refused: '%s' (%s)", bad[i], err);
+		snprintf(buf, sizeof(buf), "key=img uid=1000 gpus=1 unprofiled=1 profile=%0*d",
+			 SYN__NONCE_LEN, 0);
+		ok(syn__jobrec_parse(buf, &back, err, sizeof(err)) == -1 && strstr(err, "unprofiled"),
+		   "unprofiled beside profile refused: %s", err);
+	}
 
 	/* Directory names and members on a node. */
 	ok(syn__group_dir_name("n1", "u1000-a42", buf, sizeof(buf)) == 0 &&

@@ -156,6 +156,29 @@ int main(void)
 		   "the newcomer was recorded with its allotment (an unlimited memory as unknown)");
 	}
 
+	/* A job of a group whose key had no profile (unprofiled=1): no
+	 * profile copy is expected, nothing reported, nothing granted. */
+	{
+		syn__jobrec_t r;
+
+		memset(&r, 0, sizeof(r));
+		r.synergy = 1;
+		r.unprofiled = 1;
+		snprintf(r.key, sizeof(r.key), "img");
+		r.gpus = 1;
+		r.has_allotted = 1;
+		syn__cpus_parse("0-1", &r.allotted);
+		if (syn__jobrec_write(dfd, "n1", 1, &r) < 0)
+			bail_out("record");
+		allmsg[0] = '\0';
+		errors = 0;
+		rv = syn__lend_rebalance(&agent, &st, 0);
+		ok(rv == 0 && errors == 0 && !strstr(allmsg, "profile copy") &&
+		   !strstr(allmsg, "lend job=1 borrows") && strcmp(held("1", 0), "0-1") == 0,
+		   "an unprofiled member is no error and borrows nothing (%s)", allmsg);
+		record(dfd, 1, 1, "0-1");
+	}
+
 	/* Fail-safe: job 3 starts on 3 while job 1 borrows 3, and its record
 	 * cannot be written (a directory stands where it goes). */
 	put("mnt/cpuset/slurm_n1/uid_0/job_1/cpuset.cpus", "0-1,3");

@@ -317,6 +317,30 @@ int main(void)
 	ok(d.action == SYN__PROPORTIONAL && !d.profiling_in_place && !d.profiling_requested &&
 	   !d.grant[0] && strstr(d.comment, "another job of uid 1000 profiles it in place"),
 	   "a second first job of the key does not profile: %s", d.comment);
+	{
+		/* A job of a group whose key has no profile joins its group
+		 * all the same, at its allotment, without a profile. */
+		syn__jobrec_t g;
+		char err[200];
+
+		array = 1;
+		decide("first", NULL, "gres:gpu:1", &d);
+		ok(d.action == SYN__PROPORTIONAL && !d.profiling_in_place &&
+		   syn__jobrec_parse(d.grant, &g, err, sizeof(err)) == 0 && g.unprofiled &&
+		   !g.profile[0] && g.cpus == 0 && g.mem_mb == 0 && g.cache_mb == 0 && !g.group[0] &&
+		   strstr(d.comment, " group=array"),
+		   "an array whose key another job profiles: a group-only grant: %s | %s", d.grant,
+		   d.comment);
+		array = 0;
+		group_name = "hp";
+		decide("first", NULL, "gres:gpu:1", &d);
+		ok(syn__jobrec_parse(d.grant, &g, err, sizeof(err)) == 0 && g.unprofiled &&
+		   strcmp(g.group, "u1000-g-hp") == 0 && strstr(d.comment, " group=u1000-g-hp"),
+		   "so does a named group's job: %s", d.comment);
+		group_name = NULL;
+		ok(strstr(d.grant, " unprofiled=1") != NULL, "the grant says unprofiled=1: %s",
+		   d.grant);
+	}
 	decide("multi", NULL, "gres:gpu:2", &d);
 	snprintf(path, sizeof(path), "%s/multi.req", conf.request_dir);
 	ok(d.action == SYN__PROPORTIONAL && !d.profiling_in_place && d.profiling_requested &&
@@ -367,6 +391,13 @@ int main(void)
 	ok(d.action == SYN__PROPORTIONAL && d.profiling_requested && access(path, F_OK) == 0,
 	   "ProfileInPlace=no: GPU-proportional and a request file");
 	ok(strstr(d.comment, "no profile") != NULL, "comment says so: %s", d.comment);
+	ok(!d.grant[0], "a job of no group: no grant");
+	array = 1;
+	decide("unknown2", NULL, "gres:gpu:1", &d);
+	ok(d.action == SYN__PROPORTIONAL && strstr(d.grant, " unprofiled=1") &&
+	   strstr(d.comment, " group=array"),
+	   "an array that profiles offline joins its group without a profile: %s", d.comment);
+	array = 0;
 	conf.profile_in_place = 1;
 
 	decide("img", "off", "gres:gpu:1", &d);

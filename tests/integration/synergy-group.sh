@@ -10,6 +10,8 @@
 #  - AdminComment says "group=array", the node logs each task joining;
 #  - afterwards nothing is left: the group directory, /dev/shm segments,
 #    cgroups, cache files, job records.
+# An array whose key has no profile: the task that profiles it in place
+# stays out, the others form the group without a profile.
 # Two users naming the same --synergy-group get two groups, each in its own
 # directory the other cannot enter; hostile --synergy-group values are
 # refused at submit with a message saying why, and no job is created.
@@ -125,6 +127,48 @@ test_ok "no staging file left in GroupDir" bash -c "[ -z \"\$(ls -A '$gdir')\" ]
 cluster__wait 20 cluster_leftovers >/dev/null
 test_ok "no synergy or job cgroup, no cache file left" cluster_leftovers
 test_ok "no job record left" bash -c "! ls '$C/state-synergy' | grep -q job_"
+
+# An array whose key has no profile yet: one task takes the claim on
+# profiling the key in place and stays out of the group (batches others
+# prepared would count as its own throughput); the others run without a
+# profile at their allotment and still form the group.
+idF=$(cd "$C" && sbatch --parsable -o "$C/out/%A_%a.out" --array=0-2 --gres=gpu:1 \
+	--synergy-profile=fresh --wrap "
+	echo \"active=\$SYNERGY_ACTIVE group=\$SYNERGY_GROUP profiling=\${SYNERGY_PROFILE_MODE:-0}\"
+	exec $bench -e 3 -b 16 -s 64 -c 0 -g 160 --seed 0 $C/data 2>&1")
+idF=${idF%%;*}
+test_ok "sbatch --array=0-2 of a key without a profile accepted" test -n "$idF"
+comment=$(scontrol show job "${idF}_0" | sed -n 's/.*AdminComment=//p')
+diag "AdminComment: $comment"
+test_ok "AdminComment: no profile, profiling in place, group=array" \
+	grep -q "no profile.*profiling in place.*group=array" <<<"$comment"
+for t in 0 1 2; do
+	st=$(cluster_wait_job "${idF}_$t" 180)
+	test_ok "task $t of the unprofiled array completed ($st)" test "$st" = COMPLETED
+done
+for t in 0 1 2; do
+	sed "s/^/#   task $t: /" "$C/out/${idF}_$t.out" 2>/dev/null
+done
+groupF=u0-a$idF
+test_ok "one task profiled in place, outside the group" \
+	test "$(cat "$C"/out/"${idF}"_*.out | grep -cx "active=1 group= profiling=1")" = 1
+test_ok "the other two ran in group $groupF without profiling" \
+	test "$(cat "$C"/out/"${idF}"_*.out | grep -cx "active=1 group=$groupF profiling=0")" = 2
+test_ok "the node logged two runs without a profile" \
+	test "$(grep -E -c "job ($idF|[0-9]+): another job holds the claim on profiling fresh" "$log")" -ge 2
+rF=$(for t in 0 1 2; do
+	if grep -qx "active=1 group=$groupF profiling=0" "$C/out/${idF}_$t.out"; then
+		awk '/^# group: batches prepared/ { print $7 + 0 }' "$C/out/${idF}_$t.out"
+	fi
+done | awk '{ s += $1 } END { printf "%.2f", s }')
+test_ok "the two unprofiled members shared batches (received $rF)" \
+	awk -v r="$rF" 'BEGIN { exit !(r > 0) }'
+test_ok "the node logged two tasks joining $groupF" \
+	test "$(grep -c "joined group $groupF on node $node" "$log")" = 2
+cluster__wait 20 test ! -e "$gdir/$node.group_$groupF"
+test_ok "its group directory is gone" test ! -e "$gdir/$node.group_$groupF"
+cluster__wait 20 cluster_leftovers >/dev/null
+test_ok "nothing left after the unprofiled array" cluster_leftovers
 
 # A Synergy job of its own (no array, no --synergy-group) is in no group,
 # and one that exported SYNERGY_GROUP keeps it (the plugin sets none).
