@@ -378,6 +378,10 @@ const char *coordl_cache_note(const coordl_loader_t *ld);
  */
 const char *coordl_group_note(const coordl_loader_t *ld);
 
+/* The most loaders one group has attached at once; a further one runs on
+ * its own (coordl_group_note says so). */
+#define COORDL_GROUP_MAX_MEMBERS 16
+
 /* Description of the last corrupt item (path and reason), or NULL. The text
  * is owned by the loader and may change when the next corrupt item is met. */
 const char *coordl_last_corrupt(const coordl_loader_t *ld);

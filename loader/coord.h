@@ -54,7 +54,7 @@
 typedef struct coordl__group coordl__group_t;
 
 /* Members attached to one segment at once, slots in one segment. */
-#define COORDL__GROUP_MAX_MEMBERS 16
+#define COORDL__GROUP_MAX_MEMBERS COORDL_GROUP_MAX_MEMBERS /* coordl.h */
 #define COORDL__GROUP_MAX_SLOTS 64
 /* A member waiting for a batch or for work looks for dead members at
  * least this often (ms). */

@@ -41,10 +41,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "coordl.h"
+#include "synergy_env.h"
 #include "measure.h"
 #include "errprintf.h"
 
@@ -663,8 +665,26 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 			goto out;
 		}
 	}
-	if (start(&r, o, o->mode, threads, cache_bytes, cache_bytes > 0 ? name : NULL, o->gpu_rate) < 0) {
+	/* A group member: only this loader joins (the raw one filled its
+	 * own cache, whose workers sit idle now). */
+	if (o->group && (setenv(SYNERGY_ENV_GROUP, o->group, 1) < 0 ||
+	                 setenv(SYNERGY_ENV_GROUP_DIR, o->group_dir, 1) < 0)) {
+		FAIL("setenv: %s", strerror(errno));
+		goto out;
+	}
+	int started = start(&r, o, o->mode, threads, cache_bytes, cache_bytes > 0 ? name : NULL,
+	                    o->gpu_rate);
+	if (o->group) {
+		unsetenv(SYNERGY_ENV_GROUP);
+		unsetenv(SYNERGY_ENV_GROUP_DIR);
+	}
+	if (started < 0) {
 		FAIL("loader at %d threads, cache %.0f bytes: %s", threads, cache_bytes, r.err.text);
+		goto out;
+	}
+	if (o->group && coordl_group_note(r.ld)) {
+		FAIL("loader at %d threads: not in group %s: %s", threads, o->group,
+		     coordl_group_note(r.ld));
 		goto out;
 	}
 	coordl_destroy(raw.ld);
@@ -701,6 +721,9 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 		FAIL("warm-up epoch at %d threads: %s", threads, r.err.text);
 		goto out;
 	}
+	coordl_stats_t st0;
+	if (coordl_get_stats(r.ld, &st0) < 0)
+		memset(&st0, 0, sizeof(st0));
 	for (int e = 0; e < epochs; e++) {
 		if (syn__make_cold(o, note, sizeof(note)) < 0) {
 			FAIL("making storage cold");
@@ -724,6 +747,9 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 			detail->misses += (double)st.cache_misses;
 			detail->prep_time += st.prep_time;
 			detail->fetch_time += st.fetch_time;
+			detail->prepared = st.batches_prepared - st0.batches_prepared;
+			detail->received = st.batches_received - st0.batches_received;
+			detail->group_members = st.group_members;
 		}
 	}
 	if (epochs > 0)
@@ -748,4 +774,151 @@ int syn__measure_point(const syn__measure_opts_t *o, int threads, double cache_b
 	if (detail)
 		memset(detail, 0, sizeof(*detail));
 	return measure_cached(o, threads, cache_bytes, epochs, out, hit_rate, detail, msg, msglen);
+}
+
+/* What a member process sends back through its pipe. */
+struct member_report {
+	int rc, err;
+	syn__stat_t rate;
+	double hit_rate;
+	syn__point_detail_t detail;
+	char msg[256];
+};
+
+static void member_run(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
+                       int fd)
+{
+	struct member_report rep;
+	const char *p = (const char *)&rep;
+	size_t off = 0;
+
+	memset(&rep, 0, sizeof(rep));
+	errno = 0;
+	rep.rc = measure_cached(o, threads, cache_bytes, epochs, &rep.rate, &rep.hit_rate, &rep.detail,
+	                        rep.msg, (int)sizeof(rep.msg));
+	rep.err = errno;
+	while (off < sizeof(rep)) {
+		ssize_t n = write(fd, p + off, sizeof(rep) - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	_exit(rep.rc == 0 ? 0 : 1);
+}
+
+static int read_report(int fd, struct member_report *rep)
+{
+	char *p = (char *)rep;
+	size_t off = 0;
+
+	while (off < sizeof(*rep)) {
+		ssize_t n = read(fd, p + off, sizeof(*rep) - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Remove what the group left in its private directory, then the directory. */
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+int syn__measure_group(const syn__measure_opts_t *o, int members, int threads, double cache_bytes,
+                       int epochs, syn__group_point_t *out, char *msg, int msglen)
+{
+	syn__measure_opts_t mo = *o;
+	char dir[4096], name[64];
+	pid_t pid[COORDL_GROUP_MAX_MEMBERS];
+	int fd[COORDL_GROUP_MAX_MEMBERS], n = 0, rv = -1, i;
+	const char *tmp = getenv("TMPDIR");
+	double t0;
+
+	errno = 0;
+	if (members < 1 || members > COORDL_GROUP_MAX_MEMBERS || threads < members || epochs < 1 ||
+	    epochs > 64) {
+		errno = EINVAL;
+		return FAIL("group of %d members at %d threads, %d epochs: expected 1..%d members, at "
+		            "least one thread each, 1..64 epochs", members, threads, epochs,
+		            COORDL_GROUP_MAX_MEMBERS);
+	}
+	memset(out, 0, sizeof(*out));
+	/* The staging area lives in the group's directory: /dev/shm, else
+	 * TMPDIR (the loader's own default places). */
+	snprintf(dir, sizeof(dir), "/dev/shm/synprof-grp-XXXXXX");
+	if (!mkdtemp(dir)) {
+		snprintf(dir, sizeof(dir), "%s/synprof-grp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(dir))
+			return FAIL("group directory %s: %s", dir, strerror(errno));
+	}
+	mo.group_dir = dir;
+	snprintf(name, sizeof(name), "synprof-%ld", (long)getpid());
+	mo.group = name;
+	mo.progress = NULL; /* members run at once: their lines would interleave */
+	out->members = members;
+	fflush(NULL);
+	t0 = now();
+	for (n = 0; n < members; n++) {
+		int p[2];
+
+		out->threads[n] = threads / members + (n < threads % members);
+		if (pipe(p) < 0) {
+			FAIL("pipe: %s", strerror(errno));
+			goto out;
+		}
+		pid[n] = fork();
+		if (pid[n] < 0) {
+			FAIL("fork: %s", strerror(errno));
+			close(p[0]);
+			close(p[1]);
+			goto out;
+		}
+		if (pid[n] == 0) {
+			close(p[0]);
+			for (i = 0; i < n; i++)
+				close(fd[i]);
+			member_run(&mo, out->threads[n], cache_bytes, epochs, p[1]);
+		}
+		close(p[1]);
+		fd[n] = p[0];
+	}
+	rv = 0;
+out:
+	for (i = 0; i < n; i++) {
+		struct member_report rep;
+		struct rusage ru;
+		int status = 0, got = read_report(fd[i], &rep);
+
+		close(fd[i]);
+		while (wait4(pid[i], &status, 0, &ru) < 0 && errno == EINTR)
+			;
+		out->cpu_time += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		                 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+		if (rv < 0)
+			continue;
+		if (got < 0 || rep.rc < 0) {
+			errno = got < 0 ? EIO : rep.err ? rep.err : EIO;
+			if (got < 0)
+				FAIL("member %d of %d (pid %ld) ended without a report (status 0x%x)", i + 1,
+				     members, (long)pid[i], status);
+			else
+				FAIL("member %d of %d: %s", i + 1, members, rep.msg);
+			rv = -1;
+			continue;
+		}
+		out->rate[i] = rep.rate;
+		out->hit_rate[i] = rep.hit_rate;
+		out->detail[i] = rep.detail;
+	}
+	out->wall = now() - t0;
+	nftw(mo.group_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return rv;
 }

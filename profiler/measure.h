@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "coordl.h"
 #include "model.h"
 
 enum syn__cold {
@@ -41,6 +42,11 @@ typedef struct syn__measure_opts {
 	int window_batches;    /* batches per window */
 	double check_frac;     /* cache fraction of the memory-axis check; 0 = skip */
 	int cold;              /* enum syn__cold */
+	/* Coordinated prep (syn__measure_group): the group and its directory
+	 * the measured loader joins (SYNERGY_GROUP, SYNERGY_GROUP_DIR); NULL:
+	 * none. Only the decoding loader of a point joins, never the raw one
+	 * that fills its cache. */
+	const char *group, *group_dir;
 	/* Progress lines ("step: detail"); NULL = silent. */
 	void (*progress)(void *arg, const char *msg);
 	void *progress_arg;
@@ -91,6 +97,9 @@ typedef struct syn__point_detail {
 	double prep_time;          /* worker seconds decoding, summed over workers */
 	double fetch_time;         /* worker seconds reading from storage or the cache */
 	double cpu_time;           /* CPU seconds of the whole process (user + system) */
+	double prepared, received; /* batches its workers prepared; batches other members of
+	                              its group prepared for it (coordl_stats_t) */
+	int group_members;         /* members of its group at the end (0: no group) */
 } syn__point_detail_t;
 
 /*
@@ -103,6 +112,29 @@ typedef struct syn__point_detail {
 int syn__measure_point(const syn__measure_opts_t *o, int threads, double cache_bytes, int epochs,
                        syn__stat_t *out, double *hit_rate, syn__point_detail_t *detail, char *msg,
                        int msglen);
+
+/* A coordinated-prep group measured directly (syn__measure_group). */
+typedef struct syn__group_point {
+	int members;
+	int threads[COORDL_GROUP_MAX_MEMBERS];    /* each member's workers */
+	syn__stat_t rate[COORDL_GROUP_MAX_MEMBERS]; /* each member's samples/s */
+	double hit_rate[COORDL_GROUP_MAX_MEMBERS];
+	syn__point_detail_t detail[COORDL_GROUP_MAX_MEMBERS];
+	double cpu_time;   /* CPU seconds of all members' processes, whole runs */
+	double wall;       /* seconds from the first start to the last end */
+} syn__group_point_t;
+
+/*
+ * Measure a group of `members` loaders, one process each, that prepare
+ * every batch once for all of them (coordinated prep): `threads` workers
+ * in all, split evenly (the first ones get the remainder; at least one
+ * each), each member as syn__measure_point() at its share and cache_bytes
+ * of its own cache, every member in one group in a private directory that
+ * is removed afterwards. Returns 0 with *out, or -1 with errno and msg
+ * (a member that failed is named).
+ */
+int syn__measure_group(const syn__measure_opts_t *o, int members, int threads, double cache_bytes,
+                       int epochs, syn__group_point_t *out, char *msg, int msglen);
 
 /* Evict the dataset's pages from the page cache as o->cold says; note
  * (size notelen) says what was done. Returns 0 or -1. */

@@ -106,6 +106,8 @@ static const char usage_text[] =
 	"  --threads N       (measure) worker threads\n"
 	"  --cache BYTES     (measure, what-if) cache size; suffix K, M, G, T\n"
 	"  --epochs N        (measure) measured epochs (default 3)\n"
+	"  --members K       (measure) a coordinated-prep group of K loaders, one\n"
+	"                    process each, sharing --threads workers (2..16)\n"
 	"  --cpus N          (what-if) cores per GPU\n"
 	"  --nodes N         (what-if) the job spans N nodes (1..1024, default 1), each\n"
 	"                    with --cache per GPU: the partitioned cache makes the\n"
@@ -118,7 +120,7 @@ enum {
 	OPT_STORE = 256, OPT_CONF, OPT_KEY, OPT_OUT, OPT_MODEL, OPT_GPU_RATE, OPT_BATCH, OPT_SIZE,
 	OPT_EVAL, OPT_UINT8, OPT_SEED, OPT_MAX_THREADS, OPT_GRID_CPUS, OPT_GRID_MEM, OPT_PROP_CPUS,
 	OPT_PROP_MEM, OPT_WINDOWS, OPT_WINDOW_BATCHES, OPT_CHECK_FRAC, OPT_COLD, OPT_THREADS,
-	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON, OPT_NODES,
+	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON, OPT_NODES, OPT_MEMBERS,
 };
 
 static const struct option long_opts[] = {
@@ -148,6 +150,7 @@ static const struct option long_opts[] = {
 	{ "cpus", required_argument, NULL, OPT_CPUS },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "nodes", required_argument, NULL, OPT_NODES },
+	{ "members", required_argument, NULL, OPT_MEMBERS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -165,6 +168,7 @@ struct args {
 	double cache, cpus;
 	int have_cache, have_cpus;
 	int nodes;  /* what-if: nodes the job spans (0: not given, 1) */
+	int members; /* measure, what-if: members of a coordinated-prep group (0: 1) */
 	int json;
 	int verbose; /* -1 quiet, 0 auto, 1 verbose */
 };
@@ -343,6 +347,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_JSON: a->json = 1; break;
 		case OPT_NODES:
 			if (parse_int("nodes", optarg, 1, SYN_MAX_JOB_NODES, &a->nodes) < 0)
+				return -1;
+			break;
+		case OPT_MEMBERS:
+			if (parse_int("members", optarg, 1, COORDL_GROUP_MAX_MEMBERS, &a->members) < 0)
 				return -1;
 			break;
 		case 'v': a->verbose = 1; break;
@@ -1058,6 +1066,57 @@ out:
 	return rv;
 }
 
+/*
+ * measure --members K: a coordinated-prep group of K loaders on this
+ * node, --threads workers in all, measured directly: per member what
+ * measure prints for one job, then the group's line. The model's group
+ * (synergy_policy.h, syn_node_tune): every member runs as one job holding
+ * the whole group's workers would, so compare each member's samples/s
+ * with a plain `measure --threads N` at the group's N, and the group's
+ * CPU time with that job's.
+ */
+static int measure_group(struct args *a, const char *dataset)
+{
+	syn__group_point_t g;
+	char msg[256];
+	double rmin = 0, rmed = 0, rmax = 0, prep = 0, recv = 0, samples = 0;
+	int epochs = a->epochs ? a->epochs : 3;
+
+	if (a->threads < a->members)
+		return usage_error("measure: --members %d needs --threads %d or more (one worker each)",
+		                   a->members, a->members);
+	if (syn__measure_group(&a->mo, a->members, a->threads, a->cache, epochs, &g, msg,
+	                       sizeof(msg)) < 0) {
+		errmsg("%s: %s", dataset, msg);
+		return 1;
+	}
+	for (int i = 0; i < g.members; i++) {
+		const syn__point_detail_t *d = &g.detail[i];
+		double n = d->items > 0 ? d->items : 1;
+		printf("member %d threads %d cache %.0f hit_rate %.3f samples_per_s %.1f min %.1f max %.1f "
+		       "prep_ms %.4f fetch_ms %.4f batches_prepared %.2f received %.2f members %d\n", i,
+		       g.threads[i], a->cache, g.hit_rate[i], g.rate[i].med, g.rate[i].min,
+		       g.rate[i].max, 1e3 * d->prep_time / n, 1e3 * d->fetch_time / n, d->prepared,
+		       d->received, d->group_members);
+		if (i == 0 || g.rate[i].med < rmin)
+			rmin = g.rate[i].med;
+		if (i == 0 || g.rate[i].med > rmax)
+			rmax = g.rate[i].med;
+		rmed += g.rate[i].med / g.members;
+		prep += d->prepared;
+		recv += d->received;
+		samples += d->samples;
+	}
+	/* passes: batches the group's workers prepared per batch a member
+	 * consumed (1: each once for all; K: no sharing). */
+	double per_member = (prep + recv) / g.members;
+	printf("group members %d threads %d cache %.0f samples_per_s_member min %.1f mean %.1f max %.1f "
+	       "passes %.2f cpu_s %.2f cpu_ms_per_member_sample %.4f wall_s %.1f\n", g.members, a->threads,
+	       a->cache, rmin, rmed, rmax, per_member > 0 ? prep / per_member : 0, g.cpu_time,
+	       samples > 0 ? 1e3 * g.cpu_time / (samples / g.members) : 0, g.wall);
+	return 0;
+}
+
 static int cmd_measure(struct args *a, int argc, char **argv)
 {
 	syn__stat_t st;
@@ -1069,6 +1128,8 @@ static int cmd_measure(struct args *a, int argc, char **argv)
 	if (!a->threads || !a->have_cache)
 		return usage_error("measure: --threads N and --cache BYTES are required");
 	a->mo.dataset = argv[0];
+	if (a->members > 1)
+		return measure_group(a, argv[0]);
 	if (syn__measure_point(&a->mo, a->threads, a->cache, a->epochs ? a->epochs : 3, &st, &hit, &d,
 	                       msg, sizeof(msg)) < 0) {
 		errmsg("%s: %s", argv[0], msg);
@@ -1115,6 +1176,18 @@ int main(int argc, char **argv)
 	 * of `run -- CMD`, which gets its own. */
 	unsetenv(SYNERGY_ENV_PROFILE_MODE);
 	unsetenv(SYNERGY_ENV_PROFILE_OUT);
+	/* Nor do its loaders join the coordinated-prep group of a job it runs
+	 * in (batches other members prepared would count as this job's
+	 * throughput; measure --members makes its own group), and the
+	 * command it profiles stays out too, as a job profiling in place does
+	 * (spank-synergy(8)). */
+	unsetenv(SYNERGY_ENV_GROUP);
+	unsetenv(SYNERGY_ENV_GROUP_DIR);
+	/* A profile is one node's (the union model makes it a multi-node
+	 * job's): no partitioned cache with the step's other nodes. */
+	unsetenv(SYNERGY_ENV_PEERS);
+	unsetenv(SYNERGY_ENV_NODE_INDEX);
+	unsetenv(SYNERGY_ENV_PEER_TAG);
 	int first = parse_args(argc - 1, argv + 1, &a);
 	if (first < 0)
 		return 2;

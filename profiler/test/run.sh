@@ -37,4 +37,46 @@ test_ok "run --out writes a file instead" \
 	"$sp" run -q --out "$tmp/p.json" --key e2e2 --batch-size 8 --size 64 --max-threads 1 \
 	--windows 1 --window-batches 2 --check-frac 0 --cold none "$tmp/ds"
 test_ok "that file is a valid profile" sh -c "'$sp' show '$tmp/p.json' | grep -q '^profile   e2e2'"
+# measure --members: a coordinated-prep group measured directly (issue 15).
+"$sp" measure --members 2 --threads 2 --cache 0 --epochs 2 --batch-size 8 --size 64 --cold none \
+	"$tmp/ds" > "$tmp/grp.out" 2> "$tmp/grp.err"
+rc=$?
+test_ok "measure --members 2 exits 0" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || diag "$(cat "$tmp/grp.err")"
+sed 's/^/# /' "$tmp/grp.out"
+test_ok "one line per member, each with one worker, in a group of 2" \
+	test "$(grep -Ec '^member [01] threads 1 .* members 2$' "$tmp/grp.out")" = 2
+test_ok "each member received batches the other prepared" \
+	sh -c "awk '/^member/ { for (i = 1; i < NF; i++) if (\$i == \"received\") r = \$(i + 1); if (!(r > 0)) bad = 1 } END { exit bad }' '$tmp/grp.out'"
+test_ok "the group prepared each batch about once (passes <= 1.2)" \
+	awk '/^group/ { for (i = 1; i < NF; i++) if ($i == "passes") p = $(i + 1) } END { exit !(p >= 0.8 && p <= 1.2) }' "$tmp/grp.out"
+test_ok "the group's CPU time is reported" \
+	awk '/^group/ { for (i = 1; i < NF; i++) if ($i == "cpu_s") c = $(i + 1) } END { exit !(c > 0) }' "$tmp/grp.out"
+test_ok "nothing of the group is left in /dev/shm" \
+	sh -c "! ls /dev/shm | grep -q '^synprof-grp-'"
+for bad in "--members 0" "--members 17" "--members 3 --threads 2" "--members x"; do
+	# shellcheck disable=SC2086
+	"$sp" measure $bad --threads 2 --cache 0 "$tmp/ds" > /dev/null 2> "$tmp/bad.err"
+	rc=$?
+	test_ok "measure $bad is refused with a usage error (exit $rc): $(head -1 "$tmp/bad.err")" \
+		sh -c "[ $rc -eq 2 ] && grep -q members '$tmp/bad.err'"
+done
+# A profiler run inside a job of a group never joins it.
+# A member's segment exists while it runs (the last one out removes it), so
+# the directory is watched during the run: 96 samples at 100/s take ~1 s.
+mkdir -m 0700 "$tmp/g"
+gname=synprof-test-$$
+SYNERGY_GROUP=$gname SYNERGY_GROUP_DIR="$tmp/g" "$sp" measure --threads 1 --cache 0 --epochs 1 \
+	--gpu-rate 100 --batch-size 8 --size 64 --cold none "$tmp/ds" > /dev/null 2>&1 &
+mpid=$!
+seen=
+while kill -0 "$mpid" 2>/dev/null; do
+	# Its directory, or the default place of a segment without one.
+	[ -n "$(ls -A "$tmp/g")" ] && seen=yes
+	ls /dev/shm | grep -q -- "-grp-$gname-" && seen=yes
+	sleep 0.05
+done
+wait "$mpid"
+test_ok "a profiler in a job's group runs outside it (nothing made in its directory)" \
+	test -z "$seen"
 done_testing
