@@ -41,6 +41,16 @@ extern "C" {
 #define SYN_CONF_PEER_PORT_MIN_DEFAULT 27000
 #define SYN_CONF_PEER_PORT_MAX_DEFAULT 28999
 
+/* Coordinated prep: the plugin gives every job of a group on a node its
+ * group's staging bound and look-behind window (synergy_env.h,
+ * SYNERGY_GROUP_BYTES and SYNERGY_GROUP_WINDOW; the loader's defaults). The
+ * staging pages are charged to the memory cgroups of the members that
+ * first fill them, so the bound belongs inside ProcessMemMB. */
+#define SYN_CONF_GROUP_STAGING_MB "GroupStagingMB"
+#define SYN_CONF_GROUP_STAGING_MB_DEFAULT 512
+#define SYN_CONF_GROUP_WINDOW "GroupWindow"
+#define SYN_CONF_GROUP_WINDOW_DEFAULT 256
+
 /* Human-readable detail for a failed call; owned by the caller. */
 typedef struct syn_conf_error {
 	char text[160];

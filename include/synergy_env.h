@@ -217,13 +217,15 @@
 /* The group's staging area bound in bytes (decimal, optional K, M, G, T
  * suffix): prepared batches waiting for members never take more. Each
  * member's memory cgroup pays for the slots it reserved first. Unset:
- * 512M. Not set by the plugin. */
+ * 512M. The plugin sets it for every job of a group from synergy.conf's
+ * GroupStagingMB (synergy_conf.h). */
 #define SYNERGY_ENV_GROUP_BYTES "SYNERGY_GROUP_BYTES"
 
 /* How many batches a member may fall behind the fastest member of its
  * group before it prepares its own (it rejoins when within half of it):
  * an integer 1..1000000, default 256. It also bounds how long members
- * wait for a late one to catch up. Not set by the plugin. */
+ * wait for a late one to catch up. The plugin sets it for every job of a
+ * group from synergy.conf's GroupWindow. */
 #define SYNERGY_ENV_GROUP_WINDOW "SYNERGY_GROUP_WINDOW"
 
 /* Set to "1" by the plugin when Synergy sized this job, "0" when it ran

@@ -436,6 +436,12 @@ int syn__remote_task_init(spank_t sp)
 		snprintf(gdir, sizeof(gdir), "%s/%s", conf.group_dir, gname);
 		spank_setenv(sp, SYNERGY_ENV_GROUP, st.rec.group, 1);
 		spank_setenv(sp, SYNERGY_ENV_GROUP_DIR, gdir, 1);
+		/* The node's bounds, the same for every member (the loaders
+		 * of one group must agree on the staging area's geometry). */
+		snprintf(val, sizeof(val), "%" PRIu64 "M", conf.group_staging_mb);
+		spank_setenv(sp, SYNERGY_ENV_GROUP_BYTES, val, 1);
+		snprintf(val, sizeof(val), "%" PRIu32, conf.group_window);
+		spank_setenv(sp, SYNERGY_ENV_GROUP_WINDOW, val, 1);
 	}
 	spank_setenv(sp, SYNERGY_ENV_ACTIVE, "1", 1);
 	/* A multi-node step: every local task gets the node's entry (the

@@ -74,6 +74,8 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_profiling_jobs = 2;
 	c->profile_in_place = 1;
 	c->claim_max_age = 3600;
+	c->group_staging_mb = SYN_CONF_GROUP_STAGING_MB_DEFAULT;
+	c->group_window = SYN_CONF_GROUP_WINDOW_DEFAULT;
 	c->peer_port_min = SYN_CONF_PEER_PORT_MIN_DEFAULT;
 	c->peer_port_max = SYN_CONF_PEER_PORT_MAX_DEFAULT;
 }
@@ -288,6 +290,22 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 		return set_path(c->cache_dir, "CacheDir", value, err, errlen);
 	if (strcasecmp(key, "GroupDir") == 0)
 		return set_path(c->group_dir, "GroupDir", value, err, errlen);
+	if (strcasecmp(key, SYN_CONF_GROUP_STAGING_MB) == 0) {
+		/* The loader needs room for two batches; it says so itself
+		 * (coordl_group_note) for a bound too small for its batches. */
+		if (syn__parse_u64(value, 1, 1024 * 1024, &v) < 0)
+			return errprintf(err, errlen, SYN_CONF_GROUP_STAGING_MB ": '%s' is not a number "
+					 "of MB in 1..1048576", value);
+		c->group_staging_mb = v;
+		return 0;
+	}
+	if (strcasecmp(key, SYN_CONF_GROUP_WINDOW) == 0) {
+		if (syn__parse_u64(value, 1, 1000000, &v) < 0)
+			return errprintf(err, errlen, SYN_CONF_GROUP_WINDOW ": '%s' is not a number of "
+					 "batches in 1..1000000", value);
+		c->group_window = (uint32_t)v;
+		return 0;
+	}
 	if (strcasecmp(key, "ProcessMemMB") == 0) {
 		if (syn__parse_u64(value, 0, 1024 * 1024 * 1024, &v) < 0)
 			return errprintf(err, errlen, "ProcessMemMB: '%s' is not a number of MB "

@@ -28,7 +28,8 @@
  * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
  * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
  * MaxProfileRequestsPerUser, MaxProfilingJobs, ProfileInPlace,
- * ProfileClaimMaxAge, GroupDir, PeerPortMin, PeerPortMax (see synergy.conf(5)).
+ * ProfileClaimMaxAge, GroupDir, GroupStagingMB, GroupWindow, PeerPortMin,
+ * PeerPortMax (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -36,6 +37,8 @@ typedef struct syn__conf {
 	char request_dir[SYN__PATH_MAX];    /* profiling requests for the tuner */
 	char cache_dir[SYN__PATH_MAX];      /* parent of the per-job cache dirs */
 	char group_dir[SYN__PATH_MAX];      /* parent of the per-group staging dirs (tmpfs) */
+	uint64_t group_staging_mb;          /* a group's staging bound (SYNERGY_GROUP_BYTES) */
+	uint32_t group_window;              /* its look-behind window (SYNERGY_GROUP_WINDOW) */
 	uint64_t process_mem_mb;            /* memory kept for the process, beside the cache */
 	uint64_t max_cache_mb;              /* upper bound on one job's cache grant per node */
 	double eps;                         /* best-case tolerance for the policy */

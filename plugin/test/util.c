@@ -107,6 +107,20 @@ static void test_conf(void)
 	ok(syn__conf_arg(&c, "ProcessMemMB=99999999999999999999", err, sizeof(err)) == -1 &&
 	   c.process_mem_mb == 1024, "huge number refused");
 	ok(syn__conf_arg(&c, "Eps=1.5", err, sizeof(err)) == -1, "eps out of range refused");
+	ok(c.group_staging_mb == 512 && c.group_window == 256, "group defaults: the loader's");
+	ok(syn__conf_arg(&c, "GroupStagingMB=64", err, sizeof(err)) == 0 &&
+	   syn__conf_arg(&c, "groupwindow=32", err, sizeof(err)) == 0 && c.group_staging_mb == 64 &&
+	   c.group_window == 32, "GroupStagingMB, GroupWindow set");
+	{
+		static const char *const bad[] = { "GroupStagingMB=0", "GroupStagingMB=1048577",
+						   "GroupStagingMB=64M", "GroupStagingMB=-1",
+						   "GroupWindow=0", "GroupWindow=1000001",
+						   "GroupWindow=x" };
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			ok(syn__conf_arg(&c, bad[i], err, sizeof(err)) == -1 &&
+			   strstr(err, "Group") && c.group_staging_mb == 64 && c.group_window == 32,
+			   "%s refused, names the key, keeps the old value: %s", bad[i], err);
+	}
 	ok(syn__conf_arg(&c, "ProfileCommand=/usr/bin/synergy-profile run --key %k /data/%k",
 			 err, sizeof(err)) == 0 &&
 	   strcmp(c.profile_command, "/usr/bin/synergy-profile run --key %k /data/%k") == 0,

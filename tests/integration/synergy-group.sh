@@ -18,7 +18,8 @@
 # The node has 2 real cores and 4 fake GPUs: the partition lets up to 4
 # jobs share a core (OverSubscribe=FORCE:4) and each task asks for 1 core
 # and 400 MB itself (Synergy keeps an explicit request; the task is still
-# a Synergy job on the node).
+# a Synergy job on the node). synergy.conf sets GroupStagingMB=64 and
+# GroupWindow=32, which every member gets.
 . "${top_srcdir:?}/tests/lib/cluster.sh"
 cluster_require
 for p in useradd userdel runuser; do
@@ -48,6 +49,8 @@ done
 
 CLUSTER_GPUS=4
 CLUSTER_PARTITION_EXTRA="OverSubscribe=FORCE:4"
+CLUSTER_SYNERGY_CONF_EXTRA="GroupStagingMB=64
+GroupWindow=32"
 cluster_start 1
 cluster_put_profile img image
 node=${CLUSTER_TAG}n1
@@ -63,6 +66,7 @@ mkdir -p "$C/out" && chmod 1777 "$C/out"
 id=$(cd "$C" && sbatch --parsable -o "$C/out/%A_%a.out" --array=0-3 --gres=gpu:1 \
 	--cpus-per-task=1 --mem=400M --synergy-profile=img --wrap "
 	echo \"active=\$SYNERGY_ACTIVE group=\$SYNERGY_GROUP dir=\$SYNERGY_GROUP_DIR\"
+	echo \"bounds=\$SYNERGY_GROUP_BYTES/\$SYNERGY_GROUP_WINDOW\"
 	stat -c 'dirstat=%U:%a' \"\$SYNERGY_GROUP_DIR\"
 	exec $bench -e 3 -b 16 -s 64 -c 0 -g 160 --seed 0 $C/data 2>&1")
 id=${id%%;*}
@@ -99,6 +103,8 @@ for t in 0 1 2 3; do
 		grep -qx "active=1 group=$group dir=$gdir/$node.group_$group" "$(out "$t")"
 	test_ok "task $t: the directory existed, the user's (root), mode 0700" \
 		grep -qx "dirstat=root:700" "$(out "$t")"
+	test_ok "task $t: GroupStagingMB and GroupWindow of synergy.conf" \
+		grep -qx "bounds=64M/32" "$(out "$t")"
 done
 # The members' loaders formed one group: each survivor took batches from
 # the staging area, some of them prepared by the others.
