@@ -20,6 +20,9 @@ typedef struct sim_job {
 	double duration; /* s of work at the GPU-proportional share */
 	char model[SYN_PROFILE_KEY_MAX + 1];
 	const syn_profile_t *profile;
+	uint64_t group;  /* hyperparameter search (CoorDL's coordinated prep): the
+			  * jobs with the same non-zero group are the trials of one
+			  * search (same GPUs and model, checked on reading); 0: none */
 	/* Results of a run. */
 	double start, finish; /* -1 until known */
 	int changes;          /* times its allocation changed while it ran */
@@ -41,6 +44,8 @@ typedef struct sim_gen {
 	uint64_t seed;
 	int philly_gpus;      /* 0: 1-GPU jobs only; 1: 70/10/15/5 % of 1/2/4/8 */
 	double split[3];      /* image / language / speech fractions */
+	int search_k;         /* > 1: a fraction search_frac of arrivals are searches of */
+	double search_frac;   /* search_k trials (one group) arriving together; 0: none */
 } sim_gen_t;
 
 /* Profiles the simulator knows: measured ones (from --profiles) first,
@@ -59,6 +64,7 @@ typedef struct sim_cfg {
 	double round_s;
 	syn_round_opts_t opts;
 	uint64_t win_lo, win_hi; /* measured job ids, inclusive */
+	int coord;               /* 1: the trials of a search share their prep (below) */
 } sim_cfg_t;
 
 typedef struct sim_result {
@@ -71,6 +77,11 @@ typedef struct sim_result {
 	long rounds, violations, carried, changed;
 	char first_violation[200];
 	double cpu_s;                          /* CPU time the run took */
+	/* Searches (coordinated prep, see sim_run): */
+	int n_members;        /* jobs of the trace in a search (group != 0) */
+	long coord_runs;      /* member-rounds (live: member-plans) run sharing prep */
+	long coord_slower;    /* ... of them slower than the member alone at the same
+			       * cores and cache per GPU (a profile that falls) */
 } sim_result_t;
 
 /* Error text for the CLI, with the file and line when there is one. */
