@@ -15,6 +15,12 @@
  *
  * After every round the result is checked with syn_check_round (capacity
  * and the guarantee); violations are counted and reported, never ignored.
+ *
+ * Searches (sim.h): the active trials of a search on one node run as one
+ * composite policy job (syn_profile_group), kept in a round only where it
+ * fits one node and none of its trials runs slower in it than in the same
+ * round without composites; every trial progresses at the composite's
+ * rate over its own floor, which must be at least 1 (else a violation).
  */
 #include "config.h"
 

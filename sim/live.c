@@ -19,6 +19,10 @@
  * out. Nodes are simulated with no process memory beside the cache and no
  * cache limit (the simulator's nodes are all cache, as in the rounds).
  *
+ * Searches (sim.h): a job's group goes to syn_node_tune, so the trials of a
+ * search on one node are planned as one consumer; with searches in the
+ * trace, nodes are planned (with no grants) under prop too.
+ *
  * Every plan is checked: allotments within the node and at most the
  * job's share, holds at or above allotments, grants within what is free,
  * every job at or above its GPU-proportional throughput. Violations are

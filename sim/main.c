@@ -136,7 +136,7 @@ static void print_row(const struct combo *c, const sim_result_t *r)
 	       r->jct_median / 3600, r->jct_p99 / 3600, r->makespan / 3600, r->gpu_util,
 	       r->cpu_util, r->speedup_mean, r->violations, r->rounds, r->cpu_s);
 	if (r->n_members > 0)
-		printf("# %s/%s: %d search members: %ld member-%s sharing prep, %ld of them slower "
+		printf("# %s/%s: %d search trials: %ld trial-%s sharing prep, %ld of them slower "
 		       "than alone\n", combo_alloc(c), syn_ordering_name(c->o), r->n_members,
 		       r->coord_runs, c->live ? "plans" : "rounds", r->coord_slower);
 	if (r->n_window_drain > 0)

@@ -103,6 +103,30 @@ const syn_profile_t *sim_profiles_get(sim_profiles_t *pr, const char *key, sim_e
 int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err);
 void sim_cluster_free(sim_cluster_t *c);
 
+/*
+ * Searches (CoorDL's coordinated prep, issue 15; synergy-sim(1), SEARCHES).
+ * The jobs of a trace with the same non-zero group are the trials of one
+ * hyperparameter search (same GPUs and model). With cfg->coord, the trials
+ * of a search on one node prepare each batch once for all of them: they
+ * are planned as one consumer whose profile is syn_profile_group(p, k) (the
+ * cores axis divided by k), and each runs at that consumer's throughput
+ * over its own floor (its profile at its own GPU share).
+ *   rounds (sim_run): each round, the active trials of a search are chunked
+ *     in arrival order into composite policy jobs of k x g GPUs, k at most
+ *     what one node holds (GPUs; and, except under prop, as many trials as
+ *     one node's memory gives the best-case cache per GPU). The round is
+ *     first run with every trial on its own; a composite the round with
+ *     composites leaves waiting, places on more than one node, or runs
+ *     slower than any of its trials did on its own, is dissolved for the
+ *     round and the round re-run. Trials on their own never share prep.
+ *   live (sim_run_live): trials are placed as any job; syn_node_tune gets
+ *     their group, so the trials of a search on one node are one consumer
+ *     there (on different nodes: one per node). Without the agent (prop,
+ *     tune's 3 steps) a node with trials on it is still planned, with no
+ *     grants, for the group's throughput.
+ * r->n_members, coord_runs and coord_slower report it.
+ */
+
 /* Run the trace; job results are written into t->jobs. */
 int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_result_t *r,
 	    sim_error_t *err);

@@ -109,7 +109,7 @@ for spec in "4:0.3 1" "8:0.2 2" "4:0.5 3"; do
 		test_ok "$tag: coordination on and off run with no violations" \
 			test "$rc_on" -eq 0 -a "$rc_off" -eq 0 -a ! -s "$tmp/on.err" -a ! -s "$tmp/off.err"
 		test_ok "$tag: trials shared their prep, none slower than alone" awk '
-			/search members:/ { n++; if ($(NF-5) != 0) bad++; if ($6 + 0 == 0) none++ }
+			/search trials:/ { n++; if ($(NF-5) != 0) bad++; if ($6 + 0 == 0) none++ }
 			END { exit !(n == 2 && !bad && !none) }' "$tmp/on.tab"
 		test_ok "$tag: under prop no trial runs slower with coordination, some faster" awk -F, '
 			FNR == 1 { f++ }
