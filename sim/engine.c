@@ -128,8 +128,11 @@ static int build_round(struct rounds *R)
 			R->cap_gprof = nc;
 			/* Earlier composites point into the old array. */
 			for (int p = 0, c = 0; p < R->n_pj; p++)
-				if (R->pm[p].k > 1)
-					R->pj[p].profile = &R->gprof[c++];
+				if (R->pm[p].k > 1) {
+					if (R->pj[p].profile)
+						R->pj[p].profile = &R->gprof[c];
+					c++;
+				}
 		}
 		syn_profile_t *gp = &R->gprof[R->n_gprof++];
 		syn_job_t *c = &R->pj[R->n_pj++];

@@ -52,6 +52,35 @@ trap 'rm -rf "$tmp"' EXIT
 test_ok "golden4 runs" test ! -s "$tmp/err"
 test_ok "golden4 per-job results match" diff -u "$dir/golden4.expected" "$tmp/got"
 
+# Composites of at most what one node holds (rounds), worked by hand on
+# 1x4:12:250: a search of three 2-GPU resnet18 trials, 1300 s each. Under
+# prop J1 and J2 form a composite of 4 GPUs (a third would not fit a node);
+# at its share, 6 cores per trial: 1.85x, ends 1300/1.85 = 702.7; J3 waits
+# for GPUs, starts alone at the round at 900 and ends 900 + 1300 = 2200.
+# Without coordination J1 and J2 end at 1300, J3 runs 1500-2800.
+printf '%s\n' "id,arrival_s,gpus,duration_s,model,group" "1,0,2,1300,resnet18,5" \
+	"2,0,2,1300,resnet18,5" "3,0,2,1300,resnet18,5" >"$tmp/three.csv"
+"$sim" -t "$tmp/three.csv" -c 1x4:12:250 -a prop -j - -q | cut -d, -f3,7,8 >"$tmp/got3"
+printf '%s\n' "id,start_s,finish_s" "1,0.0,702.7" "2,0.0,702.7" "3,900.0,2200.0" >"$tmp/want3"
+test_ok "a search larger than a node: a composite of what fits, the rest waits" diff -u "$tmp/want3" "$tmp/got3"
+"$sim" -t "$tmp/three.csv" -c 1x4:12:250 -a prop --coord off -j - -q | cut -d, -f3,7,8 >"$tmp/got3"
+printf '%s\n' "id,start_s,finish_s" "1,0.0,1300.0" "2,0.0,1300.0" "3,1500.0,2800.0" >"$tmp/want3"
+test_ok "... and without coordination" diff -u "$tmp/want3" "$tmp/got3"
+# m5's best case is 187.5 GB per GPU: one node of 250 GB holds that for
+# one trial only, so under tune two m5 trials never form a composite (each
+# would give up cache it gets apart) and run as with --coord off; under
+# prop (every job at its cache share anyway) they do: 6 cores for each at
+# 62.5 GB: m5 min(2.5, 1.3) = 1.3x.
+printf '%s\n' "id,arrival_s,gpus,duration_s,model,group" "1,0,1,1300,m5,2" "2,0,1,1300,m5,2" >"$tmp/m5.csv"
+"$sim" -t "$tmp/m5.csv" -c 1x4:12:250 -a tune >"$tmp/m5.tab"
+"$sim" -t "$tmp/m5.csv" -c 1x4:12:250 -a tune -j "$tmp/a" -q
+"$sim" -t "$tmp/m5.csv" -c 1x4:12:250 -a tune --coord off -j "$tmp/b" -q
+test_ok "tune: m5 trials whose cache does not fit one node together never share" \
+	sh -c "grep -q 'tune/fifo: 2 search trials: 0 trial-rounds sharing prep' '$tmp/m5.tab' && cmp -s '$tmp/a' '$tmp/b'"
+"$sim" -t "$tmp/m5.csv" -c 1x4:12:250 -a prop -j - -q | cut -d, -f3,8,11 >"$tmp/got3"
+printf '%s\n' "id,finish_s,speedup" "1,1000.0,1.300" "2,1000.0,1.300" >"$tmp/want3"
+test_ok "prop: the m5 trials share, 1.3x" diff -u "$tmp/want3" "$tmp/got3"
+
 # Without the group column, or with coordination off, a search is just jobs.
 sed -e 's/,model,group$/,model/' -e 's/^\([0-9][^#]*\),[0-9]*$/\1/' "$dir/golden4.csv" >"$tmp/nogroup.csv"
 test_ok "golden4 without its group column is a 5-column trace" \
