@@ -115,10 +115,11 @@ static int build_round(struct rounds *R)
 			R->pj[R->n_pj++] = R->act[k];
 			continue;
 		}
-		/* A composite: k x g GPUs, the group profile; its ordering data
-		 * are its members' earliest arrival and most service, work and
-		 * duration; its previous allocation (SRTF's rate) its first
-		 * member's. */
+		/* A composite: k x g GPUs, the group profile. For the ordering it
+		 * stands where its trials would: their earliest arrival, most
+		 * work left and duration, and their most service divided by k
+		 * (LAS orders by service x GPUs, a trial's g, not k x g); its
+		 * previous allocation (SRTF's rate) is its first member's. */
 		if (R->n_gprof == R->cap_gprof) {
 			int nc = R->cap_gprof ? 2 * R->cap_gprof : 16;
 			syn_profile_t *ng = realloc(R->gprof, sizeof *ng * (size_t)nc);
@@ -148,6 +149,7 @@ static int build_round(struct rounds *R)
 			c->remaining = fmax(c->remaining, a->remaining);
 			c->duration = fmax(c->duration, a->duration);
 		}
+		c->attained /= q->k;
 	}
 	return 0;
 }

@@ -149,4 +149,15 @@ for spec in "4:0.3 1" "8:0.2 2" "4:0.5 3"; do
 			      exit !(n > 0 && !bad && faster > 0) }' "$tmp/on" "$tmp/off" "$tmp/trace.csv"
 	done
 done
+# Every ordering: composites stand where their trials would (LAS by a
+# trial's service x GPUs), so trials share prep under each of them.
+"$sim" -n 150 -r 8 -s 4 --gpu-mix philly --search 8:0.4 -c 4x8:24:500 -a prop,tune,greedy \
+	-o fifo,srtf,las,ftf >"$tmp/ord.tab" 2>"$tmp/ord.err"
+rc=$?
+"$sim" -n 150 -r 8 -s 4 --gpu-mix philly --search 8:0.4 -c 4x8:24:500 -a prop,tune \
+	-o fifo,srtf,las,ftf --live >>"$tmp/ord.tab" 2>>"$tmp/ord.err"
+test_ok "every allocator and ordering, rounds and live: no violations" test $rc -eq 0 -a $? -eq 0 -a ! -s "$tmp/ord.err"
+test_ok "... trials share prep under every one of them, none slower than alone" awk '
+	/search trials:/ { n++; if ($(NF-5) != 0) bad++; if ($6 + 0 < 100) few++ }
+	END { exit !(n == 20 && !bad && !few) }' "$tmp/ord.tab"
 done_testing
