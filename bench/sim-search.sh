@@ -13,7 +13,9 @@
 #
 # Per search mix, engine and allocator: mean JCT over the window (hours),
 # median over the seeds, off and on; the off/on ratio of mean JCT,
-# min/median/max over the seeds; the median makespan (hours) off and on.
+# min/median/max over the seeds; the median makespan (hours) and the median
+# CPU utilisation (cores allotted, grants included, over the cluster's,
+# during the makespan) off and on.
 # Zero violations are required: synergy-sim exits 1 on any, and this stops.
 set -eu
 bd=${top_builddir:-$(dirname "$0")/..}
@@ -24,8 +26,8 @@ CLUSTER=${CLUSTER:-16x8:24:500}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "| search K:FRAC | arrivals/h | engine | alloc | mean JCT off | mean JCT on | off/on min / med / max | makespan off | makespan on |"
-echo "|---|---:|---|---|---:|---:|---:|---:|---:|"
+echo "| search K:FRAC | arrivals/h | engine | alloc | mean JCT off | mean JCT on | off/on min / med / max | makespan off | makespan on | cpu util off / on |"
+echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|"
 for sp in $SEARCHES; do
 	k=${sp%:*} f=${sp#*:}
 	rate=$(awk -v j="$JPH" -v k="$k" -v f="$f" 'BEGIN { printf "%.4g", j / (1 + f * (k - 1)) }')
@@ -35,7 +37,7 @@ for sp in $SEARCHES; do
 			"$sim" -n "$JOBS" -w "$WINDOW" -r "$rate" -s "$s" --split "$SPLIT" -c "$CLUSTER" \
 				--search "$sp" -a prop,tune --live=both --coord "$co" >"$tmp/out"
 			awk -v s="$s" -v co="$co" '/^(prop|tune|live-prop|live-tune) / {
-				print s, co, $1, $4, $7 }' "$tmp/out" >>"$tmp/rows"
+				print s, co, $1, $4, $7, $9 }' "$tmp/out" >>"$tmp/rows"
 		done
 	done
 	for a in prop tune live-prop live-tune; do
@@ -44,16 +46,18 @@ for sp in $SEARCHES; do
 				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
 					if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
 				return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
-			$3 == a { j[$2, $1] = $4; m[$2, $1] = $5; seen[$1] = 1 }
+			$3 == a { j[$2, $1] = $4; m[$2, $1] = $5; u[$2, $1] = $6; seen[$1] = 1 }
 			END {
 				n = 0
 				for (s in seen) { n++; jo[n] = j["on", s]; jf[n] = j["off", s]
-					mo[n] = m["on", s]; mf[n] = m["off", s]; r[n] = j["off", s] / j["on", s] }
+					mo[n] = m["on", s]; mf[n] = m["off", s]; r[n] = j["off", s] / j["on", s]
+					uo[n] = u["on", s]; uf[n] = u["off", s] }
 				lo = hi = r[1]
 				for (i = 2; i <= n; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
 				eng = a ~ /^live/ ? "live" : "rounds"; al = a; sub(/^live-/, "", al)
-				printf "| %s | %s | %s | %s | %.2f | %.2f | %.2f / %.2f / %.2f | %.1f | %.1f |\n",
-					sp, rate, eng, al, med(jf, n), med(jo, n), lo, med(r, n), hi, med(mf, n), med(mo, n)
+				printf "| %s | %s | %s | %s | %.2f | %.2f | %.2f / %.2f / %.2f | %.1f | %.1f | %.3f / %.3f |\n",
+					sp, rate, eng, al, med(jf, n), med(jo, n), lo, med(r, n), hi, med(mf, n), med(mo, n),
+					med(uf, n), med(uo, n)
 			}' "$tmp/rows"
 	done
 done
