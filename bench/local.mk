@@ -30,6 +30,8 @@ bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
 
 # sim bench (policy helper)
 EXTRA_DIST += bench/sim-bench.sh
+# searches with and without coordinated prep in the simulator (issue 15)
+EXTRA_DIST += bench/sim-search.sh
 
 # peer bench (issue 14): the partitioned cache, NODES processes on 127.0.0.1.
 EXTRA_DIST += bench/peer-bench.sh

@@ -370,6 +370,29 @@ uint64_t syn_partition_cache_mb(uint64_t dataset_bytes, int nodes);
 int syn_size_job_nodes(const syn_shape_t *node, int gpus, int tasks, int nodes,
 		       const syn_profile_t *p, double eps, syn_size_t *out);
 
+/*
+ * Coordinated prep (CoorDL's hyperparameter search, issue 15). The k
+ * co-located trials of one search (same dataset and pipeline, same GPUs)
+ * fetch and prepare every batch once and hand it to all of them, so their
+ * prep cores work for all k at once: at C cores in all, each of them runs
+ * as one job with C cores would. Planned as one job of k x g GPUs, the
+ * group's profile is the members' with its cores axis divided by k: q at
+ * C / (k g) cores per GPU is p at C / g, the throughput of each member;
+ * the memory axis (cache per GPU, the members' mean) is p's. The one
+ * definition of that transform, used by syn_node_tune() and the simulator.
+ */
+
+/* Most members syn_profile_group() takes. */
+#define SYN_MAX_GROUP 4096
+
+/*
+ * q = the profile of a group of k members with profile p (above): p with
+ * its cores axis and prop_cpus divided by k; throughputs, memory axis and
+ * rates are p's. k = 1 copies p. q may not alias p. Returns 0, or -1 with
+ * errno EINVAL (NULL, p == q, k outside 1..SYN_MAX_GROUP).
+ */
+int syn_profile_group(const syn_profile_t *p, int k, syn_profile_t *q);
+
 /* One job running on a node, for syn_node_tune(). */
 typedef struct syn_node_job {
 	uint64_t id;                  /* for messages */

@@ -32,7 +32,8 @@
  * profile, or the co-located members of one coordinated-prep group (same
  * group, GPUs and profile key), which prepare one stream of batches
  * together. A group of k members of g GPUs is planned as one job of k x g
- * GPUs whose profile is the members' with its cores axis divided by k: at
+ * GPUs whose profile is the members' with its cores axis divided by k
+ * (syn_profile_group(), the one definition of that transform): at
  * C cores in all, each member runs as one job with C cores would (every
  * batch is prepared once, for all of them), and its cache is the members'
  * mean. So the group is granted what one job's prep needs, not k times
@@ -233,9 +234,14 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		uint64_t smem, scache;
 
 		y->g = y->k * jobs[y->i].gpus;
-		for (int c = 0; c < y->q.n_cpu; c++)
-			y->q.cpus[c] /= y->k;
-		y->q.prop_cpus /= y->k;
+		if (y->k > 1) {
+			one = y->q;
+			if (syn_profile_group(&one, y->k, &y->q) < 0) {
+				syn__fail(err, EINVAL, "job %llu: a group of %d members (at most %d)",
+					  (unsigned long long)jobs[y->i].id, y->k, SYN_MAX_GROUP);
+				goto out;
+			}
+		}
 		y->hc = y->base_c;
 		y->hm = y->base_m;
 		syn__live_share(node, y->g, &sc, &smem, &scache);

@@ -301,6 +301,20 @@ int syn_profile_union(const syn_profile_t *p, int nodes, syn_profile_t *q)
 	return 0;
 }
 
+int syn_profile_group(const syn_profile_t *p, int k, syn_profile_t *q)
+{
+	if (!p || !q || p == q || k < 1 || k > SYN_MAX_GROUP) {
+		errno = EINVAL;
+		return -1;
+	}
+	*q = *p;
+	/* Dividing keeps the axis strictly increasing and > 0. */
+	for (int c = 0; c < q->n_cpu && c < SYN_PROFILE_MAX_CPU; c++)
+		q->cpus[c] = p->cpus[c] / k;
+	q->prop_cpus = p->prop_cpus / k;
+	return 0;
+}
+
 uint64_t syn_partition_cache_mb(uint64_t dataset_bytes, int nodes)
 {
 	double mb;

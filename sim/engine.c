@@ -15,6 +15,12 @@
  *
  * After every round the result is checked with syn_check_round (capacity
  * and the guarantee); violations are counted and reported, never ignored.
+ *
+ * Searches (sim.h): the active trials of a search on one node run as one
+ * composite policy job (syn_profile_group), kept in a round only where it
+ * fits one node and none of its trials runs slower in it than in the same
+ * round without composites; every trial progresses at the composite's
+ * rate over its own floor, which must be at least 1 (else a violation).
  */
 #include "config.h"
 
@@ -52,9 +58,106 @@ int sim_dcmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One policy job of a round: an active job on its own, or a composite of
+ * the co-located active trials of one search (coordinated prep). */
+struct pjob {
+	int first, k; /* its members: mem[first .. first + k - 1], indices into act */
+};
+
+struct rounds {
+	const sim_trace_t *t;
+	const sim_cfg_t *cfg;
+	int *chunk;           /* per trace index: most members of its search in one
+			       * composite (< 2: none) */
+	syn_job_t *act;       /* active jobs: per-job state across rounds */
+	int *map, n_act;      /* act -> trace index */
+	syn_job_t *pj;        /* this round's policy jobs */
+	struct pjob *pm;
+	int *mem, n_pj;       /* members of the policy jobs, in order */
+	char *taken, *dissolved; /* per act / per trace index */
+	double *alone;        /* per act: its rate this round with no composites */
+	syn_profile_t *gprof; /* composites' profiles (syn_profile_group) */
+	int n_gprof, cap_gprof;
+};
+
+/* This round's policy jobs from the active ones. With coordination, the
+ * active trials of one search (not dissolved this round) are chunked, in
+ * arrival order, into composites of at most as many as one node's GPUs
+ * hold; a chunk of one is a job on its own. Returns 0 or -1 (no memory). */
+static int build_round(struct rounds *R)
+{
+	int nm = 0;
+
+	R->n_pj = 0;
+	R->n_gprof = 0;
+	memset(R->taken, 0, (size_t)R->n_act);
+	for (int k = 0; k < R->n_act; k++) {
+		const sim_job_t *j = &R->t->jobs[R->map[k]];
+		struct pjob *q = &R->pm[R->n_pj];
+		int cap = R->chunk[R->map[k]];
+
+		if (R->taken[k])
+			continue;
+		R->taken[k] = 1;
+		q->first = nm;
+		q->k = 1;
+		R->mem[nm++] = k;
+		if (R->cfg->coord && j->group && !R->dissolved[R->map[k]] && cap > 1)
+			for (int k2 = k + 1; k2 < R->n_act && q->k < cap; k2++) {
+				const sim_job_t *j2 = &R->t->jobs[R->map[k2]];
+				if (R->taken[k2] || j2->group != j->group || R->dissolved[R->map[k2]])
+					continue;
+				R->taken[k2] = 1;
+				R->mem[nm++] = k2;
+				q->k++;
+			}
+		if (q->k == 1) {
+			R->pj[R->n_pj++] = R->act[k];
+			continue;
+		}
+		/* A composite: k x g GPUs, the group profile. For the ordering it
+		 * stands where its trials would: their earliest arrival, most
+		 * work left and duration, and their most service divided by k
+		 * (LAS orders by service x GPUs, a trial's g, not k x g); its
+		 * previous allocation (SRTF's rate) is its first member's. */
+		if (R->n_gprof == R->cap_gprof) {
+			int nc = R->cap_gprof ? 2 * R->cap_gprof : 16;
+			syn_profile_t *ng = realloc(R->gprof, sizeof *ng * (size_t)nc);
+			if (!ng)
+				return -1;
+			R->gprof = ng;
+			R->cap_gprof = nc;
+			/* Earlier composites point into the old array. */
+			for (int p = 0, c = 0; p < R->n_pj; p++)
+				if (R->pm[p].k > 1) {
+					if (R->pj[p].profile)
+						R->pj[p].profile = &R->gprof[c];
+					c++;
+				}
+		}
+		syn_profile_t *gp = &R->gprof[R->n_gprof++];
+		syn_job_t *c = &R->pj[R->n_pj++];
+		*c = R->act[k];
+		if (j->profile)
+			syn_profile_group(j->profile, q->k, gp);
+		c->profile = j->profile ? gp : NULL;
+		c->gpus = q->k * j->gpus;
+		for (int m = 1; m < q->k; m++) {
+			const syn_job_t *a = &R->act[R->mem[q->first + m]];
+			c->arrival = fmin(c->arrival, a->arrival);
+			c->attained = fmax(c->attained, a->attained);
+			c->remaining = fmax(c->remaining, a->remaining);
+			c->duration = fmax(c->duration, a->duration);
+		}
+		c->attained /= q->k;
+	}
+	return 0;
+}
+
 int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_result_t *r,
 	    sim_error_t *err)
 {
+	struct rounds R;
 	syn_node_t *nodes = NULL;
 	syn_job_t *act = NULL;
 	syn_alloc_t *prev = NULL;
@@ -65,6 +168,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	syn_policy_error_t perr = { "" };
 
 	memset(r, 0, sizeof *r);
+	memset(&R, 0, sizeof R);
 	if (n == 0)
 		return sim_err(err, "the trace has no jobs");
 	if (!(round_s > 0))
@@ -85,15 +189,57 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 				       "job %llu: model '%s' has no throughput at the GPU-proportional "
 				       "share (%g cores, %g GB per GPU)",
 				       (unsigned long long)j->id, j->model, share_c, share_m);
+		if (j->group)
+			r->n_members++;
 	}
 	nodes = malloc(sizeof *nodes * (size_t)c->n_nodes);
 	act = malloc(sizeof *act * (size_t)n);
 	prev = calloc((size_t)n, sizeof *prev);
 	map = malloc(sizeof *map * (size_t)n);
-	if (!nodes || !act || !prev || !map) {
+	R.pj = malloc(sizeof *R.pj * (size_t)n);
+	R.pm = malloc(sizeof *R.pm * (size_t)n);
+	R.mem = malloc(sizeof *R.mem * (size_t)n);
+	R.taken = malloc((size_t)n);
+	R.chunk = calloc((size_t)n, sizeof *R.chunk);
+	R.alone = calloc((size_t)n, sizeof *R.alone);
+	R.dissolved = calloc((size_t)n, 1);
+	if (!nodes || !act || !prev || !map || !R.pj || !R.pm || !R.mem || !R.taken || !R.dissolved ||
+	    !R.chunk || !R.alone) {
 		sim_err(err, "out of memory");
 		goto out;
 	}
+	R.t = t;
+	R.cfg = cfg;
+	/* A composite holds at most as many members as one node has GPUs
+	 * for and, when a member's best case wants cache, as many as one
+	 * node's memory gives that cache per GPU: the members' caches are
+	 * their own (syn_profile_group keeps the memory axis), so more
+	 * members on one node than that would cost each of them cache that
+	 * apart, on nodes of their own, it could have. Under prop every job
+	 * holds its share of cache wherever it runs: no such limit. */
+	for (int i = 0; i < n && cfg->coord; i++) {
+		const sim_job_t *j = &t->jobs[i];
+		double bc = 0, bm = 0;
+
+		if (!j->group)
+			continue;
+		if (i > 0 && t->jobs[i - 1].group == j->group) {
+			R.chunk[i] = R.chunk[i - 1];
+			continue;
+		}
+		if (cfg->opts.allocator != SYN_ALLOC_PROP && j->profile &&
+		    syn_best_case(j->profile, cfg->opts.eps, 0, 0, &bc, &bm) < 0)
+			bm = 0;
+		for (int k = 0; k < c->n_nodes; k++) {
+			int cap = c->nodes[k].gpus / j->gpus;
+			if (bm > 0 && c->nodes[k].mem_gb / (bm * j->gpus) < cap)
+				cap = (int)floor(c->nodes[k].mem_gb / (bm * j->gpus) + 1e-9);
+			if (cap > R.chunk[i])
+				R.chunk[i] = cap;
+		}
+	}
+	R.act = act;
+	R.map = map;
 	memcpy(nodes, c->nodes, sizeof *nodes * (size_t)c->n_nodes);
 	for (int i = 0; i < n; i++) {
 		t->jobs[i].start = t->jobs[i].finish = -1;
@@ -103,7 +249,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	now = ceil(t->jobs[0].arrival / round_s) * round_s;
 	while (done < n) {
 		syn_round_stats_t st;
-		int placed = 0, v;
+		int placed = 0, v, again;
 
 		while (next < n && t->jobs[next].arrival <= now) {
 			const sim_job_t *j = &t->jobs[next];
@@ -116,63 +262,171 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 			now = ceil(t->jobs[next].arrival / round_s) * round_s;
 			continue;
 		}
+		R.n_act = n_act;
+		for (int k = 0; k < n_act; k++)
+			R.dissolved[map[k]] = 0;
 		syn_round_opts_t o = cfg->opts;
 		o.now = now;
-		if (syn_round(nodes, c->n_nodes, act, n_act, &o, &st, &perr) < 0) {
-			sim_err(err, "round at t=%.0f s (%s/%s): %s", now, syn_allocator_name(o.allocator),
-				syn_ordering_name(o.ordering), perr.text);
+		/* With composites this round, first the round without them
+		 * (every member a job of its own, as with --coord off): the
+		 * rate each member would run at. */
+		if (build_round(&R) < 0) {
+			sim_err(err, "out of memory");
 			goto out;
 		}
+		int have_comp = 0;
+		for (int p = 0; p < R.n_pj && !have_comp; p++)
+			have_comp = R.pm[p].k > 1;
+		if (have_comp) {
+			for (int k = 0; k < n_act; k++)
+				R.dissolved[map[k]] = 1;
+			if (build_round(&R) < 0) {
+				sim_err(err, "out of memory");
+				goto out;
+			}
+			if (syn_round(nodes, c->n_nodes, R.pj, R.n_pj, &o, &st, &perr) < 0) {
+				sim_err(err, "round at t=%.0f s (%s/%s): %s", now,
+					syn_allocator_name(o.allocator), syn_ordering_name(o.ordering),
+					perr.text);
+				goto out;
+			}
+			for (int k = 0; k < n_act; k++) {
+				const syn_alloc_t *al = &R.pj[k].alloc;
+				R.alone[k] = al->n_place > 0 ? al->tput / al->prop_tput : 0;
+				R.dissolved[map[k]] = 0;
+			}
+		}
+		/* A composite the round leaves waiting, spreads over nodes, or
+		 * runs slower than any of its members would run apart is no
+		 * co-located group this round: its members are dissolved into
+		 * jobs of their own, and the round is run again. Each pass
+		 * dissolves one composite at least. */
+		do {
+			if (build_round(&R) < 0) {
+				sim_err(err, "out of memory");
+				goto out;
+			}
+			if (syn_round(nodes, c->n_nodes, R.pj, R.n_pj, &o, &st, &perr) < 0) {
+				sim_err(err, "round at t=%.0f s (%s/%s): %s", now,
+					syn_allocator_name(o.allocator), syn_ordering_name(o.ordering),
+					perr.text);
+				goto out;
+			}
+			again = 0;
+			for (int p = 0; p < R.n_pj; p++) {
+				const struct pjob *q = &R.pm[p];
+				const syn_alloc_t *al = &R.pj[p].alloc;
+				int bad = 0;
+
+				if (q->k < 2)
+					continue;
+				if (al->n_place != 1) {
+					bad = 1;
+				} else {
+					const syn_node_t *nd = &nodes[al->place[0].node];
+					double rate = al->tput /
+						      syn_job_tput(t->jobs[map[R.mem[q->first]]].profile,
+								   nd->cpus / nd->gpus, nd->mem_gb / nd->gpus);
+					for (int m = 0; m < q->k; m++)
+						if (rate < R.alone[R.mem[q->first + m]] - 1e-9)
+							bad = 1;
+				}
+				if (bad) {
+					for (int m = 0; m < q->k; m++)
+						R.dissolved[map[R.mem[q->first + m]]] = 1;
+					again = 1;
+				}
+			}
+		} while (again);
 		r->rounds++;
-		v = syn_check_round(nodes, c->n_nodes, act, n_act, &perr);
+		v = syn_check_round(nodes, c->n_nodes, R.pj, R.n_pj, &perr);
 		if (v != 0) {
 			if (r->violations == 0)
 				snprintf(r->first_violation, sizeof r->first_violation, "t=%ld s: %s",
 					 (long)now, perr.text);
 			r->violations += v > 0 ? v : 1;
 		}
-		for (int k = 0; k < n_act; k++) {
-			syn_job_t *a = &act[k];
-			sim_job_t *j = &t->jobs[map[k]];
-			syn_alloc_t *al = &a->alloc;
+		for (int p = 0; p < R.n_pj; p++) {
+			const syn_job_t *pjob = &R.pj[p];
+			const struct pjob *q = &R.pm[p];
+			syn_alloc_t mal = pjob->alloc;
+			double floor_t = pjob->alloc.prop_tput, alone = 0;
 
-			if (al->n_place == 0) {
-				prev[map[k]].n_place = 0;
+			if (pjob->alloc.n_place == 0) {
+				for (int m = 0; m < q->k; m++) {
+					prev[map[R.mem[q->first + m]]].n_place = 0;
+					act[R.mem[q->first + m]].alloc = pjob->alloc;
+				}
 				continue;
 			}
-			placed++;
-			if (j->start < 0)
-				j->start = now;
-			if (prev[map[k]].n_place > 0) {
-				if (same_alloc(&prev[map[k]], al)) {
-					r->carried++;
-				} else {
-					r->changed++;
-					j->changes++;
-				}
+			if (q->k > 1) {
+				/* Each member: its g GPUs of the composite's node at
+				 * the composite's cores and cache per GPU, running at
+				 * the composite's throughput (each batch is prepared
+				 * once for all); its floor is its own share's. */
+				const syn_node_t *nd = &nodes[mal.place[0].node];
+				const syn_profile_t *mp = t->jobs[map[R.mem[q->first]]].profile;
+
+				mal.place[0].gpus = pjob->gpus / q->k;
+				floor_t = syn_job_tput(mp, nd->cpus / nd->gpus, nd->mem_gb / nd->gpus);
+				mal.prop_tput = floor_t;
+				alone = syn_job_tput(mp, mal.cpus_per_gpu, mal.mem_per_gpu) / floor_t;
 			}
-			prev[map[k]] = *al;
-			double rate = al->tput / al->prop_tput, dt = round_s;
+			double rate = mal.tput / floor_t;
 			if (!(rate > 0)) {
-				sim_err(err, "job %llu: zero throughput at its allocation", (unsigned long long)j->id);
+				sim_err(err, "job %llu: zero throughput at its allocation",
+					(unsigned long long)pjob->id);
 				goto out;
 			}
-			if (a->remaining <= rate * round_s) {
-				dt = a->remaining / rate;
-				a->remaining = 0;
-				j->finish = now + dt;
-				done++;
-			} else {
-				a->remaining -= rate * round_s;
+			for (int m = 0; m < q->k; m++) {
+				int k = R.mem[q->first + m];
+				syn_job_t *a = &act[k];
+				sim_job_t *j = &t->jobs[map[k]];
+
+				a->alloc = mal;
+				placed++;
+				if (j->start < 0)
+					j->start = now;
+				if (prev[map[k]].n_place > 0) {
+					if (same_alloc(&prev[map[k]], &mal)) {
+						r->carried++;
+					} else {
+						r->changed++;
+						j->changes++;
+					}
+				}
+				prev[map[k]] = mal;
+				if (q->k > 1) {
+					r->coord_runs++;
+					if (rate < alone - 1e-9)
+						r->coord_slower++;
+					if (!(rate >= 1 - 1e-9)) {
+						if (r->violations == 0)
+							snprintf(r->first_violation, sizeof r->first_violation,
+								 "t=%ld s: job %llu runs at %.3f of its "
+								 "GPU-proportional rate in its search",
+								 (long)now, (unsigned long long)j->id, rate);
+						r->violations++;
+					}
+				}
+				double dt = round_s;
+				if (a->remaining <= rate * round_s) {
+					dt = a->remaining / rate;
+					a->remaining = 0;
+					j->finish = now + dt;
+					done++;
+				} else {
+					a->remaining -= rate * round_s;
+				}
+				a->attained += dt;
+				gpu_s += a->gpus * dt;
+				cpu_s += a->gpus * mal.cpus_per_gpu * dt;
+				mem_s += a->gpus * mal.mem_per_gpu * dt;
+				j->tput_sum += rate;
+				j->rounds_run++;
+				speed_sum += rate;
+				job_rounds++;
 			}
-			a->attained += dt;
-			gpu_s += a->gpus * dt;
-			cpu_s += a->gpus * al->cpus_per_gpu * dt;
-			mem_s += a->gpus * al->mem_per_gpu * dt;
-			j->tput_sum += rate;
-			j->rounds_run++;
-			speed_sum += rate;
-			job_rounds++;
 		}
 		if (placed == 0) {
 			sim_err(err, "t=%.0f s: no active job can be placed (first: job %llu, %d GPUs)", now,
@@ -202,6 +456,14 @@ out:
 	free(act);
 	free(prev);
 	free(map);
+	free(R.pj);
+	free(R.pm);
+	free(R.mem);
+	free(R.taken);
+	free(R.chunk);
+	free(R.alone);
+	free(R.dissolved);
+	free(R.gprof);
 	return rv;
 }
 

@@ -19,6 +19,10 @@
  * out. Nodes are simulated with no process memory beside the cache and no
  * cache limit (the simulator's nodes are all cache, as in the rounds).
  *
+ * Searches (sim.h): a job's group goes to syn_node_tune, so the trials of a
+ * search on one node are planned as one consumer; with searches in the
+ * trace, nodes are planned (with no grants) under prop too.
+ *
  * Every plan is checked: allotments within the node and at most the
  * job's share, holds at or above allotments, grants within what is free,
  * every job at or above its GPU-proportional throughput. Violations are
@@ -81,6 +85,7 @@ struct live {
 	int n_shapes;
 	struct req *reqs;    /* job x shape, for its whole GPU count (single node) */
 	int tune, agent_flags, agent;
+	int plan, plan_flags; /* plan nodes (the agent, or groups' shared prep), with */
 	syn_node_job_t *nj;  /* scratch for one node's plan */
 	int *nj_job;
 	int *pending, n_pending;
@@ -295,7 +300,9 @@ static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 				       (unsigned long long)L->t->jobs[ji].id, i);
 		L->nj[m] = (syn_node_job_t){ .id = L->t->jobs[ji].id, .synergy = 1, .gpus = p->gpus,
 					     .cores = p->cores, .mem_mb = p->mem_mb,
-					     .profile = lj->np == 1 ? L->t->jobs[ji].profile : NULL };
+					     .profile = lj->np == 1 ? L->t->jobs[ji].profile : NULL,
+					     .group = lj->np == 1 && L->cfg->coord ? L->t->jobs[ji].group
+										   : 0 };
 		L->nj_job[m++] = ji;
 		sum_c += p->cores;
 		sum_m += p->mem_mb;
@@ -303,7 +310,7 @@ static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 	if (sum_c > n->shape.cpus || sum_m > n->shape.mem_mb)
 		violation(L, now, "node %d allotted %d/%d cores, %llu/%llu MB", i, sum_c, n->shape.cpus,
 			  (unsigned long long)sum_m, (unsigned long long)n->shape.mem_mb);
-	if (syn_node_tune(&n->shape, L->nj, m, L->agent_flags, &st, &perr) < 0)
+	if (syn_node_tune(&n->shape, L->nj, m, L->plan_flags, &st, &perr) < 0)
 		return sim_err(err, "t=%.0f s: node %d: plan: %s", now, i, perr.text);
 	if (st.below_floor)
 		violation(L, now, "node %d: %d jobs below their floor", i, st.below_floor);
@@ -321,6 +328,22 @@ static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 		if (lj->np > 1)
 			continue; /* a spanning part keeps its allotment */
 		double rate = o->prop_tput > 0 ? o->tput / o->prop_tput : 0;
+		/* A member sharing prep with others of its search on this node:
+		 * never slower than alone at its own hold (up to the MB of the
+		 * grant's remainder, which goes to the first members). */
+		for (int k2 = 0; o->group && k2 < m; k2++) {
+			const syn_node_job_t *o2 = &L->nj[k2];
+			if (k2 == k || o2->group != o->group || o2->gpus != o->gpus ||
+			    L->j[L->nj_job[k2]].np != 1)
+				continue;
+			const syn_profile_t *pp = L->t->jobs[L->nj_job[k]].profile;
+			double alone = syn_job_tput(pp, (double)o->hold_cores / o->gpus,
+						    o->hold_cache_mb / 1024.0 / o->gpus);
+			L->r->coord_runs++;
+			if (o->tput < alone * (1 - 1e-4))
+				L->r->coord_slower++;
+			break;
+		}
 		if (L->was_running[L->nj_job[k]]) {
 			if (o->hold_cores != p->hold_cores || o->hold_cache_mb != p->hold_cache_mb) {
 				L->r->changed++;
@@ -395,6 +418,16 @@ int sim_run_live(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, s
 	L.agent = L.tune && !(cfg->opts.no_leftover && cfg->opts.no_exchange);
 	L.agent_flags = (cfg->opts.no_leftover ? SYN_NODE_NO_LEFTOVER : 0) |
 			(cfg->opts.no_exchange ? SYN_NODE_NO_EXCHANGE : 0);
+	/* Without the agent's grants (prop, or tune's 3 steps), the members of a
+	 * search on one node still share their prep: plan the node with no
+	 * grant, for the group's throughput at the members' allotments. */
+	L.plan = L.agent;
+	L.plan_flags = L.agent_flags;
+	for (int i = 0; i < n && cfg->coord && !L.plan; i++)
+		if (t->jobs[i].group) {
+			L.plan = 1;
+			L.plan_flags = SYN_NODE_NO_LEFTOVER | SYN_NODE_NO_EXCHANGE;
+		}
 	L.nodes = calloc((size_t)c->n_nodes, sizeof *L.nodes);
 	L.shapes = calloc((size_t)c->n_nodes, sizeof *L.shapes);
 	L.shape_of = calloc((size_t)c->n_nodes, sizeof *L.shape_of);
@@ -453,6 +486,8 @@ int sim_run_live(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, s
 		job->start = job->finish = -1;
 		job->changes = job->rounds_run = 0;
 		job->tput_sum = job->run_s = 0;
+		if (job->group)
+			r->n_members++;
 		if (job->gpus > c->total_gpus || job->gpus > SYN_MAX_SPAN * L.max_node_gpus) {
 			sim_err(err, "job %llu needs %d GPUs: more than this cluster can give one job",
 				(unsigned long long)job->id, job->gpus);
@@ -493,7 +528,7 @@ int sim_run_live(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, s
 			if (!L.nodes[i].dirty)
 				continue;
 			L.nodes[i].dirty = 0;
-			if (L.agent && plan_node(&L, i, now, err) < 0)
+			if (L.plan && plan_node(&L, i, now, err) < 0)
 				goto out;
 		}
 		r->rounds++;

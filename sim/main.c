@@ -32,14 +32,19 @@ static const char usage_text[] =
 	"Simulate Synergy allocation policies on a trace of DNN training jobs.\n"
 	"\n"
 	"Workload (a trace file, or the generated Philly-derived workload):\n"
-	"  -t, --trace FILE        read jobs from CSV: id,arrival_s,gpus,duration_s,model\n"
+	"  -t, --trace FILE        read jobs from CSV: id,arrival_s,gpus,duration_s,model[,group]\n"
 	"  -n, --jobs N            generate N jobs (default 1000)\n"
 	"  -r, --rate J            generate J arrivals per hour (default 9)\n"
 	"  -s, --seed S            generator seed (default 1)\n"
 	"      --gpu-mix MIX       '1' (1-GPU jobs, default) or 'philly' (70/10/15/5% of 1/2/4/8)\n"
 	"      --split I/L/S       image/language/speech percentages (default 20/70/10)\n"
+	"      --search K:FRAC     make a fraction FRAC (0..1) of arrivals hyperparameter\n"
+	"                          searches of K trials (one group: same model, GPUs and\n"
+	"                          duration, arriving together); default none\n"
 	"      --write-trace FILE  write the generated trace ('-' for stdout) and exit\n"
 	"  -P, --profiles DIR      profile store: measured profiles override the built-ins\n"
+	"      --coord on|off      the trials of a search share their prep (CoorDL's\n"
+	"                          coordinated prep; default on); off: each trial preps alone\n"
 	"Cluster and policy:\n"
 	"  -c, --cluster SPEC      [COUNTx]GPUS:CORES:MEM_GB[,...] (default 16x8:24:500)\n"
 	"      --round SECONDS     round length (default 300)\n"
@@ -130,6 +135,10 @@ static void print_row(const struct combo *c, const sim_result_t *r)
 	       combo_alloc(c), syn_ordering_name(c->o), r->n_window, r->jct_mean / 3600,
 	       r->jct_median / 3600, r->jct_p99 / 3600, r->makespan / 3600, r->gpu_util,
 	       r->cpu_util, r->speedup_mean, r->violations, r->rounds, r->cpu_s);
+	if (r->n_members > 0)
+		printf("# %s/%s: %d search trials: %ld trial-%s sharing prep, %ld of them slower "
+		       "than alone\n", combo_alloc(c), syn_ordering_name(c->o), r->n_members,
+		       r->coord_runs, c->live ? "plans" : "rounds", r->coord_slower);
 	if (r->n_window_drain > 0)
 		printf("# %s/%s: %d of %d window jobs finished after the last arrival (in the "
 		       "drain): not a steady-state measure, generate more jobs\n",
@@ -232,6 +241,8 @@ int main(int argc, char **argv)
 		{ "sweep", required_argument, NULL, 7 },
 		{ "plot", required_argument, NULL, 8 },
 		{ "live", optional_argument, NULL, 10 },
+		{ "search", required_argument, NULL, 11 },
+		{ "coord", required_argument, NULL, 12 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -262,6 +273,7 @@ int main(int argc, char **argv)
 	syn_round_opts_init(&cfg.opts);
 	cfg.win_lo = 0;
 	cfg.win_hi = UINT64_MAX;
+	cfg.coord = 1;
 
 	while ((opt = getopt_long(argc, argv, "t:n:r:s:P:c:a:o:w:j:qh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -381,6 +393,25 @@ int main(int argc, char **argv)
 			else
 				return die_usage("--live=%s: expected --live or --live=both", optarg);
 			break;
+		case 11: {
+			int k, used = 0;
+			double f;
+			if (sscanf(optarg, "%d:%lf%n", &k, &f, &used) != 2 || optarg[used] || k < 2 ||
+			    k > SYN_MAX_GROUP || !(f >= 0 && f <= 1))
+				return die_usage("--search '%s': expected K:FRAC, K trials 2..%d, FRAC 0..1 "
+						 "(e.g. 4:0.3)", optarg, SYN_MAX_GROUP);
+			gen.search_k = k;
+			gen.search_frac = f;
+			break;
+		}
+		case 12:
+			if (strcmp(optarg, "on") == 0)
+				cfg.coord = 1;
+			else if (strcmp(optarg, "off") == 0)
+				cfg.coord = 0;
+			else
+				return die_usage("--coord '%s': expected on or off", optarg);
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -459,6 +490,10 @@ int main(int argc, char **argv)
 				printf(", rate %g/h, seed %llu, split %g/%g/%g, gpus %s", gen.rate_per_hour,
 				       (unsigned long long)gen.seed, gen.split[0], gen.split[1], gen.split[2],
 				       gen.philly_gpus ? "philly" : "1");
+			if (!trace_path && gen.search_k > 1)
+				printf(", searches %d:%g", gen.search_k, gen.search_frac);
+			if (!cfg.coord)
+				printf(", coordinated prep off");
 			if (modes & 2)
 				printf(", %s", modes == 3 ? "rounds and live Slurm" : "live Slurm");
 			if (cfg.win_hi != UINT64_MAX || cfg.win_lo)

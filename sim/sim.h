@@ -20,6 +20,9 @@ typedef struct sim_job {
 	double duration; /* s of work at the GPU-proportional share */
 	char model[SYN_PROFILE_KEY_MAX + 1];
 	const syn_profile_t *profile;
+	uint64_t group;  /* hyperparameter search (CoorDL's coordinated prep): the
+			  * jobs with the same non-zero group are the trials of one
+			  * search (same GPUs and model, checked on reading); 0: none */
 	/* Results of a run. */
 	double start, finish; /* -1 until known */
 	int changes;          /* times its allocation changed while it ran */
@@ -41,6 +44,8 @@ typedef struct sim_gen {
 	uint64_t seed;
 	int philly_gpus;      /* 0: 1-GPU jobs only; 1: 70/10/15/5 % of 1/2/4/8 */
 	double split[3];      /* image / language / speech fractions */
+	int search_k;         /* > 1: a fraction search_frac of arrivals are searches of */
+	double search_frac;   /* search_k trials (one group) arriving together; 0: none */
 } sim_gen_t;
 
 /* Profiles the simulator knows: measured ones (from --profiles) first,
@@ -59,6 +64,7 @@ typedef struct sim_cfg {
 	double round_s;
 	syn_round_opts_t opts;
 	uint64_t win_lo, win_hi; /* measured job ids, inclusive */
+	int coord;               /* 1: the trials of a search share their prep (below) */
 } sim_cfg_t;
 
 typedef struct sim_result {
@@ -71,6 +77,11 @@ typedef struct sim_result {
 	long rounds, violations, carried, changed;
 	char first_violation[200];
 	double cpu_s;                          /* CPU time the run took */
+	/* Searches (coordinated prep, see sim_run): */
+	int n_members;        /* jobs of the trace in a search (group != 0) */
+	long coord_runs;      /* member-rounds (live: member-plans) run sharing prep */
+	long coord_slower;    /* ... of them slower than the member alone at the same
+			       * cores and cache per GPU (a profile that falls) */
 } sim_result_t;
 
 /* Error text for the CLI, with the file and line when there is one. */
@@ -91,6 +102,30 @@ const syn_profile_t *sim_profiles_get(sim_profiles_t *pr, const char *key, sim_e
 /* Parse "16x8:24:500[,NxG:C:M...]". */
 int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err);
 void sim_cluster_free(sim_cluster_t *c);
+
+/*
+ * Searches (CoorDL's coordinated prep, issue 15; synergy-sim(1), SEARCHES).
+ * The jobs of a trace with the same non-zero group are the trials of one
+ * hyperparameter search (same GPUs and model). With cfg->coord, the trials
+ * of a search on one node prepare each batch once for all of them: they
+ * are planned as one consumer whose profile is syn_profile_group(p, k) (the
+ * cores axis divided by k), and each runs at that consumer's throughput
+ * over its own floor (its profile at its own GPU share).
+ *   rounds (sim_run): each round, the active trials of a search are chunked
+ *     in arrival order into composite policy jobs of k x g GPUs, k at most
+ *     what one node holds (GPUs; and, except under prop, as many trials as
+ *     one node's memory gives the best-case cache per GPU). The round is
+ *     first run with every trial on its own; a composite the round with
+ *     composites leaves waiting, places on more than one node, or runs
+ *     slower than any of its trials did on its own, is dissolved for the
+ *     round and the round re-run. Trials on their own never share prep.
+ *   live (sim_run_live): trials are placed as any job; syn_node_tune gets
+ *     their group, so the trials of a search on one node are one consumer
+ *     there (on different nodes: one per node). Without the agent (prop,
+ *     tune's 3 steps) a node with trials on it is still planned, with no
+ *     grants, for the group's throughput.
+ * r->n_members, coord_runs and coord_slower report it.
+ */
 
 /* Run the trace; job results are written into t->jobs. */
 int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_result_t *r,

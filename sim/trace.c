@@ -120,6 +120,8 @@ const syn_profile_t *sim_profiles_get(sim_profiles_t *pr, const char *key, sim_e
 /* Trace CSV. */
 
 static const char trace_header[] = "id,arrival_s,gpus,duration_s,model";
+/* With the optional 6th column: a job's search (group), 0 or empty for none. */
+static const char trace_header_group[] = "id,arrival_s,gpus,duration_s,model,group";
 
 static char *trim(char *s)
 {
@@ -159,6 +161,23 @@ struct idline {
 	uint64_t id;
 	long line;
 };
+
+/* A search member as read, for the check that a group's members agree. */
+struct grpline {
+	uint64_t group;
+	long line;
+	int gpus;
+	const char *model; /* into the new trace's job */
+	int job;
+};
+
+static int grpline_cmp(const void *a, const void *b)
+{
+	const struct grpline *x = a, *y = b;
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
 
 static int idline_cmp(const void *a, const void *b)
 {
@@ -205,8 +224,9 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 	FILE *f = NULL;
 	char buf[LINE_MAX_LEN + 2];
 	long line = 0;
-	int cap = 0, rv = -1, have_header = 0;
+	int cap = 0, rv = -1, have_header = 0, cols = 5, n_grp = 0;
 	struct idline *ids = NULL;
+	struct grpline *grp = NULL;
 	sim_trace_t nt = { NULL, 0 };
 	sim_error_t perr;
 
@@ -216,7 +236,7 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 		goto out;
 	}
 	while (fgets(buf, sizeof buf, f)) {
-		char *s, *fld[6];
+		char *s, *fld[7];
 		int nf = 0;
 		sim_job_t j;
 		uint64_t g;
@@ -238,8 +258,11 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 				if (*h != ' ' && *h != '\t')
 					clean[k++] = *h;
 			clean[k] = '\0';
-			if (strcmp(clean, trace_header) != 0) {
-				sim_err(err, "%s:%ld: expected the header '%s'", path, line, trace_header);
+			if (strcmp(clean, trace_header_group) == 0) {
+				cols = 6;
+			} else if (strcmp(clean, trace_header) != 0) {
+				sim_err(err, "%s:%ld: expected the header '%s' (or '%s')", path, line,
+					trace_header, trace_header_group);
 				goto out;
 			}
 			have_header = 1;
@@ -247,19 +270,25 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 		}
 		for (char *p = s; p; ) {
 			char *c = strchr(p, ',');
-			if (nf < 6)
+			if (nf < 7)
 				fld[nf] = p;
 			nf++;
 			if (c)
 				*c++ = '\0';
 			p = c;
 		}
-		if (nf != 5) {
-			sim_err(err, "%s:%ld: expected 5 comma-separated fields (%s), got %d", path, line,
-				trace_header, nf);
+		if (nf != 5 && (cols == 5 || nf != 6)) {
+			if (cols == 5 && nf == 6)
+				sim_err(err, "%s:%ld: expected 5 comma-separated fields (%s), got 6: "
+					"a trace with searches has the header '%s'", path, line,
+					trace_header, trace_header_group);
+			else
+				sim_err(err, "%s:%ld: expected %s comma-separated fields (%s), got %d",
+					path, line, cols == 5 ? "5" : "5 or 6",
+					cols == 5 ? trace_header : trace_header_group, nf);
 			goto out;
 		}
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < nf; k++)
 			fld[k] = trim(fld[k]);
 		memset(&j, 0, sizeof j);
 		if (parse_u64(fld[0], &j.id) < 0) {
@@ -288,6 +317,11 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 			goto out;
 		}
 		strcpy(j.model, fld[4]);
+		if (nf == 6 && *fld[5] && parse_u64(fld[5], &j.group) < 0) {
+			sim_err(err, "%s:%ld: group: expected empty or an integer 0..%llu, got '%s'",
+				path, line, (unsigned long long)UINT64_MAX, fld[5]);
+			goto out;
+		}
 		j.profile = sim_profiles_get(pr, j.model, &perr);
 		if (!j.profile) {
 			sim_err(err, "%s:%ld: model: %s", path, line, perr.text);
@@ -305,6 +339,15 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 		}
 		ids = ni;
 		ids[nt.n - 1] = (struct idline){ j.id, line };
+		if (j.group) {
+			struct grpline *ng = realloc(grp, sizeof *grp * (size_t)(n_grp + 1));
+			if (!ng) {
+				sim_err(err, "%s:%ld: out of memory", path, line);
+				goto out;
+			}
+			grp = ng;
+			grp[n_grp++] = (struct grpline){ j.group, line, j.gpus, NULL, nt.n - 1 };
+		}
 	}
 	if (ferror(f)) {
 		sim_err(err, "%s: read error: %s", path, strerror(errno));
@@ -323,6 +366,24 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 				goto out;
 			}
 	}
+	/* The trials of one search run the same model on the same GPUs. */
+	if (n_grp > 0) {
+		for (int i = 0; i < n_grp; i++)
+			grp[i].model = nt.jobs[grp[i].job].model;
+		qsort(grp, (size_t)n_grp, sizeof *grp, grpline_cmp);
+		for (int i = 1; i < n_grp; i++) {
+			const struct grpline *a = &grp[i - 1], *b = &grp[i];
+			if (a->group != b->group)
+				continue;
+			if (a->gpus != b->gpus || strcmp(a->model, b->model) != 0) {
+				sim_err(err, "%s:%ld: group: %llu is a search of %d-GPU %s trials (line "
+					"%ld), not %d-GPU %s: the trials of a search share GPUs and model",
+					path, b->line, (unsigned long long)b->group, a->gpus, a->model,
+					a->line, b->gpus, b->model);
+				goto out;
+			}
+		}
+	}
 	finish_trace(&nt);
 	*t = nt;
 	nt.jobs = NULL;
@@ -330,6 +391,7 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 out:
 	free(nt.jobs);
 	free(ids);
+	free(grp);
 	if (f)
 		fclose(f);
 	return rv;
@@ -341,11 +403,18 @@ int sim_trace_write(const char *path, const sim_trace_t *t, sim_error_t *err)
 
 	if (!f)
 		return sim_err(err, "%s: %s", path, strerror(errno));
-	fprintf(f, "%s\n", trace_header);
+	int groups = 0;
+
+	for (int i = 0; i < t->n && !groups; i++)
+		groups = t->jobs[i].group != 0;
+	fprintf(f, "%s\n", groups ? trace_header_group : trace_header);
 	for (int i = 0; i < t->n; i++) {
 		const sim_job_t *j = &t->jobs[i];
-		fprintf(f, "%llu,%.3f,%d,%.3f,%s\n", (unsigned long long)j->id, j->arrival, j->gpus,
+		fprintf(f, "%llu,%.3f,%d,%.3f,%s", (unsigned long long)j->id, j->arrival, j->gpus,
 			j->duration, j->model);
+		if (groups)
+			fprintf(f, ",%llu", (unsigned long long)j->group);
+		fputc('\n', f);
 	}
 	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
 		return sim_err(err, "%s: write error: %s", path, strerror(errno));
@@ -385,17 +454,23 @@ int sim_trace_generate(const sim_gen_t *g, sim_profiles_t *pr, sim_trace_t *t, s
 	sim_trace_t nt = { NULL, 0 };
 	sim_error_t perr;
 
+	uint64_t n_search = 0;
+
 	if (g->n_jobs < 1 || !(g->rate_per_hour > 0) || !(sum > 0))
 		return sim_err(err, "generator: need jobs >= 1, rate > 0 and a non-zero split");
+	if (g->search_k < 0 || g->search_k > SYN_MAX_GROUP || !(g->search_frac >= 0) ||
+	    g->search_frac > 1)
+		return sim_err(err, "generator: need 0 <= search trials <= %d and a search fraction "
+			       "in 0..1", SYN_MAX_GROUP);
 	for (int i = 0; i < syn_builtin_count(); i++) {
 		syn_category_t c;
 		const syn_profile_t *p = syn_builtin_at(i, &c);
 		cat_keys[c][cat_n[c]++] = p->key;
 	}
-	for (int i = 0; i < g->n_jobs; i++) {
+	for (int i = 0; i < g->n_jobs;) {
 		sim_job_t j;
 		double u;
-		int c;
+		int c, trials = 1;
 
 		memset(&j, 0, sizeof j);
 		j.id = (uint64_t)i;
@@ -425,9 +500,20 @@ int sim_trace_generate(const sim_gen_t *g, sim_profiles_t *pr, sim_trace_t *t, s
 			free(nt.jobs);
 			return sim_err(err, "generator: %s", perr.text);
 		}
-		if (add_job(&nt, &cap, &j) < 0) {
-			free(nt.jobs);
-			return sim_err(err, "out of memory");
+		/* A search: search_k trials of this arrival's model, GPUs and
+		 * duration, arriving together (the draw is made only with
+		 * searches on, so a workload without them is unchanged). The
+		 * last search is cut short at n_jobs. */
+		if (g->search_k > 1 && g->search_frac > 0 && next_unif(&s) < g->search_frac) {
+			trials = g->search_k;
+			j.group = ++n_search;
+		}
+		for (int k = 0; k < trials && i < g->n_jobs; k++, i++) {
+			j.id = (uint64_t)i;
+			if (add_job(&nt, &cap, &j) < 0) {
+				free(nt.jobs);
+				return sim_err(err, "out of memory");
+			}
 		}
 	}
 	finish_trace(&nt);

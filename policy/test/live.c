@@ -771,6 +771,27 @@ static void test_group_property(int instances)
 	   "groups, monotone profiles and grants to groups were exercised");
 }
 
+/* Issue 15: the group transform, the one definition node.c and the
+ * simulator use. */
+static void test_profile_group(void)
+{
+	syn_profile_t q;
+
+	ok(syn_profile_group(P("resnet18"), 4, &q) == 0 &&
+	   NEAR(q.cpus[q.n_cpu - 1], P("resnet18")->cpus[P("resnet18")->n_cpu - 1] / 4) &&
+	   NEAR(q.prop_cpus, P("resnet18")->prop_cpus / 4) &&
+	   NEAR(q.mem_gb[1], P("resnet18")->mem_gb[1]), "group of 4: the cores axis quarters, "
+	   "memory unchanged");
+	ok(NEAR(syn_profile_eval(&q, 1.5, 62.5), syn_profile_eval(P("resnet18"), 6, 62.5)),
+	   "the group profile at c per GPU is the member's at 4c");
+	ok(syn_profile_group(P("resnet18"), 1, &q) == 0 &&
+	   memcmp(&q, P("resnet18"), sizeof q) == 0, "group of 1: a copy");
+	ok(syn_profile_group(P("m5"), 0, &q) < 0 && errno == EINVAL, "0 members: EINVAL");
+	ok(syn_profile_group(P("m5"), SYN_MAX_GROUP + 1, &q) < 0 && errno == EINVAL,
+	   "more than SYN_MAX_GROUP: EINVAL");
+	ok(syn_profile_group(&q, 2, &q) < 0 && errno == EINVAL, "in place: EINVAL");
+}
+
 /* Issue 14: a job on n nodes with the partitioned cache. */
 static void test_size_nodes(void)
 {
@@ -827,6 +848,7 @@ int main(void)
 	test_node_group();
 	test_size_tasks_and_cap();
 	test_size_nodes();
+	test_profile_group();
 	test_node_hand();
 	test_size_property(20000);
 	test_node_property(4000);

@@ -66,6 +66,29 @@ long=$(printf '%02000d' 0)
 reject "overlong line" "t.csv:2: line longer than" "$H
 1,0,1,100,$long"
 
+# The optional 6th column, group (a hyperparameter search).
+G="$H,group"
+reject "negative group" "t.csv:3: group:" "$G
+1,0,1,100,gnmt,1
+2,0,1,100,gnmt,-1"
+reject "non-numeric group" "t.csv:2: group:" "$G
+1,0,1,100,gnmt,a"
+reject "fractional group" "t.csv:2: group:" "$G
+1,0,1,100,gnmt,1.5"
+reject "group past 2^64" "t.csv:2: group:" "$G
+1,0,1,100,gnmt,18446744073709551616"
+reject "search members differ in GPUs" "t.csv:4: group: 7 is a search of 1-GPU gnmt trials (line 2)" "$G
+1,0,1,100,gnmt,7
+2,0,1,100,gnmt,8
+3,0,2,100,gnmt,7"
+reject "search members differ in model" "t.csv:3: group: 7 is a search of 1-GPU gnmt trials (line 2), not 1-GPU lstm" "$G
+1,0,1,100,gnmt,7
+2,0,1,100,lstm,7"
+reject "7 fields" "t.csv:2: expected 5 or 6 comma-separated fields" "$G
+1,0,1,100,gnmt,1,2"
+reject "a group without the group header" "a trace with searches has the header" "$H
+1,0,1,100,gnmt,1"
+
 test_ok "missing trace file named" sh -c "'$sim' -t '$tmp/nope.csv' 2>&1 | grep -q 'nope.csv: No such file'"
 test_ok "missing trace file fails" sh -c "! '$sim' -t '$tmp/nope.csv' 2>/dev/null"
 
@@ -91,6 +114,11 @@ opt_reject "bad split" "--split" --split 20/70
 opt_reject "bad window" "--window" -w 9-3
 opt_reject "bad rate" "--rate" -r 0
 opt_reject "sweep with trace" "--sweep" -t x.csv --sweep 1,2
+opt_reject "search of one trial" "--search '1:0.5'" --search 1:0.5
+opt_reject "search fraction above 1" "--search" --search 4:1.5
+opt_reject "search without a fraction" "--search" --search 4
+opt_reject "search with trailing text" "--search" --search 4:0.5x
+opt_reject "bad --coord" "--coord 'yes'" --coord yes
 "$sim" --help >"$tmp/help"
 test_ok "--help prints usage" grep -q "Usage: synergy-sim" "$tmp/help"
 

@@ -39,6 +39,11 @@ static void check_trace(const sim_trace_t *t)
 			abort();
 		if (i > 0 && t->jobs[i - 1].arrival > j->arrival)
 			abort();
+		/* The trials of one search share GPUs and model. */
+		for (int k = 0; j->group && k < i; k++)
+			if (t->jobs[k].group == j->group &&
+			    (t->jobs[k].gpus != j->gpus || strcmp(t->jobs[k].model, j->model) != 0))
+				abort();
 	}
 }
 
