@@ -6,6 +6,7 @@
  *   synergy-profile show [--json] KEY|FILE     the profile as a table, and
  *                                              its stall report at the share
  *   synergy-profile what-if [--json] KEY|FILE --cpus N --cache BYTES [--nodes N]
+ *                           [--members K]
  *   synergy-profile plot KEY|FILE --out FILE.png
  *   synergy-profile list                       every profile in the store
  *   synergy-profile measure [OPTIONS] DATASET --threads N --cache BYTES
@@ -61,7 +62,7 @@ static const char usage_text[] =
 	"  show KEY|FILE             print a profile as a table, and what bounds the job\n"
 	"                            at its share (GPU, prep or fetch), its stalls and\n"
 	"                            the smallest grants that remove them\n"
-	"  what-if KEY|FILE --cpus N --cache BYTES [--nodes N]\n"
+	"  what-if KEY|FILE --cpus N --cache BYTES [--nodes N] [--members K]\n"
 	"                            predicted throughput per GPU at that allocation,\n"
 	"                            with the same stall report\n"
 	"  plot KEY|FILE --out FILE.png\n"
@@ -107,7 +108,8 @@ static const char usage_text[] =
 	"  --cache BYTES     (measure, what-if) cache size; suffix K, M, G, T\n"
 	"  --epochs N        (measure) measured epochs (default 3)\n"
 	"  --members K       (measure) a coordinated-prep group of K loaders, one\n"
-	"                    process each, sharing --threads workers (2..16)\n"
+	"                    process each, sharing --threads workers (2..16);\n"
+	"                    (what-if) each of K members of a group holds --cpus\n"
 	"  --cpus N          (what-if) cores per GPU\n"
 	"  --nodes N         (what-if) the job spans N nodes (1..1024, default 1), each\n"
 	"                    with --cache per GPU: the partitioned cache makes the\n"
@@ -532,7 +534,7 @@ static void print_report(const syn__report_t *r, const syn_profile_t *p, FILE *f
 }
 
 /* The report as one JSON object on stdout; absent answers are null. */
-static int print_report_json(const syn__report_t *r, const syn_profile_t *p, int nodes)
+static int print_report_json(const syn__report_t *r, const syn_profile_t *p, int nodes, int members)
 {
 	json_t *o = json_pack("{s:s, s:{s:f, s:f}, s:{s:f, s:f}, s:{s:f, s:f}, s:{s:f, s:b}, s:s,"
 	                      " s:{s:f, s:f, s:f}, s:{s:o, s:o, s:o}, s:{s:f, s:f, s:f}}",
@@ -551,7 +553,8 @@ static int print_report_json(const syn__report_t *r, const syn_profile_t *p, int
 	                      r->fetch_half_mem_gb >= 0 ? json_real(r->fetch_half_mem_gb) : json_null(),
 	                      "best", "cpus", r->best_cpus, "mem_gb", r->best_mem_gb,
 	                      "normalised", r->best_tput);
-	if (o && nodes > 1 && json_object_set_new(o, "nodes", json_integer(nodes)) < 0) {
+	if (o && ((nodes > 1 && json_object_set_new(o, "nodes", json_integer(nodes)) < 0) ||
+	          (members > 1 && json_object_set_new(o, "members", json_integer(members)) < 0))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -577,7 +580,7 @@ static int cmd_show(const struct args *a, int argc, char **argv)
 	if (load_profile(a, argv[0], &p) < 0 || make_report(&p, p.prop_cpus, p.prop_mem_gb, &r) < 0)
 		return 1;
 	if (a->json)
-		return print_report_json(&r, &p, 1) < 0;
+		return print_report_json(&r, &p, 1, 1) < 0;
 	print_profile(&p, stdout);
 	fputc('\n', stdout);
 	print_report(&r, &p, stdout);
@@ -602,10 +605,21 @@ static int cmd_what_if(const struct args *a, int argc, char **argv)
 		errmsg("--nodes %d: %s", nodes, strerror(errno));
 		return 1;
 	}
+	/* A coordinated-prep group of K members, each holding --cpus per
+	 * GPU: every member trains as one job holding all K members' cores
+	 * would (syn_profile_group, the node agent's model). */
+	int members = a->members > 0 ? a->members : 1;
+	if (members > 1) {
+		syn_profile_t one = p;
+		if (syn_profile_group(&one, members, &p) < 0) {
+			errmsg("--members %d: %s", members, strerror(errno));
+			return 1;
+		}
+	}
 	if (make_report(&p, a->cpus, gib, &rep) < 0)
 		return 1;
 	if (a->json)
-		return print_report_json(&rep, &p, nodes) < 0;
+		return print_report_json(&rep, &p, nodes, members) < 0;
 	double v = syn_profile_eval(&p, a->cpus, gib);
 	char cb[32], ub[32], pb[32];
 	human_bytes(a->cache, cb, sizeof(cb));
@@ -620,6 +634,9 @@ static int cmd_what_if(const struct args *a, int argc, char **argv)
 		       nodes, ub, part ? "; a node holds at most its part of the dataset, " : "",
 		       part ? pb : "", part ? " per node" : "");
 	}
+	if (members > 1)
+		printf("group        %d members sharing prep (coordinated prep): each trains as one job "
+		       "with %g cpus per GPU would\n", members, a->cpus * members);
 	printf("normalised   %.4f (1.0 = %g cpus, %g GiB)\n", v, raw.prop_cpus, raw.prop_mem_gb);
 	if (p.base_tput > 0)
 		printf("throughput   %.1f samples/s per GPU\n", v * p.base_tput);
