@@ -1570,6 +1570,7 @@ void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st)
 		return;
 	pthread_mutex_lock(&p->mu);
 	st->peer_nodes = p->nnodes;
+	st->peer_wireup = p->wireup == COORDL__WIREUP_PMIX ? COORDL_WIREUP_PMIX : COORDL_WIREUP_SOCKADDR;
 	st->peer_node_index = p->me;
 	st->peer_hits = p->hits;
 	st->peer_bytes = p->bytes;

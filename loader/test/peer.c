@@ -341,6 +341,10 @@ static void test_job(void)
 	ok(ok0, "three nodes start and run the fill epoch, output as without a cache");
 	ok(r[0].st.peer_nodes == NNODES && r[1].st.peer_node_index == 1 && r[2].st.peer_node_index == 2,
 	   "each knows it is node k of %d (%d, %d)", NNODES, r[0].st.peer_nodes, r[2].st.peer_node_index);
+	ok(r[0].st.peer_wireup == COORDL_WIREUP_SOCKADDR && r[1].st.peer_wireup == COORDL_WIREUP_SOCKADDR &&
+	   r[2].st.peer_wireup == COORDL_WIREUP_SOCKADDR,
+	   "and that the nodes found each other by the SYNERGY_PEERS list (wire-up %d)",
+	   r[0].st.peer_wireup);
 	{
 		uint64_t used = 0;
 		int part = 1;
