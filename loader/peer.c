@@ -623,11 +623,45 @@ static void handle_events(struct coordl__peer *p, double now)
 	free(ev);
 }
 
+/*
+ * Is the node's address taken (a listening socket bound to it)? Asked of
+ * the kernel with a plain socket bound as UCX binds its listener
+ * (SO_REUSEADDR, CM_REUSEADDR=y: a port in TIME_WAIT is free, one with a
+ * listener is not). While another process of this node listens there,
+ * this one keeps out of UCX's way: ucp_listener_create() would log a bind
+ * error (UCX ERROR ... Address already in use) at every retry, in the
+ * job's output, for what is the normal state of every process of a node
+ * but its first. 1: in use; 0: free, or cannot tell (then UCX tries, and
+ * reports what goes wrong).
+ */
+static int addr_in_use(const struct node *n)
+{
+	int fd, one = 1, busy = 0;
+
+	if ((fd = socket(n->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+	    bind(fd, (const struct sockaddr *)&n->sa, n->salen) < 0 && errno == EADDRINUSE)
+		busy = 1;
+	close(fd);
+	return busy;
+}
+
 static void try_listen(struct coordl__peer *p, double now)
 {
 	ucp_listener_params_t lp;
 	ucs_status_t st;
 
+	if (addr_in_use(&p->nodes[p->me])) {
+		p->listen_at = now + LISTEN_RETRY;
+		if (!p->listen_noted) {
+			p->listen_noted = 1;
+			set_note(p, "%s:%d is in use: another process of this node serves its part "
+				 "(or another program holds the port); retrying every %.0f s",
+				 p->nodes[p->me].host, p->nodes[p->me].port, LISTEN_RETRY);
+		}
+		return;
+	}
 	memset(&lp, 0, sizeof(lp));
 	lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
 	lp.sockaddr.addr = (const struct sockaddr *)&p->nodes[p->me].sa;

@@ -13,7 +13,8 @@
 #    - union = 0), while the first epoch read the dataset once in total;
 #  - with two tasks per node (torchrun- or srun-style, one process per
 #    GPU) both tasks of a node get the same values, share the node's cache
-#    (one listens, the other only reads) and the same exactness holds;
+#    (one listens, the other only reads, and UCX logs no bind error for
+#    it) and the same exactness holds;
 #  - a step launched with srun --mpi=pmix wires up through PMIx instead
 #    (the loaders say "wire-up pmix") with the same exactness (skipped,
 #    with the reason, without PMIx in libcoordl or mpi/pmix in Slurm);
@@ -196,6 +197,11 @@ test_ok "node 0: after the first epoch, storage <= 1% of the dataset per epoch" 
 	node_storage_ok "$(m 0 0)" "$(m 0 1)"
 test_ok "node 1: after the first epoch, storage <= 1% of the dataset per epoch" \
 	node_storage_ok "$(m 1 2)" "$(m 1 3)"
+# The node's second process finds the node's address taken by the first
+# one's listener and stays out of UCX's listener until it is free: UCX
+# logged "bind(...) failed: Address already in use" for it every 2 s.
+test_ok "no task's output has a UCX bind error (the second process of a node does not retry the listener while the first listens)" \
+	bash -c "! grep -l 'Address already in use' $C/multi.*.out"
 
 # PMIx wire-up: the same 2-node job with its step launched by
 # `srun --mpi=pmix` (Debian's mpi/pmix_v4; each node its own TmpFS, see
