@@ -25,7 +25,8 @@
 # (defaults 7 repetitions, 112640 bytes). Env: ITEMS (node 0's items,
 # default 1000), PASSES (default 4: ITEMS*PASSES items read per run),
 # THREADS (default 2), OUTSTANDING (default 32), PORT (base port, default
-# from the PID).
+# from the PID), OTHER (another build's bench/peer-read, e.g. before a
+# change to loader/peer.c: run in every repetition too, column "other").
 set -eu
 b=${1:?usage: peer-read.sh BUILD_DIR [REPS] [SIZE]}
 reps=${2:-7}
@@ -39,6 +40,8 @@ for v in "$reps" "$size" "$items" "$passes" "$threads" "$out"; do
 done
 pr=$b/bench/peer-read
 [ -x "$pr" ] || { echo "peer-read: build $b first (bench/peer-read)" >&2; exit 2; }
+other=${OTHER:-}
+[ -z "$other" ] || [ -x "$other" ] || { echo "peer-read: OTHER='$other' is not an executable" >&2; exit 2; }
 command -v ucx_perftest >/dev/null || { echo "peer-read: ucx_perftest not found (Debian: ucx-utils)" >&2; exit 2; }
 export UCX_TLS=${UCX_TLS:-tcp}
 port=${PORT:-$((30000 + $$ % 20000))}
@@ -77,9 +80,10 @@ perftest() {
 	awk -F, '/^[0-9]+,/ {bw = $6} END {if (bw == "") exit 1; printf "%.1f\n", bw * 1048576 / 1e6}' "$tmp/cli"
 }
 
+# coordl [BINARY]: prints MB/s of bench/peer-read.
 coordl() {
 	port=$((port + 2))
-	"$pr" --items "$items" --size "$size" --passes "$passes" --threads "$threads" \
+	"${1:-$pr}" --items "$items" --size "$size" --passes "$passes" --threads "$threads" \
 		--port0 "$port" --port1 "$((port + 1))" >"$tmp/pr" 2>&1 ||
 		{ echo "peer-read: bench/peer-read failed:" >&2; cat "$tmp/pr" >&2; exit 1; }
 	awk '/^peer-read / {for (i = 1; i < NF; i++) if ($i == "MBps") print $(i + 1)}' "$tmp/pr"
@@ -89,14 +93,18 @@ echo "# peer-read.sh: UCX_TLS=$UCX_TLS, 127.0.0.1, item $size bytes, $n items pe
 	"$out in flight, coordl $threads worker threads; $(nproc) CPUs"
 echo "# $(ucx_info -v 2>/dev/null | sed -n "s/^# *Version /UCX /p")"
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-4s %10s %10s %10s %8s\n' rep coordl ucp_get tag_bw ratio
+[ -z "$other" ] || echo "# other: $other"
+printf '%-4s %10s %10s %10s %8s %10s\n' rep coordl ucp_get tag_bw ratio "${other:+other}"
 r=1
 while [ "$r" -le "$reps" ]; do
 	c=$(coordl)
 	g=$(perftest ucp_get)
 	t=$(perftest tag_bw)
-	printf '%-4s %10s %10s %10s %8s\n' "$r" "$c" "$g" "$t" "$(awk -v c="$c" -v g="$g" 'BEGIN {printf "%.2f", c / g}')"
-	echo "$c $g $t $(awk -v c="$c" -v g="$g" 'BEGIN {printf "%.4f", c / g}')" >>"$tmp/rows"
+	o=0
+	[ -z "$other" ] || o=$(coordl "$other")
+	printf '%-4s %10s %10s %10s %8s %10s\n' "$r" "$c" "$g" "$t" \
+		"$(awk -v c="$c" -v g="$g" 'BEGIN {printf "%.2f", c / g}')" "${other:+$o}"
+	echo "$c $g $t $(awk -v c="$c" -v g="$g" 'BEGIN {printf "%.4f", c / g}') $o" >>"$tmp/rows"
 	r=$((r + 1))
 done
 echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -106,6 +114,7 @@ mmm() {
 }
 echo "# MB/s (10^6 bytes/s) over $reps repetitions: min/median/max"
 printf '%-8s %s\n' coordl "$(mmm 1 %.1f)" ucp_get "$(mmm 2 %.1f)" tag_bw "$(mmm 3 %.1f)"
+[ -z "$other" ] || printf '%-8s %s\n' other "$(mmm 5 %.1f)"
 printf '%-8s %s\n' ratio "$(mmm 4 %.2f) (coordl/ucp_get per repetition)"
 med() { cut -d' ' -f"$1" "$tmp/rows" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "# coordl median / ucp_get median: $(awk -v c="$(med 1)" -v g="$(med 2)" 'BEGIN {printf "%.2f", c / g}')"
