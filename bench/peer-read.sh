@@ -23,7 +23,7 @@
 #
 # Usage: bench/peer-read.sh BUILD_DIR [REPS] [SIZE]
 # (defaults 7 repetitions, 112640 bytes). Env: ITEMS (node 0's items,
-# default 1000), PASSES (default 4: ITEMS*PASSES items read per run),
+# default 1000), PASSES (default 8: ITEMS*PASSES items read per run),
 # THREADS (default 2), OUTSTANDING (default 32), PORT (base port, default
 # from the PID), OTHER (another build's bench/peer-read, e.g. before a
 # change to loader/peer.c: run in every repetition too, column "other").
@@ -32,7 +32,7 @@ b=${1:?usage: peer-read.sh BUILD_DIR [REPS] [SIZE]}
 reps=${2:-7}
 size=${3:-112640}
 items=${ITEMS:-1000}
-passes=${PASSES:-4}
+passes=${PASSES:-8}
 threads=${THREADS:-2}
 out=${OUTSTANDING:-32}
 for v in "$reps" "$size" "$items" "$passes" "$threads" "$out"; do
