@@ -15,7 +15,7 @@
  * calling coordl__peer_get() position by position, as the loader's
  * workers do, after an untimed warm-up of 2048 positions (as ucx_perftest
  * warms up). The peer tier's I/O thread reads ahead with its own window
- * (32 items in flight). Every item is checked (the peer tier checks its
+ * (64 items in flight). Every item is checked (the peer tier checks its
  * checksum trailer; here its length and first and last bytes too).
  *
  * The transport is whatever UCX_* says (the script sets UCX_TLS=tcp).

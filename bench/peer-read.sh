@@ -4,10 +4,10 @@
 #
 #   coordl   bench/peer-read: one process reads ~110 KB items out of another
 #            process's MinIO cache through libcoordl's peer tier (read-ahead
-#            window of 32 items, THREADS worker threads calling
+#            window of 64 items, THREADS worker threads calling
 #            coordl__peer_get(), every item checked, nothing decoded).
 #   ucp_get  ucx_perftest -t ucp_get: one-sided gets of SIZE bytes from the
-#            server's registered buffer, OUTSTANDING in flight (default 32,
+#            server's registered buffer, OUTSTANDING in flight (default 64,
 #            the peer tier's window): the same operation coordl uses for an
 #            item's bytes, with UCX's own tight loop and a busy-polling
 #            responder. The reference for the target.
@@ -24,7 +24,7 @@
 # Usage: bench/peer-read.sh BUILD_DIR [REPS] [SIZE]
 # (defaults 7 repetitions, 112640 bytes). Env: ITEMS (node 0's items,
 # default 1000), PASSES (default 8: ITEMS*PASSES items read per run),
-# THREADS (default 2), OUTSTANDING (default 32), PORT (base port, default
+# THREADS (default 2), OUTSTANDING (default 64), PORT (base port, default
 # from the PID), OTHER (another build's bench/peer-read, e.g. before a
 # change to loader/peer.c: run in every repetition too, column "other").
 set -eu
@@ -34,7 +34,7 @@ size=${3:-112640}
 items=${ITEMS:-1000}
 passes=${PASSES:-8}
 threads=${THREADS:-2}
-out=${OUTSTANDING:-32}
+out=${OUTSTANDING:-64}
 for v in "$reps" "$size" "$items" "$passes" "$threads" "$out"; do
 	case "$v" in '' | *[!0-9]* | 0) echo "peer-read: '$v': expected a positive integer" >&2; exit 2 ;; esac
 done

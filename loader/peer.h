@@ -46,7 +46,7 @@
  * "auto" takes pmix when the process is such a PMIx rank, else sockaddr.
  *
  * Many reads in flight. An I/O thread walks this rank's epoch order ahead
- * of the workers and keeps up to 32 items in flight from peers (reads of
+ * of the workers and keeps up to 64 items in flight from peers (reads of
  * the items of upcoming batches), as the fetch engine does for remote
  * storage; a worker takes the bytes of its item from there (buffers are
  * swapped, nothing copied) or asks for it on the spot.
