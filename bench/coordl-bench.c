@@ -243,7 +243,8 @@ int main(int argc, char **argv)
 		coordl_get_stats(ld, &st0);
 		peers = st0.peer_nodes > 0;
 		if (peers)
-			printf("# partitioned cache: node %d of %d\n", st0.peer_node_index, st0.peer_nodes);
+			printf("# partitioned cache: node %d of %d, wire-up %s\n", st0.peer_node_index,
+			       st0.peer_nodes, st0.peer_wireup == COORDL_WIREUP_PMIX ? "pmix" : "sockaddr");
 	}
 	printf("%5s %8s %8s %9s %9s %10s %7s %7s %10s %8s %7s %8s", "epoch", "images", "wall_s",
 	       "img/s", "img/s/thr", "img/cpu-s", "stall%", "hit%", "storageMB", "diskMB", "corrupt",

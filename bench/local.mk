@@ -61,3 +61,13 @@ EXTRA_DIST += bench/remote-bench.sh
 # shared group (SYNERGY_GROUP), interleaved: the group's CPU-seconds per
 # epoch and each job's images/s (bench/coordprep.sh DATASET).
 EXTRA_DIST += bench/coordprep.sh
+
+# peer read (issue 14): what the partitioned cache's peer tier delivers for
+# ~110 KB items between two processes, beside ucx_perftest's ucp_get over
+# the same transport, interleaved (bench/peer-read.sh BUILD_DIR).
+noinst_PROGRAMS += bench/peer-read
+bench_peer_read_SOURCES = bench/peer-read.c
+bench_peer_read_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
+bench_peer_read_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+bench_peer_read_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
+EXTRA_DIST += bench/peer-read.sh

@@ -60,6 +60,14 @@ enum coordl_mode {
 	COORDL_MODE_SYNTHETIC, /* no fetch, no decode: constant tensors (GPU ingestion rate) */
 };
 
+/* How the nodes of a multi-node job's partitioned cache found each other
+ * (coordl_stats_t.peer_wireup; SYNERGY_PEER_WIREUP chooses). */
+enum coordl_wireup {
+	COORDL_WIREUP_NONE = 0,     /* no partitioned cache */
+	COORDL_WIREUP_SOCKADDR = 1, /* the node list SYNERGY_PEERS, a listener per node */
+	COORDL_WIREUP_PMIX = 2,     /* PMIx: a rank that srun --mpi=pmix launched */
+};
+
 /* Which loader gets the job's cache (the SYNERGY_CACHE_* environment). */
 enum coordl_cache_use {
 	COORDL_CACHE_AUTO = 0, /* a TRAIN-mode loader takes the job's cache, other modes none */
@@ -324,6 +332,10 @@ typedef struct coordl_stats {
 	                               staging area before a member took it, or a stopped
 	                               member's) */
 	uint64_t group_reaped;      /* dead members it noticed and cleaned up after */
+	/* The partitioned cache again (appended: the fields above keep their
+	 * offsets). */
+	int peer_wireup;            /* how its nodes found each other: enum
+	                               coordl_wireup (0: no partitioned cache) */
 } coordl_stats_t;
 
 int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);

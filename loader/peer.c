@@ -13,12 +13,21 @@
  * callbacks for connections, errors and the hello message queue an event
  * under a lock of their own. So no callback ever waits for the mutex.
  *
+ * The I/O thread only moves bytes: the worker that takes an item checks
+ * its trailer (checked(), without the mutex), so that checks run side by
+ * side in the workers instead of one after another in the thread that
+ * keeps the reads going (measured: bench/peer-read.sh, BENCHMARKS.md).
+ *
  * Entries: NENT read-ahead entries, direct-mapped by position (position p
  * uses entry p % NENT: the read-ahead stops at an entry still holding an
  * older position), and NURG for reads outside the read-ahead. Life:
  * FREE -> NEW -> ENT (the index entry is read) -> DATA (the bytes and the
  * trailer are read) -> DONE, or ABSENT (the owner has not stored the item)
- * or FAIL; a worker takes a terminal entry and frees it. An entry nobody
+ * or FAIL; a worker takes a terminal entry and frees it. NEW goes straight
+ * to DATA when the item's index entry is known from an earlier read
+ * (eoff/elen, under mu; 12 bytes per item of the dataset): a worker whose
+ * item then fails its check forgets the entry and reads the item again
+ * (AGAIN), as the owner may have dropped it and stored it elsewhere. An entry nobody
  * will take (an epoch restarted, a worker gave up) is an orphan: freed as
  * soon as no read of UCX's is writing into its buffer.
  *
@@ -64,7 +73,11 @@
 #define RKEY_MAX COORDL_PEER_RKEY_MAX
 #define NENT 1024                  /* read-ahead entries */
 #define NURG 128                   /* entries for reads outside the read-ahead */
-#define WINDOW 32                  /* read-ahead items being read at once */
+/* Read-ahead items being read at once. An item whose index entry is not
+ * known yet takes two gets, the entry and then its bytes (in the first
+ * epoch that reads from peers, about half of the window waits for
+ * entries: 32 kept ~16 byte-gets in flight, bench/peer-read.sh). */
+#define WINDOW 64
 #define HELD_BUDGET (64ULL << 20)  /* bytes read ahead and not yet taken */
 #define FIRST_RETRY 0.2            /* s between attempts to reach a node never reached */
 #define FIRST_RETRY_MAX 2.0        /* s, the longest of those */
@@ -86,6 +99,7 @@ struct ent {
 	int ra;                  /* a read-ahead entry (counted in the window) */
 	int orphan;              /* nobody will take it */
 	int waiters;
+	int known;               /* read with the index entry kept from an earlier read */
 	uint64_t gen, pos;
 	size_t idx;
 	int node;
@@ -176,6 +190,12 @@ struct coordl__peer {
 
 	struct node *nodes;
 	uint16_t *owner;
+	/* The index entry of each item last read from its owner (elen 0:
+	 * none): later reads of the item take one get instead of two. An
+	 * owner that dropped or moved the item since gives bytes that fail
+	 * their check; the item is then read again with a fresh entry. */
+	uint64_t *eoff;
+	uint32_t *elen;
 	int fixed, disabled;
 	uint64_t *order;
 	size_t n;
@@ -618,11 +638,45 @@ static void handle_events(struct coordl__peer *p, double now)
 	free(ev);
 }
 
+/*
+ * Is the node's address taken (a listening socket bound to it)? Asked of
+ * the kernel with a plain socket bound as UCX binds its listener
+ * (SO_REUSEADDR, CM_REUSEADDR=y: a port in TIME_WAIT is free, one with a
+ * listener is not). While another process of this node listens there,
+ * this one keeps out of UCX's way: ucp_listener_create() would log a bind
+ * error (UCX ERROR ... Address already in use) at every retry, in the
+ * job's output, for what is the normal state of every process of a node
+ * but its first. 1: in use; 0: free, or cannot tell (then UCX tries, and
+ * reports what goes wrong).
+ */
+static int addr_in_use(const struct node *n)
+{
+	int fd, one = 1, busy = 0;
+
+	if ((fd = socket(n->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+	    bind(fd, (const struct sockaddr *)&n->sa, n->salen) < 0 && errno == EADDRINUSE)
+		busy = 1;
+	close(fd);
+	return busy;
+}
+
 static void try_listen(struct coordl__peer *p, double now)
 {
 	ucp_listener_params_t lp;
 	ucs_status_t st;
 
+	if (addr_in_use(&p->nodes[p->me])) {
+		p->listen_at = now + LISTEN_RETRY;
+		if (!p->listen_noted) {
+			p->listen_noted = 1;
+			set_note(p, "%s:%d is in use: another process of this node serves its part "
+				 "(or another program holds the port); retrying every %.0f s",
+				 p->nodes[p->me].host, p->nodes[p->me].port, LISTEN_RETRY);
+		}
+		return;
+	}
 	memset(&lp, 0, sizeof(lp));
 	lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
 	lp.sockaddr.addr = (const struct sockaddr *)&p->nodes[p->me].sa;
@@ -687,16 +741,49 @@ static int issue(struct coordl__peer *p, struct ent *e, void *buf, size_t len, u
 	return 0;
 }
 
+/* Item e->idx's entry is known from an earlier read and still fits the
+ * node's data area and max_item, and e's buffer is ready for it: 1 (with
+ * e->len set), else 0 (read the entry first). */
+static int known_entry(struct coordl__peer *p, struct ent *e, const struct node *n)
+{
+	uint64_t off;
+	uint32_t len;
+
+	if (!p->elen || !(len = p->elen[e->idx]))
+		return 0;
+	off = p->eoff[e->idx];
+	if (len > p->max_item || off > n->data_cap ||
+	    (uint64_t)len + COORDL__CACHE_TRAILER > n->data_cap - off)
+		return 0;
+	if (e->cap < (size_t)len + COORDL__CACHE_TRAILER) {
+		uint8_t *b = realloc(e->buf, (size_t)len + COORDL__CACHE_TRAILER);
+		if (!b)
+			return 0;
+		e->buf = b;
+		e->cap = (size_t)len + COORDL__CACHE_TRAILER;
+	}
+	e->len = len;
+	return 1;
+}
+
 static void advance(struct coordl__peer *p, struct ent *e, double now)
 {
 	struct node *n = &p->nodes[e->node];
-	uint64_t off, sum;
+	uint64_t off;
 	uint32_t len;
 
 	switch (e->state) {
 	case E_NEW:
+		e->known = 0;
 		if (e->orphan) {
 			finish(p, e, E_FREE);
+		} else if (n->state == N_UP && known_entry(p, e, n)) {
+			e->known = 1;
+			if (issue(p, e, e->buf, (size_t)e->len + COORDL__CACHE_TRAILER,
+				  n->base + n->data_off + p->eoff[e->idx], now) == 0)
+				e->state = E_DATA;
+			else
+				finish(p, e, E_FAIL);
 		} else if (n->state == N_UP) {
 			if (issue(p, e, e->raw, sizeof(e->raw),
 				  n->base + n->index_off + (uint64_t)e->idx * COORDL__CACHE_ENTRY_BYTES,
@@ -727,6 +814,8 @@ static void advance(struct coordl__peer *p, struct ent *e, double now)
 			break;
 		}
 		if (e->state == E_ENT) {
+			if (p->elen)
+				p->elen[e->idx] = 0;
 			if (!coordl__cache_entry_ready(e->raw, n->data_cap, &off, &len)) {
 				finish(p, e, E_ABSENT);
 				break;
@@ -746,6 +835,10 @@ static void advance(struct coordl__peer *p, struct ent *e, double now)
 				e->cap = (size_t)len + COORDL__CACHE_TRAILER;
 			}
 			e->len = len;
+			if (p->elen) {
+				p->eoff[e->idx] = off;
+				p->elen[e->idx] = len;
+			}
 			if (n->state != N_UP ||
 			    issue(p, e, e->buf, (size_t)len + COORDL__CACHE_TRAILER,
 				  n->base + n->data_off + off, now) < 0)
@@ -754,14 +847,9 @@ static void advance(struct coordl__peer *p, struct ent *e, double now)
 				e->state = E_DATA;
 			break;
 		}
-		memcpy(&sum, e->buf + e->len, sizeof(sum));
-		if (sum != coordl__cache_sum(e->idx, e->buf, e->len)) {
-			/* Dropped or reused while it was read, or not the item
-			 * at all: never hand it out. */
-			p->bad++;
-			finish(p, e, E_FAIL);
-			break;
-		}
+		/* The bytes and the trailer are in: the worker that takes
+		 * them checks the trailer (checked()), so that this thread
+		 * only moves bytes. */
 		finish(p, e, E_DONE);
 		break;
 	default:
@@ -1180,6 +1268,9 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 		goto out;
 	}
 	memset(p->owner, 0xff, (o->nitems ? o->nitems : 1) * sizeof(uint16_t));
+	/* Without room for them, every read takes its index entry first. */
+	p->eoff = calloc(o->nitems ? o->nitems : 1, sizeof(uint64_t));
+	p->elen = p->eoff ? calloc(o->nitems ? o->nitems : 1, sizeof(uint32_t)) : NULL;
 
 	if (ucp_config_read(NULL, NULL, &cfg) != UCS_OK) {
 		snprintf(why, whylen, "peers: UCX configuration cannot be read (UCX_* variables)");
@@ -1340,6 +1431,8 @@ void coordl__peer_destroy(coordl__peer_t *p)
 	free(p->closing);
 	free(p->ev);
 	free(p->owner);
+	free(p->eoff);
+	free(p->elen);
 	free(p->order);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
@@ -1423,11 +1516,14 @@ int coordl__peer_serves(const coordl__peer_t *p, size_t idx)
 	       __atomic_load_n(&p->nodes[k].state, __ATOMIC_RELAXED) == N_UP;
 }
 
-/* Take a terminal entry's outcome and free it. mu held. */
-static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *cap, size_t *len)
+/* Take a terminal entry's outcome and free it. mu held. A HIT is counted
+ * by checked(), once its trailer was checked without the lock. */
+static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *cap, size_t *len,
+		int *known)
 {
 	int rv;
 
+	*known = e->known;
 	if (e->state == E_DONE) {
 		uint8_t *b = *buf;
 		size_t c = *cap;
@@ -1438,8 +1534,6 @@ static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *ca
 		e->cap = c;
 		if (e->ra)
 			p->held -= e->len;
-		p->hits++;
-		p->bytes += e->len;
 		rv = COORDL__PEER_HIT;
 	} else if (e->state == E_ABSENT) {
 		p->absent++;
@@ -1452,13 +1546,50 @@ static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *ca
 	return rv;
 }
 
-int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf, size_t *cap,
-		     size_t *len)
+/*
+ * A HIT's bytes (buf[0..len), the trailer after them) as read from the
+ * peer: used only when the trailer matches the bytes and the item's index
+ * (else the item was dropped or its room reused while it was read, or it
+ * is not the item at all: never handed out). Runs in the worker, without
+ * the lock, so that the checks of several workers run side by side and
+ * the I/O thread only moves bytes. Counts the outcome.
+ */
+#define AGAIN 2 /* get_once(): read the item again, with a fresh index entry */
+
+static int checked(struct coordl__peer *p, size_t idx, const uint8_t *buf, size_t len, int known)
+{
+	uint64_t sum;
+	int ok;
+
+	memcpy(&sum, buf + len, sizeof(sum));
+	ok = sum == coordl__cache_sum(idx, buf, len);
+	pthread_mutex_lock(&p->mu);
+	if (!ok && known) {
+		/* Read where the item was: the owner dropped or moved it
+		 * since. Forget that entry; the caller reads it again. */
+		if (p->elen)
+			p->elen[idx] = 0;
+		pthread_mutex_unlock(&p->mu);
+		return AGAIN;
+	}
+	if (ok) {
+		p->hits++;
+		p->bytes += len;
+	} else {
+		p->bad++;
+		p->fallbacks++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return ok ? COORDL__PEER_HIT : COORDL__PEER_FAILED;
+}
+
+static int get_once(struct coordl__peer *p, uint64_t pos, size_t idx, uint8_t **buf, size_t *cap,
+		    size_t *len)
 {
 	struct ent *e = NULL;
 	struct node *n;
 	double deadline;
-	int k, rv;
+	int k, rv, known = 0;
 
 	if (!p || !p->fixed || p->disabled || idx >= p->nitems)
 		return COORDL__PEER_ABSENT;
@@ -1530,9 +1661,28 @@ int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf,
 		p->fallbacks++;
 		rv = COORDL__PEER_FAILED;
 	} else {
-		rv = take(p, e, buf, cap, len);
+		rv = take(p, e, buf, cap, len, &known);
 	}
 	pthread_mutex_unlock(&p->mu);
+	if (rv == COORDL__PEER_HIT)
+		rv = checked(p, idx, *buf, *len, known);
+	return rv;
+}
+
+int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf, size_t *cap,
+		     size_t *len)
+{
+	int rv = get_once(p, pos, idx, buf, cap, len);
+
+	/* The item moved on its owner since its entry was read: once more,
+	 * outside the read-ahead, which reads the entry first. */
+	if (rv == AGAIN && (rv = get_once(p, COORDL__NOPOS, idx, buf, cap, len)) == AGAIN) {
+		pthread_mutex_lock(&p->mu);
+		p->bad++;
+		p->fallbacks++;
+		pthread_mutex_unlock(&p->mu);
+		rv = COORDL__PEER_FAILED;
+	}
 	return rv;
 }
 
@@ -1542,6 +1692,7 @@ void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st)
 		return;
 	pthread_mutex_lock(&p->mu);
 	st->peer_nodes = p->nnodes;
+	st->peer_wireup = p->wireup == COORDL__WIREUP_PMIX ? COORDL_WIREUP_PMIX : COORDL_WIREUP_SOCKADDR;
 	st->peer_node_index = p->me;
 	st->peer_hits = p->hits;
 	st->peer_bytes = p->bytes;

@@ -21,9 +21,12 @@
  * Transport. UCX (UCP). Each node's cache segment is registered with
  * ucp_mem_map; a peer reads an item one-sidedly with two ucp_get_nbx: the
  * item's 16-byte index entry, then its bytes and the checksum trailer the
- * cache stores after them (cache.h). An item is used only if the trailer
+ * cache stores after them (cache.h); the entry is kept, so that later
+ * epochs read the item with one get. An item is used only if the trailer
  * matches the bytes and the item's index: a peer that dropped or reused
- * the room while it was read gives a miss, never wrong bytes. Serving
+ * the room while it was read gives a miss, never wrong bytes (read with
+ * a kept entry, the item is read once more with a fresh one: the owner
+ * may have stored it elsewhere since). Serving
  * takes no request handling from the owner; over TCP (which emulates RMA
  * in software) the owner's I/O thread answers reads as its worker makes
  * progress.
@@ -46,7 +49,7 @@
  * "auto" takes pmix when the process is such a PMIx rank, else sockaddr.
  *
  * Many reads in flight. An I/O thread walks this rank's epoch order ahead
- * of the workers and keeps up to 32 items in flight from peers (reads of
+ * of the workers and keeps up to 64 items in flight from peers (reads of
  * the items of upcoming batches), as the fetch engine does for remote
  * storage; a worker takes the bytes of its item from there (buffers are
  * swapped, nothing copied) or asks for it on the spot.

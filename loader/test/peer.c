@@ -19,7 +19,9 @@
  * a wrong tag, another dataset's signature or a truncated header, or whose
  * segment lies (index entries out of range, bytes that fail their check,
  * an item beyond max_item_bytes). The loader refuses each, reads from
- * storage, and delivers the same bytes.
+ * storage, and delivers the same bytes. And an honest peer that moves
+ * every item between two epochs: the reader, which kept the items' index
+ * entries, reads them again from their new places.
  */
 #include "config.h"
 
@@ -341,6 +343,10 @@ static void test_job(void)
 	ok(ok0, "three nodes start and run the fill epoch, output as without a cache");
 	ok(r[0].st.peer_nodes == NNODES && r[1].st.peer_node_index == 1 && r[2].st.peer_node_index == 2,
 	   "each knows it is node k of %d (%d, %d)", NNODES, r[0].st.peer_nodes, r[2].st.peer_node_index);
+	ok(r[0].st.peer_wireup == COORDL_WIREUP_SOCKADDR && r[1].st.peer_wireup == COORDL_WIREUP_SOCKADDR &&
+	   r[2].st.peer_wireup == COORDL_WIREUP_SOCKADDR,
+	   "and that the nodes found each other by the SYNERGY_PEERS list (wire-up %d)",
+	   r[0].st.peer_wireup);
 	{
 		uint64_t used = 0;
 		int part = 1;
@@ -425,7 +431,7 @@ static void test_job(void)
 
 /* ---- hostile peers ---- */
 
-enum { H_GARBAGE, H_TAG, H_SIG, H_SHORT, H_LIES };
+enum { H_GARBAGE, H_TAG, H_SIG, H_SHORT, H_LIES, H_MOVES };
 
 struct hostile {
 	int variant;
@@ -521,6 +527,46 @@ static void h_lie(struct hostile *h, uint64_t max_item)
 		h->seg[b] = (uint8_t)(b * 131 + 7);
 }
 
+/*
+ * An honest segment holding every item (bytes, trailer, READY entry) in
+ * half `half` of the data area, the other half garbage: H_MOVES serves
+ * the items there, then, on SIGUSR1, moves them all to the other half,
+ * as an owner that dropped and stored them again would.
+ */
+static int h_store(struct hostile *h, coordl__source_t *src, int half)
+{
+	uint64_t data_cap = h->seg_len - h->nitems * 16, at = half ? data_cap / 2 : 0;
+	uint8_t *data = h->seg + h->nitems * 16, *buf = NULL;
+	size_t cap = 0, len;
+	char why[128];
+
+	for (uint64_t b = 0; b < data_cap; b++)
+		data[b] = (uint8_t)(b * 131 + 7);
+	for (uint64_t i = 0; i < h->nitems; i++) {
+		uint8_t *e = h->seg + i * 16;
+		uint64_t sum;
+		uint32_t l32, state = 2;
+		if (coordl__source_fetch(src, i, &buf, &cap, &len, why, sizeof(why)) < 0 ||
+		    at + len + 8 > (half ? data_cap : data_cap / 2)) {
+			free(buf);
+			return -1;
+		}
+		memcpy(data + at, buf, len);
+		sum = coordl__cache_sum(i, buf, len);
+		memcpy(data + at + len, &sum, 8);
+		l32 = (uint32_t)len;
+		memcpy(e, &at, 8);
+		memcpy(e + 8, &l32, 4);
+		memcpy(e + 12, &state, 4);
+		at += len + 8;
+	}
+	free(buf);
+	return 0;
+}
+
+static volatile sig_atomic_t h_move;
+static void h_on_usr1(int sig) { (void)sig; h_move = 1; }
+
 static void hostile_main(int variant, int port, uint64_t tag, uint64_t max_item, int ready)
 {
 	struct hostile h;
@@ -562,11 +608,14 @@ static void hostile_main(int variant, int port, uint64_t tag, uint64_t max_item,
 		_exit(2);
 	h.signature = coordl__source_signature(src);
 	h.nitems = coordl__source_count(src);
-	coordl__source_destroy(src);
-	h.seg_len = h.nitems * 16 + (1 << 20);
+	h.seg_len = h.nitems * 16 + 2 * (coordl__source_bytes(src) + h.nitems * 8) + (1 << 20);
 	if (!(h.seg = calloc(1, h.seg_len)))
 		_exit(2);
-	h_lie(&h, max_item);
+	if (variant != H_MOVES)
+		h_lie(&h, max_item);
+	else if (h_store(&h, src, 0) < 0)
+		_exit(2);
+	signal(SIGUSR1, h_on_usr1);
 	memset(&up, 0, sizeof(up));
 	up.field_mask = UCP_PARAM_FIELD_FEATURES;
 	up.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
@@ -593,10 +642,15 @@ static void hostile_main(int variant, int port, uint64_t tag, uint64_t max_item,
 	if (ucp_listener_create(h.w, &lp, &h.l) != UCS_OK)
 		_exit(2);
 	wr(ready, "r", 1);
-	/* Serve (progress) until killed. */
-	while (td_now() - t0 < 60)
+	/* Serve (progress) until killed; move the items when asked. */
+	while (td_now() - t0 < 60) {
+		if (h_move) {
+			h_move = 0;
+			wr(ready, h_store(&h, src, 1) == 0 ? "m" : "x", 1);
+		}
 		if (!ucp_worker_progress(h.w))
 			usleep(200);
+	}
 	_exit(0);
 }
 
@@ -646,6 +700,55 @@ static void test_hostile(int variant, const char *what)
 		   (unsigned long long)r1.st.peer_absent);
 	else
 		ok(r1.st.peers_up == 0 && r1.note[0], "  never taken for a peer: %s", r1.note);
+	node_end(&n);
+	kill(hp, SIGKILL);
+	waitpid(hp, &st, 0);
+}
+
+/*
+ * An owner that moves every item between two epochs (dropped and stored
+ * again elsewhere): the reader, which kept each item's index entry from
+ * the epoch before and reads its bytes with one get, finds bytes that fail
+ * their check, reads the entry again and takes the item from its new
+ * place: every item of the owner's part still from the peer, none bad,
+ * none from storage.
+ */
+static void test_moves(void)
+{
+	const char *what = "node 1 moves every item between two epochs";
+	struct node n;
+	struct rep r0, r1, r2;
+	char peers[128];
+	int p0 = free_port(), p1 = free_port(), st, rp[2];
+	char c = 0, m = 0;
+	pid_t hp;
+
+	snprintf(peers, sizeof(peers), "127.0.0.1:%d,127.0.0.1:%d", p0, p1);
+	fflush(stdout);
+	if (pipe(rp) < 0)
+		bail_out("pipe");
+	if ((hp = fork()) == 0) {
+		close(rp[0]);
+		hostile_main(H_MOVES, p1, 77, COORDL__MAX_ITEM_DEFAULT, rp[1]);
+	}
+	close(rp[1]);
+	ok(rd(rp[0], &c, 1) == 0 && c == 'r', "%s: it listens", what);
+	start_node(&n, 0, 1, peers, "77", (int)ds_bytes + 16384, 3);
+	node_epoch(&n, &r0, 0);
+	node_epoch(&n, &r1, 1);
+	kill(hp, SIGUSR1);
+	ok(rd(rp[0], &m, 1) == 0 && m == 'm', "%s: moved (after an epoch with %llu peer hits)", what,
+	   (unsigned long long)r1.st.peer_hits);
+	node_epoch(&n, &r2, 1);
+	ok(r1.data_ok && r1.st.peer_hits > 0 && r2.data_ok,
+	   "issue 14: %s: output as without a cache", what);
+	ok(r2.st.peer_hits == r1.st.peer_hits && r2.st.peer_bad == 0 && r2.st.peer_fallbacks == 0 &&
+	   r2.st.storage_reads == 0,
+	   "  every item of its part read from its new place (%llu peer hits, %llu bad, %llu "
+	   "fallbacks, %llu storage reads)", (unsigned long long)r2.st.peer_hits,
+	   (unsigned long long)r2.st.peer_bad, (unsigned long long)r2.st.peer_fallbacks,
+	   (unsigned long long)r2.st.storage_reads);
+	close(rp[0]);
 	node_end(&n);
 	kill(hp, SIGKILL);
 	waitpid(hp, &st, 0);
@@ -829,6 +932,7 @@ int main(int argc, char **argv)
 	test_hostile(H_SIG, "node 1 caches another dataset");
 	test_hostile(H_SHORT, "node 1's hello is truncated");
 	test_hostile(H_LIES, "node 1's segment lies");
+	test_moves();
 #else
 	diag("built without UCX: the multi-node tests do not run");
 #endif

@@ -39,6 +39,10 @@ CACHE_AUTO = 0
 CACHE_JOB = 1
 CACHE_NONE = 2
 
+WIREUP_NONE = 0
+WIREUP_SOCKADDR = 1
+WIREUP_PMIX = 2
+
 
 class Error(Structure):
     """coordl_error_t: caller-owned text of the last failure."""
@@ -158,6 +162,7 @@ class Stats(Structure):
         ("group_solo", c_uint64),
         ("group_redone", c_uint64),
         ("group_reaped", c_uint64),
+        ("peer_wireup", c_int),
     ]
 
 

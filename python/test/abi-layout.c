@@ -124,6 +124,7 @@ int main(void)
 	FIELD(coordl_stats_t, group_solo);
 	FIELD(coordl_stats_t, group_redone);
 	FIELD(coordl_stats_t, group_reaped);
+	FIELD(coordl_stats_t, peer_wireup);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);
@@ -138,6 +139,9 @@ int main(void)
 	ENUM(COORDL_CACHE_AUTO);
 	ENUM(COORDL_CACHE_JOB);
 	ENUM(COORDL_CACHE_NONE);
+	ENUM(COORDL_WIREUP_NONE);
+	ENUM(COORDL_WIREUP_SOCKADDR);
+	ENUM(COORDL_WIREUP_PMIX);
 	printf("COORDL_VERSION %d.%d\n", COORDL_VERSION_MAJOR, COORDL_VERSION_MINOR);
 	return 0;
 }

@@ -13,7 +13,11 @@
 #    - union = 0), while the first epoch read the dataset once in total;
 #  - with two tasks per node (torchrun- or srun-style, one process per
 #    GPU) both tasks of a node get the same values, share the node's cache
-#    (one listens, the other only reads) and the same exactness holds;
+#    (one listens, the other only reads, and UCX logs no bind error for
+#    it) and the same exactness holds;
+#  - a step launched with srun --mpi=pmix wires up through PMIx instead
+#    (the loaders say "wire-up pmix") with the same exactness (skipped,
+#    with the reason, without PMIx in libcoordl or mpi/pmix in Slurm);
 #  - the next step of the job gets other ports and another tag; a step
 #    whose job set SYNERGY_PEER_WIREUP=off, the batch script (one node) and
 #    a one-node Synergy job get none of the peer variables;
@@ -109,8 +113,10 @@ test_ok "one NodeAddr:port per node, ports distinct and in PeerPortMin..PeerPort
 # The bench's table: epoch rows; column 9 storageMB, 13 peer%, 15
 # fallbacks, 16 stalls.
 rows() { awk '$1 ~ /^[0-9]+$/ && NF >= 17' "$1"; }
-test_ok "node 0's loader joined the partitioned cache" grep -q "partitioned cache: node 0 of 2" "$o0"
-test_ok "node 1's loader joined the partitioned cache" grep -q "partitioned cache: node 1 of 2" "$o1"
+test_ok "node 0's loader joined the partitioned cache (by the plugin's node list)" \
+	grep -q "partitioned cache: node 0 of 2, wire-up sockaddr" "$o0"
+test_ok "node 1's loader joined the partitioned cache (by the plugin's node list)" \
+	grep -q "partitioned cache: node 1 of 2, wire-up sockaddr" "$o1"
 test_ok "both ran 3 epochs" test "$(rows "$o0" | wc -l)/$(rows "$o1" | wc -l)" = 3/3
 test_ok "first epoch: the nodes read the dataset once between them (+-1%)" \
 	awk -v d="$dsmb" '$1 == 0 { s += $9 } END { exit !(s >= d * 0.99 && s <= d * 1.01) }' \
@@ -191,6 +197,61 @@ test_ok "node 0: after the first epoch, storage <= 1% of the dataset per epoch" 
 	node_storage_ok "$(m 0 0)" "$(m 0 1)"
 test_ok "node 1: after the first epoch, storage <= 1% of the dataset per epoch" \
 	node_storage_ok "$(m 1 2)" "$(m 1 3)"
+# The node's second process finds the node's address taken by the first
+# one's listener and stays out of UCX's listener until it is free: UCX
+# logged "bind(...) failed: Address already in use" for it every 2 s.
+test_ok "no task's output has a UCX bind error (the second process of a node does not retry the listener while the first listens)" \
+	bash -c "! grep -l 'Address already in use' $C/multi.*.out"
+
+# PMIx wire-up: the same 2-node job with its step launched by
+# `srun --mpi=pmix` (Debian's mpi/pmix_v4; each node its own TmpFS, see
+# cluster.sh). Each task is a PMIx rank of its node's slurmstepd, so the
+# loader (SYNERGY_PEER_WIREUP unset: auto) wires up through PMIx (worker
+# addresses and remote keys put into PMIx, one fence) instead of the
+# plugin's node list, and the same exactness holds.
+pmix_checks=7
+if ! grep -q '^#define HAVE_PMIX 1' "$top_builddir/config.h" 2>/dev/null; then
+	for i in $(seq "$pmix_checks"); do
+		test_skip "PMIx wire-up: libcoordl built without PMIx (libpmix-dev; configure --with-pmix)"
+	done
+elif ! srun --mpi=list 2>&1 | grep -qw pmix; then
+	for i in $(seq "$pmix_checks"); do
+		test_skip "PMIx wire-up: this Slurm has no mpi/pmix plugin (srun --mpi=list)"
+	done
+else
+	cat >"$C/taskp.sh" <<EOF
+#!/bin/bash
+exec >"$C/pmix.node\$SLURM_NODEID.out" 2>&1
+echo SLURM_NODEID=\$SLURM_NODEID SLURM_PROCID=\$SLURM_PROCID
+env | grep -E '^(PMIX_RANK|SYNERGY_)' | sort
+export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
+export SYNERGY_PEER_TIMEOUT_MS=2000
+exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 80 \
+	--rank \$SLURM_PROCID --world-size 2 $C/ds
+EOF
+	chmod 0755 "$C/taskp.sh"
+	id4=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img \
+		--wrap "srun --mpi=pmix -N2 --ntasks-per-node=1 $C/taskp.sh")
+	st=$(cluster_wait_job "$id4" 90)
+	test_ok "a 2-node job whose step srun --mpi=pmix launched completed" test "$st" = COMPLETED
+	for f in "$(cluster_out "$id4")" "$C"/pmix.node*.out; do
+		[ -f "$f" ] && sed "s|^|#   ${f##*/}: |" "$f"
+	done
+	p0=$C/pmix.node0.out p1=$C/pmix.node1.out
+	test_ok "each task is a PMIx rank (PMIX_RANK = SLURM_PROCID: 0 and 1)" \
+		test "$(val "$p0" PMIX_RANK)/$(val "$p1" PMIX_RANK)" = 0/1
+	test_ok "both loaders wired up by PMIx, as their node (PMIx's node id = SLURM_NODEID)" \
+		test "$(grep -c 'partitioned cache: node 0 of 2, wire-up pmix' "$p0")/$(grep -c 'partitioned cache: node 1 of 2, wire-up pmix' "$p1")" = 1/1
+	test_ok "PMIx: both ran 3 epochs" test "$(rows "$p0" | wc -l)/$(rows "$p1" | wc -l)" = 3/3
+	test_ok "PMIx: first epoch: the nodes read the dataset once between them (+-1%)" \
+		awk -v d="$dsmb" '$1 == 0 { s += $9 } END { exit !(s >= d * 0.99 && s <= d * 1.01) }' \
+			<(rows "$p0") <(rows "$p1")
+	test_ok "PMIx: after the first epoch, each node's misses came from the other (peer hits > 0)" \
+		awk '$1 >= 1 && $13 + 0 <= 0 { bad = 1 } END { exit bad || NR != 6 }' <(rows "$p0") <(rows "$p1")
+	test_ok "PMIx: after the first epoch, storage <= 1% of the dataset per node, no fallback or stall" \
+		awk -v d="$dsmb" '$1 >= 1 && ($9 > d * 0.01 || $15 != 0 || $16 != 0) { bad = 1 } END { exit bad }' \
+			<(rows "$p0") <(rows "$p1")
+fi
 
 # A one-node Synergy job: no peers.
 id2=$(cluster_sbatch -N1 --gres=gpu:1 --synergy-profile=img --wrap 'srun -N1 env | grep -E "^SYNERGY_"')

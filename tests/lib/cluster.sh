@@ -252,6 +252,10 @@ SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$C/state
 SlurmdSpoolDir=$C/spool/%n
+# Every node its own TmpFS, as every real node has its own /tmp: Slurm's
+# mpi/pmix makes the step's client directory (spmix_appdir_<uid>_<job>.<step>)
+# there, and two nodes of one step on this host would collide in one /tmp.
+TmpFS=$C/tmp/%n
 SlurmctldPidFile=$C/run/slurmctld.pid
 SlurmdPidFile=$C/run/slurmd.%n.pid
 SlurmctldLogFile=$C/log/slurmctld.log
@@ -387,7 +391,8 @@ cluster_start() {
 	[ "$CLUSTER_CGROUP" = v2 ] && cluster__v2_prepare
 	local node
 	for node in $CLUSTER_NODES; do
-		mkdir -p "$C/spool/$node"
+		mkdir -p "$C/spool/$node" "$C/tmp/$node"
+		chmod 1777 "$C/tmp/$node"
 		if [ "$CLUSTER_CGROUP" = v2 ]; then
 			# Started by hand, as here, slurmd moves itself into its
 			# scope; unless it believes systemd started it.
