@@ -80,6 +80,27 @@ struct rounds {
 	int n_gprof, cap_gprof;
 };
 
+static int build_round(struct rounds *R);
+
+/* Build this round's policy jobs and run the policy over them (o->now is
+ * the round's time). Returns 0, or -1 with err set. */
+static int play_round(struct rounds *R, syn_node_t *nodes, int n_nodes, const syn_round_opts_t *o,
+		      syn_round_stats_t *st, sim_error_t *err)
+{
+	syn_policy_error_t perr;
+
+	if (build_round(R) < 0) {
+		sim_err(err, "out of memory");
+		return -1;
+	}
+	if (syn_round(nodes, n_nodes, R->pj, R->n_pj, o, st, &perr) < 0) {
+		sim_err(err, "round at t=%.0f s (%s/%s): %s", o->now, syn_allocator_name(o->allocator),
+			syn_ordering_name(o->ordering), perr.text);
+		return -1;
+	}
+	return 0;
+}
+
 /* This round's policy jobs from the active ones. With coordination, the
  * active trials of one search (not dissolved this round) are chunked, in
  * arrival order, into composites of at most as many as one node's GPUs
@@ -280,16 +301,8 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 		if (have_comp) {
 			for (int k = 0; k < n_act; k++)
 				R.dissolved[map[k]] = 1;
-			if (build_round(&R) < 0) {
-				sim_err(err, "out of memory");
+			if (play_round(&R, nodes, c->n_nodes, &o, &st, err) < 0)
 				goto out;
-			}
-			if (syn_round(nodes, c->n_nodes, R.pj, R.n_pj, &o, &st, &perr) < 0) {
-				sim_err(err, "round at t=%.0f s (%s/%s): %s", now,
-					syn_allocator_name(o.allocator), syn_ordering_name(o.ordering),
-					perr.text);
-				goto out;
-			}
 			for (int k = 0; k < n_act; k++) {
 				const syn_alloc_t *al = &R.pj[k].alloc;
 				R.alone[k] = al->n_place > 0 ? al->tput / al->prop_tput : 0;
@@ -302,16 +315,8 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 		 * jobs of their own, and the round is run again. Each pass
 		 * dissolves one composite at least. */
 		do {
-			if (build_round(&R) < 0) {
-				sim_err(err, "out of memory");
+			if (play_round(&R, nodes, c->n_nodes, &o, &st, err) < 0)
 				goto out;
-			}
-			if (syn_round(nodes, c->n_nodes, R.pj, R.n_pj, &o, &st, &perr) < 0) {
-				sim_err(err, "round at t=%.0f s (%s/%s): %s", now,
-					syn_allocator_name(o.allocator), syn_ordering_name(o.ordering),
-					perr.text);
-				goto out;
-			}
 			again = 0;
 			for (int p = 0; p < R.n_pj; p++) {
 				const struct pjob *q = &R.pm[p];
