@@ -654,6 +654,24 @@ static void hostile_main(int variant, int port, uint64_t tag, uint64_t max_item,
 	_exit(0);
 }
 
+/* Node 1 of peers p0,p1 played by a hostile peer (hostile_main) in a
+ * child: its pid; rp[0] reads what it says ('r' once it listens). */
+static pid_t start_hostile(int variant, int p0, int p1, char *peers, size_t len, int rp[2])
+{
+	pid_t hp;
+
+	snprintf(peers, len, "127.0.0.1:%d,127.0.0.1:%d", p0, p1);
+	fflush(stdout);
+	if (pipe(rp) < 0)
+		bail_out("pipe");
+	if ((hp = fork()) == 0) {
+		close(rp[0]);
+		hostile_main(variant, p1, 77, COORDL__MAX_ITEM_DEFAULT, rp[1]);
+	}
+	close(rp[1]);
+	return hp;
+}
+
 static void test_hostile(int variant, const char *what)
 {
 	struct node n;
@@ -663,15 +681,7 @@ static void test_hostile(int variant, const char *what)
 	char c = 0;
 	pid_t hp;
 
-	snprintf(peers, sizeof(peers), "127.0.0.1:%d,127.0.0.1:%d", p0, p1);
-	fflush(stdout);
-	if (pipe(rp) < 0)
-		bail_out("pipe");
-	if ((hp = fork()) == 0) {
-		close(rp[0]);
-		hostile_main(variant, p1, 77, COORDL__MAX_ITEM_DEFAULT, rp[1]);
-	}
-	close(rp[1]);
+	hp = start_hostile(variant, p0, p1, peers, sizeof(peers), rp);
 	ok(rd(rp[0], &c, 1) == 0 && c == 'r', "%s: it listens", what);
 	close(rp[0]);
 	/* One rank on node 0 of 2: half the items are node 1's part. */
@@ -723,15 +733,7 @@ static void test_moves(void)
 	char c = 0, m = 0;
 	pid_t hp;
 
-	snprintf(peers, sizeof(peers), "127.0.0.1:%d,127.0.0.1:%d", p0, p1);
-	fflush(stdout);
-	if (pipe(rp) < 0)
-		bail_out("pipe");
-	if ((hp = fork()) == 0) {
-		close(rp[0]);
-		hostile_main(H_MOVES, p1, 77, COORDL__MAX_ITEM_DEFAULT, rp[1]);
-	}
-	close(rp[1]);
+	hp = start_hostile(H_MOVES, p0, p1, peers, sizeof(peers), rp);
 	ok(rd(rp[0], &c, 1) == 0 && c == 'r', "%s: it listens", what);
 	start_node(&n, 0, 1, peers, "77", (int)ds_bytes + 16384, 3);
 	node_epoch(&n, &r0, 0);
