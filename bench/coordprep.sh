@@ -18,19 +18,26 @@
 # cores). passes = batches the group's workers prepared / batches each job
 # consumed (k for indep by construction; 1 when every batch was prepared
 # once). Configurations are interleaved within each repetition so that
-# background load hits all of them alike.
+# background load hits all of them alike. The group's staging segment is
+# made in a fresh directory under GROUP_DIR_PARENT (default /dev/shm, a
+# tmpfs, as Synergy's GroupDir); COORDL_BENCH names another coordl-bench.
 set -eu
 bd=${top_builddir:-$(dirname "$0")/..}
 bench=${COORDL_BENCH:-$bd/bench/coordl-bench}
-[ $# -ge 1 ] || { sed -n 2,21p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,23p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ds=$1; reps=${2:-5}; rate=${3:-1000}; shift; [ $# -ge 1 ] && shift; [ $# -ge 1 ] && shift
 ks=${*:-1 2 4}
 [ -x "$bench" ] || { echo "coordprep: $bench not built" >&2; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; trap 'exit 130' INT TERM
-mkdir -m 0700 "$tmp/grp"
+# The group's staging segment lives where Synergy puts it (GroupDir, by
+# default under /dev/shm): a segment on a disk file system pays for
+# page-cache writeback of every staged batch, which no job does.
+gdir=${GROUP_DIR_PARENT:-/dev/shm}
+tmp=$(mktemp -d); grp=$(mktemp -d -p "$gdir" coordprep.XXXXXX)
+trap 'rm -rf "$tmp" "$grp"' EXIT; trap 'exit 130' INT TERM
+chmod 0700 "$grp"
 unset SYNERGY_THREADS SYNERGY_CACHE_BYTES SYNERGY_CACHE_NAME SYNERGY_CACHE_GRANT \
 	SYNERGY_GROUP SYNERGY_GROUP_BYTES SYNERGY_GROUP_WINDOW 2>/dev/null || true
-export SYNERGY_GROUP_DIR="$tmp/grp"
+export SYNERGY_GROUP_DIR="$grp"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # run K MODE REP: one run; appends "K MODE cpu img/s passes" to runs.
@@ -65,8 +72,8 @@ run() {
 			if (note) passes = "alone"
 			printf "%d %s %.3f %.1f %s\n", k, mode, cpu, ips / n, passes
 		}' >>"$tmp/runs"
-	[ -z "$(ls -A "$tmp/grp")" ] || { echo "coordprep: left in the group dir:" \
-		"$(ls "$tmp/grp")" >&2; exit 1; }
+	[ -z "$(ls -A "$grp")" ] || { echo "coordprep: left in the group dir:" \
+		"$(ls "$grp")" >&2; exit 1; }
 }
 
 r=1
