@@ -559,7 +559,13 @@ static void layout(coordl__group_t *g)
 	g->meta_off = hdr;
 	g->data_off = hdr + (uint64_t)g->nslots * g->meta_bytes;
 	g->seg_size = g->data_off + (uint64_t)g->nslots * g->slot_bytes;
-	g->lookahead = g->nslots / 2 < 1 ? 1 : g->nslots / 2 > 8 ? 8 : g->nslots / 2;
+	/* Workers prepare at most this many batches ahead of a member's
+	 * cursor. Every slot in circulation is memory each member process
+	 * maps page by page (a fault per 4 KiB page and process, about 10 us
+	 * on a VM), so a shallow look-ahead keeps the group's footprint, and
+	 * its first epoch's faults, small: 4 ahead instead of 8 cut a group of
+	 * 4's faults from ~100,000 to ~61,000 (BENCHMARKS.md, issue 15). */
+	g->lookahead = g->nslots / 2 < 1 ? 1 : g->nslots / 2 > 4 ? 4 : g->nslots / 2;
 }
 
 static int init_segment(coordl__group_t *g, uint64_t signature)
@@ -1027,7 +1033,9 @@ static int wanted(coordl__group_t *g, uint64_t *seq, uint64_t *dist)
 /*
  * A slot to prepare a batch needed in `dist` batches into, cheapest first:
  * an empty slot whose memory this member holds already, a free slot that
- * still holds a batch nobody needs (the oldest), an empty slot with memory
+ * still holds a batch nobody needs (the newest: its pages are the likeliest
+ * to be mapped in this process and in the CPU's caches, and reusing few
+ * slots keeps the staging footprint small), an empty slot with memory
  * of another live member, one with no memory yet (the staging area grows
  * only when it must), else a prepared batch that is needed later than the
  * new one (dropped: its members get it prepared again). -1: none.
@@ -1047,7 +1055,7 @@ static int get_slot(coordl__group_t *g, uint64_t dist)
 		} else if (s->state == S_READY && !s->holding) {
 			uint64_t u = s->need ? urgency(g, s) : UINT64_MAX;
 			if (u == UINT64_MAX) {
-				if (s->tick < rt) {
+				if (pick[1] < 0 || s->tick > rt) {
 					rt = s->tick;
 					pick[1] = (int)i;
 				}
