@@ -18,6 +18,9 @@
 #  - a step launched with srun --mpi=pmix wires up through PMIx instead
 #    (the loaders say "wire-up pmix") with the same exactness (skipped,
 #    with the reason, without PMIx in libcoordl or mpi/pmix in Slurm);
+#  - a node's task killed -9 in the middle of an epoch: the other node
+#    finishes that epoch and the next ones in bounded time, reading the
+#    dead node's part from storage (fallbacks counted), and the step ends;
 #  - the next step of the job gets other ports and another tag; a step
 #    whose job set SYNERGY_PEER_WIREUP=off, the batch script (one node) and
 #    a one-node Synergy job get none of the peer variables;
@@ -252,6 +255,56 @@ EOF
 		awk -v d="$dsmb" '$1 >= 1 && ($9 > d * 0.01 || $15 != 0 || $16 != 0) { bad = 1 } END { exit bad }' \
 			<(rows "$p0") <(rows "$p1")
 fi
+
+# A node dies mid-epoch (issue 14): node 1's task of a 2-node step is
+# killed -9 in the middle of its third epoch. Node 0 finishes that epoch
+# and the rest within the peer deadline: from the epoch after the death on
+# it reads the dead node's part from storage (fallbacks counted), its own
+# part still from its cache, and no peer serves it; the step ends instead
+# of hanging. (At this scale node 0's peer tier has read the whole epoch's
+# share of node 1's items ahead, up to 1024 items or 64 MB, before node 1
+# dies; a peer that stops answering with reads pending is peer.t's
+# stalled node.)
+cat >"$C/taskk.sh" <<EOF
+#!/bin/bash
+exec >"$C/kill.node\$SLURM_NODEID.out" 2>&1
+echo \$\$ >"$C/kill.node\$SLURM_NODEID.pid"
+export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
+export SYNERGY_PEER_TIMEOUT_MS=2000
+exec $bench --mode train --epochs 5 --batch-size 16 --out-size 64 --gpu-rate 80 \
+	--rank \$SLURM_NODEID --world-size 2 $C/ds
+EOF
+chmod 0755 "$C/taskk.sh"
+id5=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img \
+	--wrap "srun -N2 --ntasks-per-node=1 $C/taskk.sh")
+k0=$C/kill.node0.out k1=$C/kill.node1.out
+# epoch_done FILE E: the loader in FILE has finished epoch E.
+epoch_done() { rows "$1" | awk -v e="$2" '$1 == e { f = 1 } END { exit !f }'; }
+killed=
+if cluster__wait 60 epoch_done "$k1" 1; then
+	# About half an epoch (112 items per node at 80/s: 1.4 s) into epoch 2.
+	sleep 0.7
+	if ! epoch_done "$k1" 2 && [ -s "$C/kill.node1.pid" ] &&
+		kill -9 "$(cat "$C/kill.node1.pid")" 2>/dev/null; then
+		killed=1
+	fi
+fi
+test_ok "node 1's task was killed -9 in the middle of its third epoch" test -n "$killed"
+st=$(cluster_wait_job "$id5" 60)
+test_ok "the step ended (no hang) once node 1 was dead ($st)" test "$st" = FAILED -o "$st" = COMPLETED
+for f in "$(cluster_out "$id5")" "$k0" "$k1"; do
+	[ -f "$f" ] && sed "s|^|#   ${f##*/}: |" "$f"
+done
+test_ok "node 1 left no row for the epoch it was killed in" test "$(rows "$k1" | wc -l)" = 2
+test_ok "node 0 finished all 5 epochs" test "$(rows "$k0" | wc -l)" = 5
+test_ok "node 0: no epoch took longer than the 2 s peer deadline allows (< 8 s)" \
+	awk '$3 >= 8 { bad = 1 } END { exit bad || NR != 5 }' <(rows "$k0")
+test_ok "node 0: in the epoch after node 1 died, reads of its items fell back to storage (fallbacks > 0)" \
+	awk '$1 == 3 && $15 > 0 { ok = 1 } END { exit !ok }' <(rows "$k0")
+test_ok "node 0: in its last epoch no peer serves it, and it reads the dead node's part from storage" \
+	awk '$1 == 4 && $13 + 0 == 0 && $9 > 0 { ok = 1 } END { exit !ok }' <(rows "$k0")
+test_ok "node 0: ... while its own part still comes from its cache (hit% > 0)" \
+	awk '$1 == 4 && $8 + 0 > 0 { ok = 1 } END { exit !ok }' <(rows "$k0")
 
 # A one-node Synergy job: no peers.
 id2=$(cluster_sbatch -N1 --gres=gpu:1 --synergy-profile=img --wrap 'srun -N1 env | grep -E "^SYNERGY_"')
