@@ -1244,6 +1244,10 @@ void coordl__group_stats(coordl__group_t *g, coordl__group_stats_t *st)
 	st->redone = __atomic_load_n(&g->redone, __ATOMIC_RELAXED);
 	if (lock(g) < 0)
 		return;
+	/* Members are reaped at most every tick on the way; a member that
+	 * died since is not counted as live here. */
+	reap(g, 1);
+	st->reaped = __atomic_load_n(&g->reaped, __ATOMIC_RELAXED);
 	st->mode = (int)g->h->m[g->me].mode;
 	st->solo_switches = g->h->m[g->me].solo_switches;
 	for (int j = 0; j < MAXM; j++)
