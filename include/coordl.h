@@ -106,7 +106,10 @@ typedef struct coordl_config {
 	int drop_last;         /* 1 = drop a partial last batch (default 0) */
 	int prefetch;          /* batches in flight ahead of the consumer (default 2*threads,
 	                          at least 2, at most 8: workers share batches item by item,
-	                          so a shallow ring keeps them busy) */
+	                          so a shallow ring keeps them busy). Left at 0, the depth
+	                          follows the worker count at every coordl_set_epoch (the
+	                          buffers of a shallower ring go back to the system), as the
+	                          workers follow the CPU set; not with pin_memory */
 	float scale_min, scale_max; /* RandomResizedCrop area range (default 0.08, 1.0) */
 	float ratio_min, ratio_max; /* aspect range (default 3/4, 4/3) */
 	float flip_prob;       /* horizontal flip probability (default 0.5) */

@@ -83,6 +83,9 @@
  * loader gives up (a dataset that is almost all corrupt is a fatal error). */
 #define MAX_REPLACE 64
 
+/* The deepest default ring (prefetch left at 0). */
+#define COORDL__RING_MAX 8
+
 enum slot_state { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_HANDED };
 
 struct slot {
@@ -95,6 +98,7 @@ struct slot {
 	int n, claimed, done, replaced;
 	void *data;
 	size_t data_cap;
+	int touched;             /* its buffer holds memory (not released) */
 };
 
 struct worker {
@@ -113,7 +117,9 @@ struct coordl_loader {
 	uint64_t *perm, *order;
 
 	struct slot *slots;
-	int nslots;
+	int nslots;              /* slots allocated (address space) */
+	int ring;                /* slots in use: batch b goes to slot b % ring */
+	int ring_auto;           /* the ring follows the thread count (ring_resize) */
 	int pinned;
 
 	pthread_mutex_t mu;
@@ -310,9 +316,55 @@ static void quiesce_locked(coordl_loader_t *ld)
 			ld->slots[i].state = SLOT_FREE;
 }
 
+/* The default ring depth for n workers: they share batches item by item,
+ * so a shallow ring keeps all of them busy; the cap bounds the memory of
+ * big thread counts (a 224x224 float batch of 32 is 19 MB). */
+static int default_depth(int n)
+{
+	int p = 2 * n;
+
+	return p < 2 ? 2 : p > COORDL__RING_MAX ? COORDL__RING_MAX : p;
+}
+
+/* Give a slot's buffer memory back to the system (its address range stays;
+ * the next use faults it in again). */
+static void slot_release_memory(struct slot *s)
+{
+	if (s->touched && s->data) {
+		madvise(s->data, s->data_cap, MADV_DONTNEED);
+		s->touched = 0;
+	}
+}
+
+/*
+ * A ring whose depth the caller left to the loader follows the worker
+ * count, as the workers follow the CPU set: when the node takes back cores
+ * it lent, the batch buffers those workers needed go back too (19 MB each
+ * at 224x224 float, batch 32), leaving the job's memory limit to its cache
+ * and the page cache. Changed only here, with the ring stopped (every slot
+ * FREE but those the caller holds), so batch b's slot (b % ring) never
+ * moves under a batch in flight. A held slot beyond the new depth gives its
+ * memory back when released. mu held.
+ */
+static void ring_resize_locked(coordl_loader_t *ld)
+{
+	int want;
+
+	if (!ld->ring_auto)
+		return;
+	want = default_depth(ld->nthreads);
+	if (want > ld->nslots)
+		want = ld->nslots;
+	for (int i = want; i < ld->nslots; i++)
+		if (ld->slots[i].state == SLOT_FREE)
+			slot_release_memory(&ld->slots[i]);
+	ld->ring = want;
+}
+
 static void restart_locked(coordl_loader_t *ld, uint64_t epoch, uint64_t pos)
 {
 	quiesce_locked(ld);
+	ring_resize_locked(ld);
 	if (ld->started && ld->t0 > 0) {
 		double end = ld->t1 > 0 ? ld->t1 : coordl__now();
 		ld->total_wall += end - ld->t0;
@@ -518,7 +570,7 @@ static struct slot *claim_locked(coordl_loader_t *ld, int *k)
 	if (ld->group && ld->grp_shared)
 		return NULL;
 	for (uint64_t b = ld->next_hand; b < ld->next_start; b++) {
-		s = &ld->slots[b % (uint64_t)ld->nslots];
+		s = &ld->slots[b % (uint64_t)ld->ring];
 		if (s->state == SLOT_FILLING && s->gen == ld->gen && s->batch == b && s->claimed < s->n) {
 			*k = s->claimed++;
 			return s;
@@ -526,10 +578,11 @@ static struct slot *claim_locked(coordl_loader_t *ld, int *k)
 	}
 	if (ld->next_start >= ld->end_batches)
 		return NULL;
-	s = &ld->slots[ld->next_start % (uint64_t)ld->nslots];
+	s = &ld->slots[ld->next_start % (uint64_t)ld->ring];
 	if (s->state != SLOT_FREE)
 		return NULL;
 	s->state = SLOT_FILLING;
+	s->touched = 1;
 	s->gen = ld->gen;
 	s->batch = ld->next_start;
 	s->start = ld->base_pos + ld->next_start * (uint64_t)ld->cfg.batch_size;
@@ -832,9 +885,12 @@ static int alloc_slots(coordl_loader_t *ld, coordl_error_t *err)
 			madvise(s->data, s->data_cap, MADV_HUGEPAGE);
 		}
 		/* A group member normally takes its batches from the staging
-		 * area: its own buffers are touched only if it goes SOLO. */
-		if (!ld->group || ld->pinned)
+		 * area: its own buffers are touched only if it goes SOLO. The
+		 * slots beyond the ring are address space until it grows. */
+		if ((!ld->group || ld->pinned) && i < ld->ring) {
 			memset(s->data, 0, s->data_cap);
+			s->touched = 1;
+		}
 		if (!(s->b.labels = calloc(bs, sizeof(int32_t))) ||
 		    !(s->b.indices = calloc(bs, sizeof(uint64_t))))
 			return coordl__errprintf(err, ENOMEM, "out of memory");
@@ -873,14 +929,15 @@ coordl_loader_t *coordl_create(const coordl_config_t *cfg, coordl_error_t *err)
 		goto out;
 	}
 	ld->cfg.path = ld->path;
-	if (!cfg->prefetch) {
-		/* Workers share batches item by item, so a shallow ring keeps
-		 * all of them busy; the cap bounds the memory of big thread
-		 * counts (a 224x224 float batch of 32 is 19 MB). */
-		int p = 2 * env.threads;
-		ld->cfg.prefetch = p < 2 ? 2 : p > 8 ? 8 : p;
-	}
-	ld->nslots = ld->cfg.prefetch;
+	/* A ring the caller left to the loader follows the worker count
+	 * (ring_resize_locked): address space for the deepest ring is
+	 * reserved, memory taken only for the slots in use. Pinned buffers
+	 * are allocated whole, so their ring stays as it starts. */
+	ld->ring_auto = !cfg->prefetch && !cfg->pin_memory;
+	if (!cfg->prefetch)
+		ld->cfg.prefetch = default_depth(env.threads);
+	ld->ring = ld->cfg.prefetch;
+	ld->nslots = ld->ring_auto ? COORDL__RING_MAX : ld->ring;
 
 	if (!(ld->src = coordl__source_open(ld->path, cfg->source, err)))
 		goto out;
@@ -1143,11 +1200,11 @@ int coordl_next(coordl_loader_t *ld, coordl_batch_t **out, coordl_error_t *err)
 			goto out;
 		rv = -1;
 	}
-	s = &ld->slots[ld->next_hand % (uint64_t)ld->nslots];
+	s = &ld->slots[ld->next_hand % (uint64_t)ld->ring];
 	if (s->state == SLOT_HANDED) {
 		coordl__errprintf(err, EBUSY,
 				  "all %d prefetch buffers are held by the caller: release a batch first",
-				  ld->nslots);
+				  ld->ring);
 		goto out;
 	}
 	t = coordl__now();
@@ -1209,6 +1266,8 @@ void coordl_release(coordl_loader_t *ld, coordl_batch_t *b)
 	if (s->state == SLOT_HANDED) {
 		s->state = SLOT_FREE;
 		s->b.device_data = NULL;
+		if (s->idx >= ld->ring)
+			slot_release_memory(s);
 		pthread_cond_broadcast(&ld->work_cv);
 	}
 	pthread_mutex_unlock(&ld->mu);

@@ -3,7 +3,10 @@
  * the same pixels with 1, 2 or 4 threads; epochs differ; shards of a world
  * are disjoint, equal in length and cover the dataset (padding by wrapping,
  * as PyTorch's DistributedSampler); a saved mid-epoch state resumes with
- * exactly the remaining samples; drop_last and partial last batches.
+ * exactly the remaining samples; drop_last and partial last batches. A
+ * ring left to the loader follows its worker count from one epoch to the
+ * next: the batch buffers of a shallower ring go back to the system, and
+ * the output does not change.
  */
 #include "config.h"
 
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coordl.h"
 #include "tap.h"
@@ -246,6 +250,80 @@ static void test_abandon(void)
 	coordl_destroy(ld);
 }
 
+/* Resident memory of this process, in bytes. */
+static long rss_bytes(void)
+{
+	long pages = -1, res = -1;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+			res = -1;
+		fclose(f);
+	}
+	return res < 0 ? -1 : res * sysconf(_SC_PAGESIZE);
+}
+
+/* Regression (2026-11-27, the demo's cache-sensitive job): a job that
+ * started on cores the node lent it kept the batch ring of that many
+ * workers (2 per worker, 19 MB each) after the cores went back, memory its
+ * page cache then lacked. The ring now follows the worker count at every
+ * coordl_set_epoch. */
+static void test_ring_follows_threads(void)
+{
+	const int bs = 8, out = 128;
+	size_t sb = (size_t)out * out * 3 * sizeof(float), slot = sb * (size_t)bs;
+	uint64_t idx[2][N];
+	uint8_t *data[2] = { calloc(N, sb), calloc(N, sb) };
+	coordl_config_t cfg;
+	coordl_loader_t *ld, *ref;
+	long r4, r1, n0, n1;
+
+	coordl_config_init(&cfg);
+	cfg.path = root;
+	cfg.mode = COORDL_MODE_TRAIN;
+	cfg.out_size = out;
+	cfg.batch_size = bs;
+	cfg.cache_bytes = 0;
+	cfg.seed = 99;
+	cfg.threads = 4; /* a fixed count: the test, not the CPU set, changes it */
+	ld = coordl_create(&cfg, NULL);
+	cfg.threads = 1;
+	cfg.prefetch = 2;
+	ref = coordl_create(&cfg, NULL);
+	ok(ld && ref && data[0] && data[1], "loaders with 4 threads (ring left to the loader) and "
+	   "1 thread (ring of 2 fixed)");
+	if (!ld || !ref || !data[0] || !data[1])
+		goto out;
+	/* Fault in the output buffers now, so they do not count below. */
+	memset(data[0], 1, N * sb);
+	memset(data[1], 1, N * sb);
+	td_run_epoch(ld, 0, idx[0], N, NULL, 0);
+	r4 = rss_bytes();
+	ok(coordl_set_threads(ld, 1, NULL) == 0, "down to 1 worker (cores taken back)");
+	n0 = td_run_epoch(ld, 1, idx[0], N, data[0], N * sb);
+	r1 = rss_bytes();
+	n1 = td_run_epoch(ref, 1, idx[1], N, data[1], N * sb);
+	diag("resident: %ld MB with the ring of 4 workers, %ld MB after the next epoch at 1 "
+	     "(a slot is %zu KB)", r4 >> 20, r1 >> 20, slot >> 10);
+	/* 8 slots -> 2: 6 slots' memory back, allow for other allocations. */
+	ok(r4 > 0 && r1 > 0 && r4 - r1 >= (long)(5 * slot),
+	   "the next epoch's ring is that of 1 worker: >= 5 slots' memory given back");
+	ok(n0 == N && n1 == N && memcmp(idx[0], idx[1], sizeof(idx[0])) == 0 &&
+	   memcmp(data[0], data[1], N * sb) == 0,
+	   "that epoch's samples are those of a loader that always had 1 worker");
+	ok(coordl_set_threads(ld, 4, NULL) == 0 && td_run_epoch(ld, 2, idx[0], N, NULL, 0) == N,
+	   "back at 4 workers, the next epoch runs");
+	r4 = rss_bytes();
+	diag("resident after it: %ld MB", r4 >> 20);
+	ok(r4 - r1 >= (long)(4 * slot), "and its ring grew again (>= 4 slots' memory more)");
+out:
+	coordl_destroy(ld);
+	coordl_destroy(ref);
+	free(data[0]);
+	free(data[1]);
+}
+
 int main(void)
 {
 	char *dir = td_tmpdir("order");
@@ -259,6 +337,7 @@ int main(void)
 	test_resume();
 	test_batches();
 	test_abandon();
+	test_ring_follows_threads();
 	td_rmrf(dir);
 	free(dir);
 	return done_testing();
