@@ -48,6 +48,26 @@ PeerPortMax=$pmax
 MaxCacheMB=12"
 cluster_start 2
 cluster_put_profile img image
+
+# peer_task FILE OUT ARGS [LINE...]: a task script that sends its output to
+# OUT (expanded in the task: escape Slurm's variables), runs each LINE,
+# then coordl-bench in train mode over $C/ds with ARGS (epochs, GPU rate,
+# rank and world size), UCX on TCP, a 2 s peer deadline. The nodes of
+# this throwaway cluster share one machine and so one CacheDir: each task
+# names its own cache in it, as its own node's would be on a real cluster.
+peer_task() {
+	local f=$1 out=$2 args=$3 l
+	shift 3
+	{
+		echo '#!/bin/bash'
+		echo "exec >\"$out\" 2>&1"
+		for l in "$@"; do echo "$l"; done
+		echo 'export SYNERGY_CACHE_NAME=${SYNERGY_CACHE_NAME}_n$SLURM_NODEID UCX_TLS=tcp'
+		echo 'export SYNERGY_PEER_TIMEOUT_MS=2000'
+		echo "exec $bench --mode train --batch-size 16 --out-size 64 $args $C/ds"
+	} >"$f"
+	chmod 0755 "$f"
+}
 # 224 images of 300-500 px: about 16 MB, more than one node's 12 MB cache,
 # less than the union's 24 MB.
 "$gen" --out "$C/ds" --classes 4 --images 224 --seed 14 --width-range 300-500 >/dev/null ||
@@ -59,23 +79,12 @@ awk -v d="$dsmb" 'BEGIN { exit !(d > 12 * 1.048576 && d < 24 * 1.048576 * 0.95) 
 
 # The 2-node job. Step 0: each node's task records its environment, then
 # runs coordl-bench as rank NODEID of 2 (3 epochs, an emulated GPU so that
-# an epoch lasts about a second and the nodes' epochs line up). The nodes
-# of this throwaway cluster share one machine and so one CacheDir: each
-# task names its own cache in it, as its own node's would be on a real
-# cluster. Step 1 is the same without the bench; step 2 sets
-# SYNERGY_PEER_WIREUP=off.
-cat >"$C/task.sh" <<EOF
-#!/bin/bash
-exec >"$C/step\$SLURM_STEP_ID.node\$SLURM_NODEID.out" 2>&1
-echo SLURM_NODEID=\$SLURM_NODEID
-env | grep -E '^SYNERGY_' | sort
-[ "\$1" = bench ] || exit 0
-export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
-export SYNERGY_PEER_TIMEOUT_MS=2000
-exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 80 \
-	--rank \$SLURM_NODEID --world-size 2 $C/ds
-EOF
-chmod 0755 "$C/task.sh"
+# an epoch lasts about a second and the nodes' epochs line up). Step 1 is
+# the same without the bench; step 2 sets SYNERGY_PEER_WIREUP=off.
+peer_task "$C/task.sh" "$C/step\$SLURM_STEP_ID.node\$SLURM_NODEID.out" \
+	'--epochs 3 --gpu-rate 80 --rank $SLURM_NODEID --world-size 2' \
+	'echo SLURM_NODEID=$SLURM_NODEID' "env | grep -E '^SYNERGY_' | sort" \
+	'[ "$1" = bench ] || exit 0'
 id=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img --wrap "
 	echo batch: \$(env | grep -cE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=')
 	srun -N2 --ntasks-per-node=1 $C/task.sh bench
@@ -154,16 +163,9 @@ done
 # tasks of a node get the node's values, share its cache, and the first to
 # bind the node's entry listens while the other only reads; ranks 0-3,
 # numbered node by node.
-cat >"$C/task2.sh" <<EOF
-#!/bin/bash
-exec >"$C/multi.node\$SLURM_NODEID.rank\$SLURM_PROCID.out" 2>&1
-env | grep -E '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' | sort
-export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
-export SYNERGY_PEER_TIMEOUT_MS=2000
-exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 40 --threads 1 \
-	--rank \$SLURM_PROCID --world-size \$SLURM_NTASKS $C/ds
-EOF
-chmod 0755 "$C/task2.sh"
+peer_task "$C/task2.sh" "$C/multi.node\$SLURM_NODEID.rank\$SLURM_PROCID.out" \
+	'--epochs 3 --gpu-rate 40 --threads 1 --rank $SLURM_PROCID --world-size $SLURM_NTASKS' \
+	"env | grep -E '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' | sort"
 id3=$(cluster_sbatch -N2 --ntasks-per-node=2 --gres=gpu:1 --synergy-profile=img \
 	--wrap "srun $C/task2.sh")
 st=$(cluster_wait_job "$id3" 90)
@@ -222,17 +224,10 @@ elif ! srun --mpi=list 2>&1 | grep -qw pmix; then
 		test_skip "PMIx wire-up: this Slurm has no mpi/pmix plugin (srun --mpi=list)"
 	done
 else
-	cat >"$C/taskp.sh" <<EOF
-#!/bin/bash
-exec >"$C/pmix.node\$SLURM_NODEID.out" 2>&1
-echo SLURM_NODEID=\$SLURM_NODEID SLURM_PROCID=\$SLURM_PROCID
-env | grep -E '^(PMIX_RANK|SYNERGY_)' | sort
-export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
-export SYNERGY_PEER_TIMEOUT_MS=2000
-exec $bench --mode train --epochs 3 --batch-size 16 --out-size 64 --gpu-rate 80 \
-	--rank \$SLURM_PROCID --world-size 2 $C/ds
-EOF
-	chmod 0755 "$C/taskp.sh"
+	peer_task "$C/taskp.sh" "$C/pmix.node\$SLURM_NODEID.out" \
+		'--epochs 3 --gpu-rate 80 --rank $SLURM_PROCID --world-size 2' \
+		'echo SLURM_NODEID=$SLURM_NODEID SLURM_PROCID=$SLURM_PROCID' \
+		"env | grep -E '^(PMIX_RANK|SYNERGY_)' | sort"
 	id4=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img \
 		--wrap "srun --mpi=pmix -N2 --ntasks-per-node=1 $C/taskp.sh")
 	st=$(cluster_wait_job "$id4" 90)
@@ -265,16 +260,9 @@ fi
 # share of node 1's items ahead, up to 1024 items or 64 MB, before node 1
 # dies; a peer that stops answering with reads pending is peer.t's
 # stalled node.)
-cat >"$C/taskk.sh" <<EOF
-#!/bin/bash
-exec >"$C/kill.node\$SLURM_NODEID.out" 2>&1
-echo \$\$ >"$C/kill.node\$SLURM_NODEID.pid"
-export SYNERGY_CACHE_NAME=\${SYNERGY_CACHE_NAME}_n\$SLURM_NODEID UCX_TLS=tcp
-export SYNERGY_PEER_TIMEOUT_MS=2000
-exec $bench --mode train --epochs 5 --batch-size 16 --out-size 64 --gpu-rate 80 \
-	--rank \$SLURM_NODEID --world-size 2 $C/ds
-EOF
-chmod 0755 "$C/taskk.sh"
+peer_task "$C/taskk.sh" "$C/kill.node\$SLURM_NODEID.out" \
+	'--epochs 5 --gpu-rate 80 --rank $SLURM_NODEID --world-size 2' \
+	"echo \$\$ >\"$C/kill.node\$SLURM_NODEID.pid\""
 id5=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img \
 	--wrap "srun -N2 --ntasks-per-node=1 $C/taskk.sh")
 k0=$C/kill.node0.out k1=$C/kill.node1.out
