@@ -86,15 +86,17 @@ wait_quiet() {
 	echo "$waited"
 }
 
-# CPU seconds of this shell's finished children (POSIX `times`, second line),
-# read through a file: `times` in a command substitution would run in a
-# subshell that has no children yet.
-child_cpu() {
+# own_cpu: CPU seconds of this shell's finished children (POSIX `times`,
+# second line) into $cpu. Called as a plain command: in a command
+# substitution `times` would run in a subshell, whose children are none of
+# the measurements, and every step's own CPU would be counted as the others'
+# (it was: the others% of earlier runs was the measurement itself).
+own_cpu() {
 	times > "$tmp/times"
-	awk 'NR == 2 {
+	cpu=$(awk 'NR == 2 {
 		n = split($0, f, /[ \t]+/); s = 0
 		for (i = 1; i <= n; i++) if (f[i] != "") { split(f[i], p, "m"); s += p[1] * 60 + p[2] }
-		printf "%.3f", s }' "$tmp/times"
+		printf "%.3f", s }' "$tmp/times")
 }
 
 # others% while a step ran: machine busy time minus the step's own CPU
@@ -154,12 +156,14 @@ for ds in $list; do
 			w=$(wait_quiet)
 			set -- $(jiffies)
 			b0=$1 t0=$2
-			c0=$(child_cpu)
+			own_cpu
+			c0=$cpu
 			"$bin" run -q --out "$tmp/$which.json" --key bench --gpu-rate "$rate" --batch-size "$batch" \
 				--cold "$cold" --grid-cpus 1,2,3,4 --grid-mem "$grid_mem" --prop-cpus 1 \
 				--prop-mem "$half" "$ds" > "$tmp/$which.out"
 			set -- $(jiffies)
-			oth=$(others "$b0" "$t0" "$1" "$2" "$(awk -v a="$c0" -v b="$(child_cpu)" 'BEGIN {print b - a}')")
+			own_cpu
+			oth=$(others "$b0" "$t0" "$1" "$2" "$(awk -v a="$c0" -v b="$cpu" 'BEGIN {print b - a}')")
 			wall=$(awk '/^measured in/ {print $3}' "$tmp/$which.out")
 			echo "-- run $run, profile ($which model): $wall s wall, others used $oth% of the machine (waited $w s)"
 			sed -n '/^storage:/,/^memory check/p' "$tmp/$which.out"
@@ -176,12 +180,14 @@ for ds in $list; do
 				w=$(wait_quiet)
 				set -- $(jiffies)
 				b0=$1 t0=$2
-				c0=$(child_cpu)
+				own_cpu
+			c0=$cpu
 				meas=$("$sp" measure -q --threads "$t" --cache "$cache" --gpu-rate "$rate" \
 					--batch-size "$batch" --cold "$cold" --epochs "$epochs" "$ds")
 				set -- $(jiffies)
 				b1=$1 t1=$2
-				oth=$(others "$b0" "$t0" "$b1" "$t1" "$(awk -v a="$c0" -v b="$(child_cpu)" 'BEGIN {print b - a}')")
+				own_cpu
+				oth=$(others "$b0" "$t0" "$b1" "$t1" "$(awk -v a="$c0" -v b="$cpu" 'BEGIN {print b - a}')")
 				set -- $meas # threads T cache C hit_rate H samples_per_s X min Y max Z prep_ms P fetch_ms F cpu_ms U
 				awk -v t="$t" -v f="$f" -v h="$6" -v x="$8" -v lo="${10}" -v hi="${12}" -v p="$pred" \
 					-v po="$pold" -v pm="${14}" -v fm="${16}" -v cm="${18}" -v oth="$oth" -v w="$w" \
