@@ -181,7 +181,7 @@ for ds in $list; do
 				set -- $(jiffies)
 				b0=$1 t0=$2
 				own_cpu
-			c0=$cpu
+				c0=$cpu
 				meas=$("$sp" measure -q --threads "$t" --cache "$cache" --gpu-rate "$rate" \
 					--batch-size "$batch" --cold "$cold" --epochs "$epochs" "$ds")
 				set -- $(jiffies)

@@ -205,12 +205,24 @@ static void summarize(double *v, int n, syn__stat_t *s)
 	s->med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The windows timed() times (o->windows, kept to 1..64). */
+static int timed_windows(const syn__measure_opts_t *o)
+{
+	return o->windows < 1 ? 1 : o->windows > 64 ? 64 : o->windows;
+}
+
+/* The batches timed() consumes: the settling ring, then every window. */
+static long timed_batches(const struct run *r, const syn__measure_opts_t *o)
+{
+	return coordl_config(r->ld)->prefetch + (long)timed_windows(o) * o->window_batches;
+}
+
 /* Time `windows` windows of `batches` batches each, after letting the
  * prefetch ring settle at the current thread count. */
 static int timed(struct run *r, const syn__measure_opts_t *o, syn__stat_t *out)
 {
 	double v[64];
-	int windows = o->windows < 1 ? 1 : o->windows > 64 ? 64 : o->windows;
+	int windows = timed_windows(o);
 	int settle = coordl_config(r->ld)->prefetch;
 	for (int i = 0; i < settle; i++)
 		if (consume(r) < 0)
@@ -415,7 +427,7 @@ static int cpu_search(struct run *r, const syn__measure_opts_t *o, int max_threa
 {
 	struct probe_ctx pc = { r, o, gpu, res };
 	int order[SYN__MAX_POINTS];
-	long n = coordl_config(r->ld)->prefetch + (long)o->windows * o->window_batches;
+	long n = timed_batches(r, o);
 
 	/*
 	 * Warm-up: the loader attached to a cache another loader filled, and
@@ -424,8 +436,9 @@ static int cpu_search(struct run *r, const syn__measure_opts_t *o, int max_threa
 	 * +0.3, +0.6 ms per 43, 120, 240 KB item), which a job pays in its
 	 * first epoch only. Each point then times these same items (the
 	 * start of epoch 0), so no point pays them: before this, every point
-	 * read items for the first time and the prep rates came out 12-18%
-	 * low on 112 and 172 KB items at one thread.
+	 * read its items for the first time, about 15% of a one-thread
+	 * point's time on 172 KB items (by the fault cost above; run to run
+	 * the rates here move by as much, BENCHMARKS.md).
 	 */
 	for (long i = 0; i < n; i++)
 		if (consume(r) < 0)
