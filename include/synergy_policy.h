@@ -479,6 +479,57 @@ typedef struct syn_node_stats {
 int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flags,
 		  syn_node_stats_t *st, syn_policy_error_t *err);
 
+/*
+ * Harvesting idle cycles (live Slurm, the node agent). A job may leave
+ * much of what Slurm allotted it unused (a language model's loader needs a
+ * fraction of its one core), and with every core of the node allotted no
+ * grant can reach a job that would gain. The agent may then let such a
+ * job's cores be "harvested": added to another job's cpuset while every
+ * thread of the harvester runs at idle priority (SCHED_IDLE), so that the
+ * kernel runs the owner's threads first on its own cores whenever they are
+ * runnable. The owner keeps its cores as before; the harvester gets only
+ * cycles nobody else wants, and pays for them with its own priority (its
+ * threads also yield to anything else that runs on its cores, as system
+ * daemons), so only jobs that gain by the profile harvest. A job is never
+ * both: a lender keeps its normal priority, a harvester lends nothing.
+ *
+ * syn_node_harvest() decides, from what the agent measured, which jobs
+ * lend and how many cores each job harvests:
+ *   - a Synergy job lends floor(spare + 1 - t) of its allotted cores (at
+ *     most all of them) where spare is its measured idle cores and t the
+ *     threshold: SYN_HARVEST_START for a job nobody harvests now,
+ *     SYN_HARVEST_KEEP (lower, so that a harvest is not dropped and taken
+ *     up again on noise) for one that is harvested now (lent > 0);
+ *     a job whose spare is unknown (< 0) lends nothing;
+ *   - the lent cores go one at a time to the non-lending Synergy job with a
+ *     profile that gains most from one more core (gpus x the profile's
+ *     throughput at hold + harvest + 1 cores over hold + harvest, at its
+ *     cache), if that gain is at least SYN_HARVEST_MIN_GAIN of its
+ *     throughput; ties to the lower index.
+ * A pure function of its input. Returns 0, or -1 with errno EINVAL (bad
+ * job: err names it).
+ */
+typedef struct syn_harvest_job {
+	uint64_t id;                  /* for messages */
+	int synergy;                  /* 1: may lend and harvest */
+	int gpus;                     /* >= 1 when synergy */
+	const syn_profile_t *profile; /* NULL: harvests nothing */
+	int allotted;                 /* cores Slurm allotted it (>= 0) */
+	int hold;                     /* cores it holds under the plan, grants included */
+	uint64_t cache_mb;            /* its cache under the plan */
+	double spare;                 /* idle cores of its allotment, measured; < 0 unknown */
+	int lent;                     /* cores of its allotment harvested now */
+	/* Output. */
+	int lend;                     /* cores of its allotment others may harvest */
+	int harvest;                  /* cores of others it should harvest */
+} syn_harvest_job_t;
+
+#define SYN_HARVEST_START 0.5     /* idle share of a core to start lending it */
+#define SYN_HARVEST_KEEP 0.25     /* ... to keep lending it */
+#define SYN_HARVEST_MIN_GAIN 0.02 /* least relative gain worth a harvested core */
+
+int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_policy_error_t *err);
+
 /* Names: "prop", "greedy", "tune", "opt" and "fifo", "srtf", "las", "ftf". */
 const char *syn_allocator_name(syn_allocator_t a);
 const char *syn_ordering_name(syn_ordering_t o);

@@ -764,11 +764,12 @@ static int set_cpu_set(const syn__cg_t *cg, const char *rel, const cpu_set_t *se
 	return rv;
 }
 
-int syn__cg_pin_tree(const syn__cg_t *cg, const char *ctl, const char *rel,
-		     const cpu_set_t *set)
+/* Walk rel and its descendants in ctl's hierarchy, calling fn for each id
+ * listed in their file "threads" (a thread or a process list). */
+static int foreach_id(const syn__cg_t *cg, const char *ctl, const char *rel, const char *threads,
+		      int (*fn)(pid_t tid, void *arg), void *arg)
 {
 	char path[SYN__PATH_MAX * 2], sub[SYN__PATH_MAX * 2];
-	const char *threads = cg->version == 1 ? "tasks" : "cgroup.threads";
 	struct {
 		char rel[SYN__PATH_MAX * 2];
 		int depth;
@@ -807,7 +808,7 @@ int syn__cg_pin_tree(const syn__cg_t *cg, const char *ctl, const char *rel,
 		}
 		first = 0;
 		while (fscanf(f, "%ld", &tid) == 1) {
-			if (tid > 0 && sched_setaffinity((pid_t)tid, sizeof(*set), set) == 0)
+			if (tid > 0 && tid <= INT32_MAX && fn((pid_t)tid, arg) > 0)
 				n++;
 		}
 		fclose(f);
@@ -829,6 +830,23 @@ int syn__cg_pin_tree(const syn__cg_t *cg, const char *ctl, const char *rel,
 	}
 	free(stack);
 	return n;
+}
+
+int syn__cg_foreach_thread(const syn__cg_t *cg, const char *ctl, const char *rel,
+			   int (*fn)(pid_t tid, void *arg), void *arg)
+{
+	return foreach_id(cg, ctl, rel, cg->version == 1 ? "tasks" : "cgroup.threads", fn, arg);
+}
+
+static int pin_one(pid_t tid, void *arg)
+{
+	return sched_setaffinity(tid, sizeof(cpu_set_t), arg) == 0;
+}
+
+int syn__cg_pin_tree(const syn__cg_t *cg, const char *ctl, const char *rel,
+		     const cpu_set_t *set)
+{
+	return syn__cg_foreach_thread(cg, ctl, rel, pin_one, (void *)set);
 }
 
 /* The limit cgroups of job_rel (NULL-terminated, malloc'ed; may be empty). */
@@ -944,6 +962,132 @@ int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set
 out:
 	syn__cg_free_list(lim);
 	return rv;
+}
+
+/* ---- CPU time and priority ---- */
+
+static int idle_one(pid_t tid, void *arg)
+{
+	struct sched_param sp = { 0 };
+	int pol = sched_getscheduler(tid);
+
+	(void)arg;
+	if (pol < 0 || (pol & ~SCHED_RESET_ON_FORK) == SCHED_IDLE)
+		return 0;
+	return sched_setscheduler(tid, SCHED_IDLE, &sp) == 0;
+}
+
+static int normal_one(pid_t tid, void *arg)
+{
+	struct sched_param sp = { 0 };
+	int pol = sched_getscheduler(tid);
+
+	(void)arg;
+	if (pol < 0 || (pol & ~SCHED_RESET_ON_FORK) != SCHED_IDLE)
+		return 0;
+	return sched_setscheduler(tid, SCHED_OTHER, &sp) == 0;
+}
+
+int syn__cg_job_sched_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err,
+			   size_t errlen)
+{
+	char **lim = NULL;
+	int i, pass, n, total = 0;
+
+	/* The group first when lowering, last when restoring: at no time may
+	 * the job compete at normal weight where another job's threads run. */
+	if (idle && (cg->version == 1 ? syn__cg1_job_idle(cg, job_rel, 1, err, errlen) :
+					syn__cg2_job_idle(cg, job_rel, 1, err, errlen)) < 0)
+		return -1;
+	if (job_limits(cg, job_rel, &lim) < 0)
+		return syn__cg_err(err, errlen, errno, "cannot list the limit cgroups of %s", job_rel);
+	/* A thread a not yet visited thread creates meanwhile inherits the
+	 * old policy: walk again until a walk changes nothing. */
+	for (pass = 0; pass < 8; pass++) {
+		n = 0;
+		for (i = 0; lim[i]; i++) {
+			int k = syn__cg_foreach_thread(cg, "cpuset", lim[i],
+						       idle ? idle_one : normal_one, NULL);
+			if (k > 0)
+				n += k;
+		}
+		total += n;
+		if (n == 0)
+			break;
+	}
+	syn__cg_free_list(lim);
+	if (idle && pass == 8)
+		return syn__cg_err(err, errlen, EAGAIN,
+				   "%s: threads still appearing at normal priority after 8 walks",
+				   job_rel);
+	if (!idle && (cg->version == 1 ? syn__cg1_job_idle(cg, job_rel, 0, err, errlen) :
+					 syn__cg2_job_idle(cg, job_rel, 0, err, errlen)) < 0)
+		return -1;
+	return total;
+}
+
+/* Add a process's CPU time and that of its children it reaped (ticks). */
+static int proc_ticks(pid_t pid, void *arg)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st, cut, cst;
+	ssize_t k;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	k = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	buf[k] = '\0';
+	/* The command name may hold anything: the fields follow its last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+			 &ut, &st, &cut, &cst) != 4)
+		return 0;
+	*(uint64_t *)arg += ut + st + cut + cst;
+	return 1;
+}
+
+int syn__cg_job_cpu_ns(const syn__cg_t *cg, const char *job_rel, uint64_t *ns)
+{
+	char path[SYN__PATH_MAX * 2], *text, *p;
+	unsigned long long v;
+	uint64_t sum = 0;
+
+	if (cg->version == 2) {
+		if (syn__cg_path(cg, "cpu", job_rel, "cpu.stat", path, sizeof(path)) < 0 ||
+		    !(text = syn__cg_read_file(path)))
+			return -1;
+		p = strstr(text, "usage_usec ");
+		if (!p || (p != text && p[-1] != '\n') || sscanf(p + 11, "%llu", &v) != 1) {
+			free(text);
+			errno = EPROTO;
+			return -1;
+		}
+		free(text);
+		*ns = (uint64_t)v * 1000;
+		return 0;
+	}
+	/* v1: cpuacct when Slurm accounts the job there, else what the job's
+	 * processes used, with what they reaped of their children. */
+	if (syn__cg_path(cg, "cpuacct", job_rel, "cpuacct.usage", path, sizeof(path)) == 0 &&
+	    (text = syn__cg_read_file(path))) {
+		int got = sscanf(text, "%llu", &v) == 1;
+
+		free(text);
+		if (got) {
+			*ns = (uint64_t)v;
+			return 0;
+		}
+	}
+	if (foreach_id(cg, "cpuset", job_rel, "cgroup.procs", proc_ticks, &sum) < 0)
+		return -1;
+	*ns = sum * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK));
+	return 0;
 }
 
 /* ---- memory ---- */

@@ -182,6 +182,37 @@ int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set
 int syn__cg_set_cpus(const syn__cg_t *cg, const char *rel, const char *cpus, char *err,
 		     size_t errlen);
 
+/* ---- CPU time and priority ---- */
+
+/*
+ * Make job_rel's tasks (its limit cgroups' processes) idle against every
+ * other job of the node (idle 1), or give them their normal weight back
+ * (idle 0). Root only. Two levels, since the kernel weighs groups before
+ * threads (autogroups, per-job cpu cgroups): the job as a group (v2: its
+ * job cgroup's cpu.idle; v1: its processes moved into an idle cpu cgroup
+ * beside them, see cgroup_v1.c), lowered first and restored last; and
+ * every thread at SCHED_IDLE (those at SCHED_IDLE back to SCHED_OTHER).
+ * Walks again until a walk finds nothing to change, so that threads and
+ * processes created meanwhile are caught (they inherit their creator's
+ * policy and cgroup). Returns the number of threads changed, or -1 with
+ * errno and err (ENOTSUP: the job cannot be made idle as a group, no cpu
+ * controller with cpu.idle where it runs; EAGAIN: threads kept appearing
+ * at another policy). The cleanup of a job removes the v1 idle cgroup.
+ */
+int syn__cg_job_sched_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err,
+			   size_t errlen);
+
+/*
+ * The CPU time job_rel's processes used, in ns, to compare with a later
+ * reading: v2 cpu.stat usage_usec; v1 cpuacct.usage of the job when that
+ * hierarchy has it, else, from /proc/<pid>/stat of each process in the
+ * job's cgroups, its own CPU time and that of the children it reaped
+ * (clock ticks: a process that ended counts once its parent in the job
+ * reaped it; one whose parent was not in the job takes its time along).
+ * Returns 0, or -1 with errno.
+ */
+int syn__cg_job_cpu_ns(const syn__cg_t *cg, const char *job_rel, uint64_t *ns);
+
 /* ---- memory ---- */
 
 /* The memory limit of cgroup rel in bytes (UINT64_MAX: none). 0 or -1. */

@@ -41,6 +41,13 @@ int syn__cg_proc_path(const char *text, const char *controller, char *out, size_
  * err naming the path. */
 int syn__cg_write_file(const char *path, const char *s, char *err, size_t errlen);
 
+/* Call fn for every thread of cgroup rel and of its descendants in ctl's
+ * hierarchy (v1 "tasks", v2 "cgroup.threads"); threads that exit meanwhile
+ * are the callback's to skip. Returns how many calls returned > 0, or -1
+ * with errno when rel cannot be read. */
+int syn__cg_foreach_thread(const syn__cg_t *cg, const char *ctl, const char *rel,
+			   int (*fn)(pid_t tid, void *arg), void *arg);
+
 /* Pin every thread of cgroup rel (and of its descendants, ctl's hierarchy)
  * to set. Threads that exit meanwhile are skipped. Returns the number
  * pinned, or -1 with errno when rel cannot be read. */
@@ -54,6 +61,12 @@ int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
 			const char *step_dir, char *err, size_t errlen);
 int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen);
+/* The job as an idle group (cgroup.h, syn__cg_job_sched_idle): v1 moves
+ * its processes into an idle cpu cgroup and back; v2 sets cpu.idle. Return
+ * the processes moved (v1) or 0, -1 with errno and err (ENOTSUP: no way). */
+int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen);
+void syn__cg1_idle_cleanup(const syn__cg_t *cg, const char *job_rel);
+int syn__cg2_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen);
 
 int syn__cg2_limits(const syn__cg_t *cg, const char *job_rel, char ***out);
 

@@ -8,13 +8,23 @@
  * we leave alone. cpuset.mems is copied from the job's cgroup because a v1
  * cpuset with empty mems refuses tasks. libcgroup is initialised once per
  * process (slurmstepd loads us once per step).
+ *
+ * A job that harvests other jobs' idle cycles (lend.h) is made idle as a
+ * group in the cpu hierarchy, which Slurm's cgroup/v1 leaves alone: its
+ * processes move into a child "synergy_<node>_job_<id>" (cpu.idle 1) of the
+ * cpu cgroup they are in, the one the other jobs' processes of the node are
+ * in too (or their autogroups, children of it), so that the kernel weighs
+ * the job as idle exactly where it meets them. They move back to that
+ * parent when the harvest ends, and the child goes.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libcgroup.h>
@@ -214,6 +224,7 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 	}
 	/* rmdir directly: libcgroup's delete would migrate stray tasks to the
 	 * parent, and an empty v1 cgroup needs nothing but rmdir. */
+	syn__cg1_idle_cleanup(cg, job_rel);
 	for (i = 0; i < NCTLS; i++) {
 		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
 			continue;
@@ -291,4 +302,231 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 	}
 	free(text);
 	return moved;
+}
+
+/* ---- harvesting: the job as an idle group in the cpu hierarchy ---- */
+
+static int job_id_of(const char *job_rel, uint32_t *id)
+{
+	const char *b = strrchr(job_rel, '/');
+	char extra;
+
+	b = b ? b + 1 : job_rel;
+	return sscanf(b, "job_%u%c", id, &extra) == 1 ? 0 : -1;
+}
+
+/* The cpu cgroup of pid (relative, "" for the root), or -1. */
+static int cpu_path_of(pid_t pid, char *out, size_t len)
+{
+	char path[64], *text;
+	int rv;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	text = syn__cg_read_file(path);
+	if (!text)
+		return -1;
+	rv = syn__cg_proc_path(text, "cpu", out, len);
+	free(text);
+	return rv;
+}
+
+/* The directory (file NULL) or a file of cpu cgroup rel ("" the root). */
+static int cpu_file(const syn__cg_t *cg, const char *rel, const char *file, char *out, size_t len)
+{
+	int k = snprintf(out, len, "%s/cpu%s%s%s%s", syn__cg_mountpoint(cg), rel[0] ? "/" : "",
+			 rel, file ? "/" : "", file ? file : "");
+
+	if (k < 0 || (size_t)k >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* The pids listed in path (malloc'ed, 0-terminated), NULL with errno. */
+static pid_t *read_pids(const char *path)
+{
+	char *text = syn__cg_read_file(path), *p, *end;
+	size_t n = 0, cap = 16;
+	pid_t *v;
+
+	if (!text)
+		return NULL;
+	v = malloc(cap * sizeof(*v));
+	for (p = text; v; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid <= 0 || pid > INT32_MAX)
+			continue;
+		if (n + 1 >= cap) {
+			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				v = NULL;
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (pid_t)pid;
+	}
+	free(text);
+	if (!v) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	v[n] = 0;
+	return v;
+}
+
+static int move_cpu(const syn__cg_t *cg, const char *rel, pid_t pid)
+{
+	char path[SYN__PATH_MAX * 3], val[24];
+
+	if (cpu_file(cg, rel, "cgroup.procs", path, sizeof(path)) < 0)
+		return -1;
+	snprintf(val, sizeof(val), "%d", (int)pid);
+	if (syn__cg_write_file(path, val, NULL, 0) < 0)
+		return errno == ESRCH ? 0 : -1;
+	return 1;
+}
+
+int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen)
+{
+	char lim[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3], name[SYN__KEY_MAX + 48];
+	char own[SYN__PATH_MAX * 2], home[SYN__PATH_MAX * 2], xrel[SYN__PATH_MAX * 2 + 64];
+	pid_t *pids = NULL;
+	uint32_t id;
+	int i, pass, moved = 0, k;
+
+	if (job_id_of(job_rel, &id) < 0)
+		return syn__cg_err(err, errlen, EINVAL, "%s is not a job cgroup", job_rel);
+	if (idle && (cpu_file(cg, "", "cgroup.procs", path, sizeof(path)) < 0 ||
+		     access(path, F_OK) != 0))
+		return syn__cg_err(err, errlen, ENOTSUP, "no cgroup v1 cpu hierarchy at %s/cpu",
+				   syn__cg_mountpoint(cg));
+	snprintf(name, sizeof(name), "synergy_%s_job_%u", syn__cg_node(cg), (unsigned)id);
+	if (child_rel(job_rel, lim, sizeof(lim)) < 0 ||
+	    syn__cg_path(cg, "cpuset", lim, "cgroup.procs", path, sizeof(path)) < 0)
+		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+	pids = read_pids(path);
+	if (!pids)
+		return errno == ENOENT ? 0 : syn__cg_err(err, errlen, errno, "%s: %s", path,
+							  strerror(errno));
+	/* Where the job's processes are (the parent of ours if moved). */
+	home[0] = '\0';
+	for (i = 0; pids[i]; i++)
+		if (cpu_path_of(pids[i], own, sizeof(own)) == 0)
+			break;
+	if (!pids[i]) {
+		free(pids);
+		return 0; /* nothing runs there (or no cpu hierarchy): nothing to move */
+	}
+	{
+		const char *b = strrchr(own, '/');
+		const char *base = b ? b + 1 : own;
+
+		if (strcmp(base, name) == 0)
+			snprintf(home, sizeof(home), "%.*s", b ? (int)(b - own) : 0, own);
+		else
+			snprintf(home, sizeof(home), "%s", own);
+	}
+	snprintf(xrel, sizeof(xrel), "%s%s%s", home, home[0] ? "/" : "", name);
+	if (idle) {
+		if (cpu_file(cg, xrel, NULL, path, sizeof(path)) < 0 ||
+		    (mkdir(path, 0755) < 0 && errno != EEXIST)) {
+			int e = errno;
+
+			free(pids);
+			return syn__cg_err(err, errlen, e == ENOENT ? ENOTSUP : e,
+					   "cannot make cpu cgroup %s: %s", path, strerror(e));
+		}
+		if (cpu_file(cg, xrel, "cpu.idle", path, sizeof(path)) < 0 ||
+		    syn__cg_write_file(path, "1", NULL, 0) < 0) {
+			int e = errno;
+
+			cpu_file(cg, xrel, NULL, path, sizeof(path));
+			rmdir(path);
+			free(pids);
+			return syn__cg_err(err, errlen, ENOTSUP, "cannot set cpu.idle of %s: %s",
+					   xrel, strerror(e));
+		}
+	} else {
+		/* Move back what is in ours: its own list, not the job's. */
+		free(pids);
+		if (cpu_file(cg, xrel, "cgroup.procs", path, sizeof(path)) < 0 ||
+		    !(pids = read_pids(path)))
+			return errno == ENOENT ? 0 : syn__cg_err(err, errlen, errno, "%s: %s", path,
+								  strerror(errno));
+	}
+	/* Processes forked meanwhile follow their parent's cgroup: walk again
+	 * until a walk moves nothing. */
+	for (pass = 0; pass < 8; pass++) {
+		int n = 0;
+
+		for (i = 0; pids[i]; i++) {
+			if (idle && cpu_path_of(pids[i], own, sizeof(own)) == 0 &&
+			    strcmp(own, xrel) == 0)
+				continue;
+			k = move_cpu(cg, idle ? xrel : home, pids[i]);
+			if (k < 0) {
+				int e = errno;
+
+				free(pids);
+				return syn__cg_err(err, errlen, e, "moving pid %d to cpu cgroup /%s: %s",
+						   (int)pids[i], idle ? xrel : home, strerror(e));
+			}
+			n += k;
+		}
+		moved += n;
+		free(pids);
+		pids = NULL;
+		if (n == 0)
+			break;
+		if ((idle ? syn__cg_path(cg, "cpuset", lim, "cgroup.procs", path, sizeof(path)) :
+			    cpu_file(cg, xrel, "cgroup.procs", path, sizeof(path))) < 0 ||
+		    !(pids = read_pids(path)))
+			break;
+	}
+	free(pids);
+	if (!idle && cpu_file(cg, xrel, NULL, path, sizeof(path)) == 0 && rmdir(path) < 0 &&
+	    errno != ENOENT)
+		return syn__cg_err(err, errlen, errno, "rmdir %s: %s", path, strerror(errno));
+	return moved;
+}
+
+/* Remove the idle cpu cgroup "name" wherever it is, at most depth levels
+ * below dir. */
+static void remove_idle(const char *dir, const char *name, int depth)
+{
+	char sub[SYN__PATH_MAX * 3];
+	struct dirent *d;
+	DIR *dp;
+
+	if (depth < 0 || !(dp = opendir(dir)))
+		return;
+	while ((d = readdir(dp))) {
+		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, d->d_name) >= sizeof(sub))
+			continue;
+		if (strcmp(d->d_name, name) == 0)
+			rmdir(sub);
+		else
+			remove_idle(sub, name, depth - 1);
+	}
+	closedir(dp);
+}
+
+void syn__cg1_idle_cleanup(const syn__cg_t *cg, const char *job_rel)
+{
+	char name[SYN__KEY_MAX + 48], top[SYN__PATH_MAX * 3];
+	uint32_t id;
+
+	if (job_id_of(job_rel, &id) < 0 || cpu_file(cg, "", NULL, top, sizeof(top)) < 0)
+		return;
+	snprintf(name, sizeof(name), "synergy_%s_job_%u", syn__cg_node(cg), (unsigned)id);
+	remove_idle(top, name, 4);
 }

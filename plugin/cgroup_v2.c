@@ -70,3 +70,21 @@ nomem:
 	errno = ENOMEM;
 	return -1;
 }
+
+int syn__cg2_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen)
+{
+	char path[SYN__PATH_MAX * 3];
+
+	if (syn__cg_path(cg, NULL, job_rel, "cpu.idle", path, sizeof(path)) < 0)
+		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+	if (access(path, F_OK) != 0) {
+		if (!idle)
+			return 0;
+		return syn__cg_err(err, errlen, ENOTSUP,
+				   "%s has no cpu.idle (the cpu controller is not enabled there)",
+				   job_rel);
+	}
+	if (syn__cg_write_file(path, idle ? "1" : "0", err, errlen) < 0)
+		return -1;
+	return 0;
+}

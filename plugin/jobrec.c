@@ -69,7 +69,8 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	static const char *const names[] = { "key", "uid", "gpus", "cpus", "mem_mb", "cache_mb",
 					     "want_cpus", "want_cache_mb", "allotted",
 					     "alloc_mem_mb", "hold_cache_mb", "profile", "group",
-					     "nodes", "unprofiled" };
+					     "nodes", "unprofiled", "cpu_ns", "cpu_at_ns",
+					     "spare_milli", "harvest" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -108,8 +109,10 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	default:
 		break;
 	}
-	if (syn__parse_u64(val, (i == 13 || i == 14) ? 1 : 0, i == 1 ? UINT32_MAX : i == 2 ? 1024 :
-			   i == 13 ? SYN__JOBREC_NODES_MAX : i == 14 ? 1 :
+	if (syn__parse_u64(val, (i == 13 || i == 14 || i == 18) ? 1 : 0,
+			   i == 1 ? UINT32_MAX : i == 2 ? 1024 :
+			   i == 13 ? SYN__JOBREC_NODES_MAX : (i == 14 || i == 18) ? 1 :
+			   (i == 15 || i == 16) ? UINT64_MAX : i == 17 ? 1000ULL << 20 :
 			   (i == 3 || i == 6) ? 1u << 20 : mem_max, &v) < 0)
 		return syn__errf(EINVAL, err, errlen, "%s: '%.40s' is not a number in range", name, val);
 	switch (i) {
@@ -124,6 +127,10 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	case 10: r->hold_cache_mb = v; r->has_hold = 1; break;
 	case 13: r->nodes = (uint32_t)v; break;
 	case 14: r->unprofiled = 1; break;
+	case 15: r->cpu_ns = v; r->has_cpu = 1; break;
+	case 16: r->cpu_at_ns = v; r->has_cpu = 1; break;
+	case 17: r->spare_milli = v; r->has_spare = 1; break;
+	case 18: r->harvest = 1; break;
 	}
 	return 0;
 }
@@ -161,6 +168,10 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 	 * request job_submit kept has no size: 0); a bare record (a job
 	 * Synergy did not size, seen by lending) carries only what lending
 	 * adds. */
+	if (!(seen & (1u << 15)) != !(seen & (1u << 16))) {
+		syn__errf(EINVAL, err, errlen, "cpu_ns and cpu_at_ns go together");
+		goto out;
+	}
 	if (seen & 1u) {
 		if ((seen & 0x7u) != 0x7u) {
 			syn__errf(EINVAL, err, errlen, "a grant needs key, uid and gpus");
@@ -180,7 +191,8 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 			goto out;
 		}
 		r->synergy = 1;
-	} else if (seen & ~((1u << 8) | (1u << 9) | (1u << 10))) {
+	} else if (seen & ~((1u << 8) | (1u << 9) | (1u << 10) | (1u << 15) | (1u << 16) |
+			    (1u << 17) | (1u << 18))) {
 		syn__errf(EINVAL, err, errlen, "fields without a key");
 		goto out;
 	}
@@ -362,6 +374,12 @@ int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobr
 		fprintf(f, "alloc_mem_mb=%" PRIu64 "\n", r->alloc_mem_mb);
 	if (r->has_hold)
 		fprintf(f, "hold_cache_mb=%" PRIu64 "\n", r->hold_cache_mb);
+	if (r->has_cpu)
+		fprintf(f, "cpu_ns=%" PRIu64 "\ncpu_at_ns=%" PRIu64 "\n", r->cpu_ns, r->cpu_at_ns);
+	if (r->has_spare)
+		fprintf(f, "spare_milli=%" PRIu64 "\n", r->spare_milli);
+	if (r->harvest)
+		fprintf(f, "harvest=1\n");
 	if (fclose(f) != 0) {
 		f = NULL;
 		goto out;

@@ -101,6 +101,17 @@ typedef struct syn__jobrec {
 	 * which wrote cache_mb). */
 	int has_hold;
 	uint64_t hold_cache_mb;
+	/* Kept by the node agent for harvesting idle cycles (lend.h): the
+	 * job's CPU time at its last sample and when it was taken
+	 * (CLOCK_MONOTONIC ns; has_cpu 0: no sample yet), the idle cores of
+	 * its allotment measured then, in thousandths (has_spare 0: not yet
+	 * measured), and 1 in harvest while the agent keeps its threads at
+	 * SCHED_IDLE because it harvests other jobs' cores. */
+	int has_cpu;
+	uint64_t cpu_ns, cpu_at_ns;
+	int has_spare;
+	uint64_t spare_milli;
+	int harvest;
 } syn__jobrec_t;
 
 /*
@@ -118,7 +129,8 @@ int syn__nonce_valid(const char *s);
  * Parse a grant (space-separated) or a record (newline-separated) into r,
  * strictly: every field known, every number in range, the key valid, no
  * field twice, a group only of the record's uid (syn__group_valid);
- * "allotted", "alloc_mem_mb" and "hold_cache_mb" only in records. Returns 0, or -1 with errno
+ * "allotted", "alloc_mem_mb", "hold_cache_mb", "cpu_ns", "cpu_at_ns",
+ * "spare_milli" and "harvest" only in records. Returns 0, or -1 with errno
  * EINVAL and the offending field in err. r is zeroed first.
  */
 int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);

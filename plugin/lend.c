@@ -107,6 +107,64 @@ int syn__lend_place(const cpu_set_t *node, syn__lend_job_t *jobs, int n)
 	return lent;
 }
 
+/* The job of jobs whose allotment holds cpu, or -1. */
+static int owner_of(const syn__lend_job_t *jobs, int n, int cpu)
+{
+	for (int i = 0; i < n; i++)
+		if (CPU_ISSET(cpu, &jobs[i].allotted))
+			return i;
+	return -1;
+}
+
+int syn__lend_place_harvest(syn__lend_job_t *jobs, int n)
+{
+	int *left, i, cpu, pass, placed = 0;
+	cpu_set_t taken;
+
+	if (n < 0 || (n > 0 && !jobs)) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		CPU_ZERO(&jobs[i].harvested);
+	if (n == 0)
+		return 0;
+	left = calloc((size_t)n, sizeof(*left));
+	if (!left) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		left[i] = jobs[i].lend > 0 ? jobs[i].lend : 0;
+	CPU_ZERO(&taken);
+	/* Pass 0 keeps what a harvester holds, pass 1 gives the lowest left. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n; i++) {
+			syn__lend_job_t *j = &jobs[i];
+
+			if (j->lend > 0)
+				continue;
+			for (cpu = 0; cpu < CPU_SETSIZE && CPU_COUNT(&j->harvested) < j->harvest;
+			     cpu++) {
+				int o;
+
+				if (CPU_ISSET(cpu, &taken) || (pass == 0 && !CPU_ISSET(cpu, &j->held)))
+					continue;
+				o = owner_of(jobs, n, cpu);
+				if (o < 0 || o == i || left[o] <= 0)
+					continue;
+				left[o]--;
+				CPU_SET(cpu, &taken);
+				CPU_SET(cpu, &j->harvested);
+				CPU_SET(cpu, &j->target);
+				placed++;
+			}
+		}
+	}
+	free(left);
+	return placed;
+}
+
 int syn__agent_init(syn__agent_t *a, const struct syn__conf *conf, const syn__cg_t *cg,
 		    const char *slurm_conf, char *node_rel, size_t len, char *note, size_t notelen)
 {
@@ -127,6 +185,7 @@ int syn__agent_init(syn__agent_t *a, const struct syn__conf *conf, const syn__cg
 	a->node_rel = node_rel;
 	a->cache_dir = conf->cache_dir;
 	a->lend = conf->enabled && conf->lend_idle;
+	a->harvest = a->lend && conf->harvest;
 	a->shape.gpus = (int)conf->node_gpus;
 	a->shape.mem_mb = conf->node_mem_mb;
 	a->shape.process_mem_mb = conf->process_mem_mb;
@@ -233,6 +292,11 @@ typedef struct lend_entry {
 	uint64_t cache_to;          /* the plan's cache grant, MB */
 	int synergy;                /* may be granted anything */
 	int profiling;              /* profiles in place: lent idle cores for its search */
+	int rec_dirty;              /* its record changed here: write it back */
+	int narrow_failed;          /* its CPUs could not be taken back */
+	int lend;                   /* CPUs of its allotment others may harvest */
+	int harvest;                /* CPUs of others' it should harvest */
+	cpu_set_t harvested;        /* which (in job.target) */
 } lend_entry_t;
 
 typedef struct lend_ctx {
@@ -648,6 +712,150 @@ out:
 	free(nj);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* Sample e's CPU time; with an earlier sample at least
+ * SYN__HARVEST_SAMPLE_MS old, measure the idle cores of its allotment
+ * since then. Only Synergy jobs with a record are sampled. */
+static void sample_cpu(lend_ctx_t *c, lend_entry_t *e)
+{
+	const uint64_t gap = (uint64_t)SYN__HARVEST_SAMPLE_MS * 1000000ULL;
+	uint64_t ns, now = mono_ns();
+	syn__jobrec_t *r = &e->rec;
+
+	if (!e->has_record || !r->synergy || !e->has_limits)
+		return;
+	if (r->has_cpu && now >= r->cpu_at_ns && now - r->cpu_at_ns < gap)
+		return;
+	if (syn__cg_job_cpu_ns(c->a->cg, e->job_rel, &ns) < 0)
+		return;
+	/* A later sample below an earlier one (threads that ended took their
+	 * time along, v1 without cpuacct) measures nothing: start again. */
+	if (r->has_cpu && now > r->cpu_at_ns && ns >= r->cpu_ns) {
+		double used = (double)(ns - r->cpu_ns) / (double)(now - r->cpu_at_ns);
+		double spare = CPU_COUNT(&e->job.allotted) - used;
+
+		r->spare_milli = spare > 0 ? (uint64_t)(spare * 1000.0 + 0.5) : 0;
+		r->has_spare = 1;
+	}
+	r->cpu_ns = ns;
+	r->cpu_at_ns = now;
+	r->has_cpu = 1;
+	e->rec_dirty = 1;
+}
+
+/*
+ * Which jobs lend idle cycles and how many cores each harvests
+ * (syn_node_harvest). Candidates are Synergy jobs with a profile and
+ * their own limit cgroups, not profiling in place and not in a
+ * coordinated-prep group (a group's members share one stream of batches:
+ * they may lend, never harvest).
+ */
+static void plan_harvest(lend_ctx_t *c)
+{
+	syn_harvest_job_t *h;
+	syn_policy_error_t perr;
+	int i, k;
+
+	for (i = 0; i < c->n; i++)
+		c->e[i].lend = c->e[i].harvest = 0;
+	if (!c->a->harvest || !c->a->lend || c->n == 0)
+		return;
+	h = calloc((size_t)c->n, sizeof(*h));
+	if (!h) {
+		say(c, 1, "synergy: lend: out of memory");
+		return;
+	}
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+		int allotted = CPU_COUNT(&e->job.allotted);
+
+		h[i].id = e->job.jobid;
+		h[i].synergy = e->synergy && e->has_limits && !e->profiling && e->rec.gpus >= 1;
+		h[i].gpus = h[i].synergy ? (int)e->rec.gpus : 0;
+		h[i].profile = h[i].synergy && !e->rec.group[0] ? &e->profile : NULL;
+		h[i].allotted = allotted;
+		h[i].hold = e->job.want > allotted ? e->job.want : allotted;
+		h[i].cache_mb = e->cache_to;
+		h[i].spare = e->rec.has_spare ? (double)e->rec.spare_milli / 1000.0 : -1;
+		for (k = 0; k < c->n; k++) {
+			cpu_set_t both;
+
+			if (k == i)
+				continue;
+			CPU_AND(&both, &c->e[k].job.held, &e->job.allotted);
+			h[i].lent += CPU_COUNT(&both);
+		}
+		if (h[i].lent > allotted)
+			h[i].lent = allotted;
+	}
+	if (syn_node_harvest(h, c->n, &perr) < 0)
+		say(c, 1, "synergy: lend: no harvest on node %s: %s", c->node, perr.text);
+	else
+		for (i = 0; i < c->n; i++) {
+			c->e[i].lend = h[i].lend;
+			c->e[i].harvest = h[i].harvest;
+		}
+	free(h);
+}
+
+/* e harvests nothing now (its cpuset holds no other job's CPU): its
+ * threads go back to normal priority, if the agent had lowered them. */
+static void harvest_end(lend_ctx_t *c, lend_entry_t *e)
+{
+	char err[400];
+	int k;
+
+	if (!e->rec.harvest)
+		return;
+	k = syn__cg_job_sched_idle(c->a->cg, e->job_rel, 0, err, sizeof(err));
+	if (k < 0) {
+		say(c, 1, "synergy: lend job=%u: cannot restore its threads' priority: %s",
+		    (unsigned)e->job.jobid, err);
+		return;
+	}
+	e->rec.harvest = 0;
+	e->rec_dirty = 1;
+	say(c, 0, "synergy: lend job=%u harvests no more: %d threads back at normal priority",
+	    (unsigned)e->job.jobid, k);
+}
+
+/* e is to harvest e->harvested: every thread of it at idle priority
+ * first; if that fails, it harvests nothing. */
+static void harvest_start(lend_ctx_t *c, lend_entry_t *e)
+{
+	char err[400], *list;
+	int k;
+
+	if (CPU_COUNT(&e->harvested) == 0)
+		return;
+	k = syn__cg_job_sched_idle(c->a->cg, e->job_rel, 1, err, sizeof(err));
+	if (k < 0) {
+		say(c, 1, "synergy: lend job=%u: cannot lower its threads' priority (%s); it "
+		    "harvests nothing", (unsigned)e->job.jobid, err);
+		CPU_XOR(&e->job.target, &e->job.target, &e->harvested);
+		CPU_ZERO(&e->harvested);
+		/* Those that changed go back (the record says so at once). */
+		e->rec.harvest = 1;
+		harvest_end(c, e);
+		return;
+	}
+	if (!e->rec.harvest) {
+		e->rec.harvest = 1;
+		e->rec_dirty = 1;
+		list = syn__cpus_format_alloc(&e->harvested);
+		say(c, 0, "synergy: lend job=%u harvests cpus=%s at idle priority (%d threads)",
+		    (unsigned)e->job.jobid, list ? list : "?", k);
+		free(list);
+	}
+}
+
 /*
  * Something failed before the plan was applied: shrink every job back to
  * what Slurm allotted it; a job without a record loses the newcomer's CPUs
@@ -677,7 +885,8 @@ static void failsafe(lend_ctx_t *c, const cpu_set_t *newcomer, uint32_t newjob)
 				CPU_XOR(&e->job.target, &e->job.target, &both);
 			}
 		}
-		apply_narrow(c, e);
+		if (apply_narrow(c, e) == 0 && e->has_record)
+			harvest_end(c, e);
 	}
 	c->failed = 1;
 }
@@ -779,7 +988,11 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 	if (collect(c) < 0)
 		goto failsafe;
 	records_prune(c);
+	if (a->harvest)
+		for (i = 0; i < c->n; i++)
+			sample_cpu(c, &c->e[i]);
 	plan(c, &node);
+	plan_harvest(c);
 	for (i = 0; i < c->n; i++) {
 		jobs[i].jobid = c->e[i].job.jobid;
 		jobs[i].allotted = c->e[i].job.allotted;
@@ -789,8 +1002,17 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 	}
 	if (syn__lend_place(&node, jobs, c->n) < 0)
 		goto failsafe;
-	for (i = 0; i < c->n; i++)
+	for (i = 0; i < c->n; i++) {
+		jobs[i].held = c->e[i].job.held;
+		jobs[i].lend = c->e[i].lend;
+		jobs[i].harvest = c->e[i].harvest;
+	}
+	if (syn__lend_place_harvest(jobs, c->n) < 0)
+		goto failsafe;
+	for (i = 0; i < c->n; i++) {
 		c->e[i].job.target = jobs[i].target;
+		c->e[i].harvested = jobs[i].harvested;
+	}
 	/* Take back first, everywhere, so that nobody runs below its share
 	 * while resources move: cache (file, wait, limit), then CPUs; then
 	 * lend: CPUs, then cache (limit, file). */
@@ -799,13 +1021,28 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 			if (c->e[i].synergy && c->e[i].cache_to < c->e[i].cache_now)
 				shrink_cache(c, &c->e[i]);
 	for (i = 0; i < c->n; i++)
-		apply_narrow(c, &c->e[i]);
+		c->e[i].narrow_failed = apply_narrow(c, &c->e[i]) < 0;
+	/* Harvests: those that end go back to normal priority once their
+	 * cpusets hold no other job's CPU; those that start or go on are set
+	 * to idle priority before their cpusets grow (and again at every
+	 * call, for threads started since). */
+	for (i = 0; i < c->n; i++)
+		if (CPU_COUNT(&c->e[i].harvested) == 0 && !c->e[i].narrow_failed)
+			harvest_end(c, &c->e[i]);
+	for (i = 0; i < c->n; i++)
+		if (c->e[i].has_limits)
+			harvest_start(c, &c->e[i]);
 	for (i = 0; i < c->n; i++)
 		apply_widen(c, &c->e[i]);
 	if (a->cache_dir)
 		for (i = 0; i < c->n; i++)
 			if (c->e[i].synergy && c->e[i].cache_to > c->e[i].cache_now)
 				grow_cache(c, &c->e[i]);
+	for (i = 0; i < c->n; i++)
+		if (c->e[i].rec_dirty && c->e[i].has_record &&
+		    syn__jobrec_write(c->dfd, c->node, c->e[i].job.jobid, &c->e[i].rec) < 0)
+			say(c, 1, "synergy: lend job=%u: cannot update its record: %s",
+			    (unsigned)c->e[i].job.jobid, strerror(errno));
 	rv = c->failed ? -1 : 0;
 	if (rv < 0)
 		errno = EIO;
@@ -874,7 +1111,12 @@ int syn__lend_step_start(const syn__agent_t *a, const char *job_rel, uint32_t jo
 	}
 	e->job.allotted = e->rec.allotted;
 	e->job.target = e->rec.allotted;
-	apply_narrow(c, e);
+	if (apply_narrow(c, e) == 0 && e->rec.harvest) {
+		harvest_end(c, e);
+		if (!e->rec.harvest && syn__jobrec_write(c->dfd, c->node, jobid, &e->rec) < 0)
+			say(c, 1, "synergy: lend job=%u: cannot update its record: %s",
+			    (unsigned)jobid, strerror(errno));
+	}
 	rv = c->failed ? -1 : 0;
 out:
 	if (rv < 0)
@@ -882,6 +1124,41 @@ out:
 	if (lockfd >= 0)
 		close(lockfd);
 	ctx_free(c);
+	return rv;
+}
+
+int syn__lend_task_enter(const syn__agent_t *a, uint32_t jobid, const char *job_rel)
+{
+	syn__jobrec_t r;
+	char err[400];
+	int dfd, lockfd, rv = 0;
+
+	if (!a || !a->cg || !a->state_dir || !job_rel) {
+		errno = EINVAL;
+		return -1;
+	}
+	dfd = syn__state_dir_open(a->state_dir, err, sizeof(err));
+	if (dfd < 0)
+		return -1;
+	lockfd = syn__node_lock(dfd, syn__cg_node(a->cg), SYN__LEND_LOCK_MS);
+	if (syn__jobrec_read(dfd, syn__cg_node(a->cg), jobid, &r, NULL, 0) == 0 && r.harvest) {
+		rv = 1;
+		if (syn__cg_job_sched_idle(a->cg, job_rel, 1, err, sizeof(err)) < 0) {
+			rv = -1;
+			if (a->log) {
+				char msg[600];
+
+				snprintf(msg, sizeof(msg), "synergy: lend job=%u: a new task cannot "
+					 "be made idle (%s); the harvest ends", (unsigned)jobid, err);
+				a->log(1, msg, a->arg);
+			}
+		}
+	}
+	if (lockfd >= 0)
+		close(lockfd);
+	close(dfd);
+	if (rv < 0)
+		syn__lend_step_start(a, job_rel, jobid);
 	return rv;
 }
 
@@ -920,6 +1197,9 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 		info->alloc_mem_mb = r.alloc_mem_mb;
 		info->cache_mb = r.has_hold ? r.hold_cache_mb : r.cache_mb;
 		snprintf(info->group, sizeof(info->group), "%s", r.group);
+		info->has_idle = r.has_spare;
+		info->idle = (double)r.spare_milli / 1000.0;
+		info->harvests = r.harvest;
 		if (r.has_allotted) {
 			info->recorded = 1;
 			fmt(&r.allotted, info->allotted, sizeof(info->allotted));

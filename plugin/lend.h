@@ -24,6 +24,23 @@
  *   4. cache grants that go up: memory limit raised first, then the file.
  * So a newcomer's CPUs and memory are free before its first task runs.
  *
+ * Harvesting (HarvestIdleCycles): with every core allotted, a job that
+ * leaves most of its cores idle (a language model's loader) wastes them
+ * while another would gain. At every call the agent samples each Synergy
+ * job's CPU time (syn__cg_job_cpu_ns; two samples at least
+ * SYN__HARVEST_SAMPLE_MS apart give its idle cores, kept in its record),
+ * and syn_node_harvest (the policy) names the lenders and how many of
+ * their cores each other job harvests. A harvester's threads are set to
+ * SCHED_IDLE before its cpuset grows onto a lender's cores, and back to
+ * SCHED_OTHER only after its cpuset no longer holds any: the kernel then
+ * runs a lender's threads first on its own cores whenever they are
+ * runnable, so a lender is never slowed below its allotment by a harvest.
+ * The harvester pays with its own priority (see synergy_policy.h), which
+ * is why only jobs that gain by their profile harvest. Slurm's accounting
+ * and a lender's cgroups are untouched; a harvest ends when its lender's
+ * idle share falls below SYN_HARVEST_KEEP, when the lender ends, or when a
+ * step of the harvester starts (syn__lend_step_start).
+ *
  * Which CPUs a job holds is syn__lend_place(), a pure function: the plan
  * gives counts; a job keeps the idle CPUs it already holds (no churn), the
  * rest come from the lowest-numbered idle CPUs. Everything else here reads
@@ -51,6 +68,10 @@ typedef struct syn__lend_job {
 	cpu_set_t held;               /* CPUs its job cgroup holds now */
 	int want;                     /* CPUs it should hold (the plan) */
 	cpu_set_t target;             /* output: the CPUs it should hold */
+	/* Harvesting (syn__lend_place_harvest): */
+	int lend;                     /* CPUs of its allotment others may harvest */
+	int harvest;                  /* CPUs of others' allotments it should harvest */
+	cpu_set_t harvested;          /* output: those it harvests (also in target) */
 } syn__lend_job_t;
 
 /*
@@ -63,6 +84,17 @@ typedef struct syn__lend_job {
  * lent, or -1 with errno EINVAL.
  */
 int syn__lend_place(const cpu_set_t *node, syn__lend_job_t *jobs, int n);
+
+/*
+ * After syn__lend_place: add to each harvester's target the CPUs it
+ * harvests (syn_node_harvest, synergy_policy.h, gave the counts): CPUs of
+ * the allotments of jobs with lend > 0, each lender giving at most lend of
+ * them, each CPU to one harvester. A harvester first keeps such CPUs it
+ * holds (held must be what it holds now), then takes the lowest-numbered
+ * left, in array order. A job with lend > 0 harvests nothing. Returns the
+ * number of CPUs harvested, or -1 with errno EINVAL.
+ */
+int syn__lend_place_harvest(syn__lend_job_t *jobs, int n);
 
 /* Where the agent reports each action and each failure. */
 typedef void (*syn__lend_log_f)(int is_error, const char *msg, void *arg);
@@ -78,6 +110,7 @@ typedef struct syn__agent {
 					 cache grants) and a job's process memory and
 					 cache bound; its CPUs are the node cgroup's */
 	int lend;                     /* LendIdleCores: grant anything at all */
+	int harvest;                  /* HarvestIdleCycles: harvest idle cycles too */
 	syn__lend_log_f log;
 	void *arg;
 } syn__agent_t;
@@ -101,6 +134,10 @@ typedef struct syn__lend_start {
 	const char *job_rel;          /* its job cgroup (cgroup.h) */
 	uint64_t alloc_mem_mb;        /* memory Slurm allotted it on the node */
 } syn__lend_start_t;
+
+/* Two CPU-time samples of a job this far apart at least measure its idle
+ * cores; closer calls keep the last measure. */
+#define SYN__HARVEST_SAMPLE_MS 2000
 
 /* How long an action waits for the node's lock before it gives up (and,
  * for a starting job, takes back from others unlocked what is its). */
@@ -135,6 +172,17 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
  */
 int syn__lend_step_start(const syn__agent_t *a, const char *job_rel, uint32_t jobid);
 
+/*
+ * A task of job jobid (job cgroup job_rel) was just put under the job's
+ * limits: if the job harvests now (its record says so), the task is made
+ * idle like the rest of the job (syn__cg_job_sched_idle), since its cpuset
+ * holds other jobs' CPUs. Waits for the node's lock (so that a harvest
+ * being set up is seen). Returns 1 when the job harvests and its tasks are
+ * idle, 0 when it does not harvest, -1 with errno (then the harvest is
+ * ended, its CPUs given back, rather than run at normal priority).
+ */
+int syn__lend_task_enter(const syn__agent_t *a, uint32_t jobid, const char *job_rel);
+
 /* The grant file of job jobid in cache_dir ("<cache_dir>/job_<id>.grant"),
  * which the loader reads (SYNERGY_CACHE_GRANT). 0 or -1 (ENAMETOOLONG). */
 int syn__grant_path(const char *cache_dir, uint32_t jobid, char *buf, size_t len);
@@ -160,6 +208,9 @@ typedef struct syn__lend_info {
 	uint64_t alloc_mem_mb;        /* its memory in Slurm's accounting (0: unknown) */
 	uint64_t cache_mb;            /* its cache grant now (0: none) */
 	char group[SYN__KEY_MAX + 1]; /* its coordinated-prep group ("" none) */
+	int has_idle;                 /* the agent measured its idle cores: */
+	double idle;                  /* that many of its allotment (harvesting) */
+	int harvests;                 /* 1: it harvests others' cores, at idle priority */
 } syn__lend_info_t;
 
 /*

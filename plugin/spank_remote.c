@@ -148,6 +148,69 @@ static void watch_stop(void)
 	watch.started = 0;
 }
 
+/*
+ * The node agent's periodic look (HarvestInterval): idle cycles come and
+ * go while jobs run, with no job starting or ending to call the agent, so
+ * each step of a Synergy job calls it every interval until the step ends.
+ * Every call takes the node's lock and does nothing unless something
+ * changed, so several steps calling it is harmless.
+ */
+static struct {
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
+	unsigned interval;
+} tick = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *tick_main(void *arg)
+{
+	struct timespec until;
+
+	(void)arg;
+	pthread_mutex_lock(&tick.mu);
+	while (!tick.stop) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += tick.interval;
+		pthread_cond_timedwait(&tick.cv, &tick.mu, &until);
+		if (tick.stop)
+			break;
+		pthread_mutex_unlock(&tick.mu);
+		syn__lend_rebalance(syn__node_agent(), NULL, 0);
+		pthread_mutex_lock(&tick.mu);
+	}
+	pthread_mutex_unlock(&tick.mu);
+	return NULL;
+}
+
+static void tick_start(void)
+{
+	if (tick.started || !st.active || !lend_enabled() || !conf.harvest ||
+	    !conf.harvest_interval || !syn__node_agent())
+		return;
+	tick.interval = conf.harvest_interval;
+	if (pthread_create(&tick.thread, NULL, tick_main, NULL) != 0) {
+		slurm_error("synergy: job %u: cannot start the node agent's periodic look: %m; "
+			    "idle cycles are harvested at job starts and ends only",
+			    (unsigned)st.jobid);
+		return;
+	}
+	tick.started = 1;
+}
+
+static void tick_stop(void)
+{
+	if (!tick.started)
+		return;
+	pthread_mutex_lock(&tick.mu);
+	tick.stop = 1;
+	pthread_cond_broadcast(&tick.cv);
+	pthread_mutex_unlock(&tick.mu);
+	pthread_join(tick.thread, NULL);
+	tick.started = 0;
+}
+
 /* The step's directory name, as Slurm names it. */
 static int step_dir_name(spank_t sp, char *buf, size_t len)
 {
@@ -348,6 +411,9 @@ static void enter(spank_t sp, syn__cg_t *cg, pid_t pid)
 	if (sched_setaffinity(pid, sizeof(set), &set) < 0)
 		slurm_info("synergy: job %u: sched_setaffinity(%d): %m", (unsigned)st.jobid,
 			   (int)pid);
+	/* A job that harvests other jobs' cores runs at idle priority (lend.h). */
+	if (lend_enabled() && conf.harvest && syn__node_agent())
+		syn__lend_task_enter(syn__node_agent(), st.jobid, st.job_rel);
 	list = syn__cpus_format_alloc(&set);
 	slurm_info("synergy: job %u: task %d in %s (cgroup v%d) cpus=%s mem=%" PRIu64
 		   "MB key=%s", (unsigned)st.jobid, (int)pid, st.job_rel, syn__cg_version(cg),
@@ -393,6 +459,7 @@ int syn__remote_task_post_fork(spank_t sp)
 	start.job_rel = st.lend_rel;
 	start.alloc_mem_mb = mem_mb;
 	syn__lend_rebalance(agent, &start, 0);
+	tick_start();
 	return 0;
 }
 
@@ -513,6 +580,7 @@ int syn__remote_exit(spank_t sp)
 	int batch;
 
 	watch_stop();
+	tick_stop();
 	free(st.peers);
 	st.peers = NULL;
 	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&

@@ -63,15 +63,18 @@ typedef struct status_arg {
 static int print_job(const syn__lend_info_t *i, void *arg)
 {
 	(void)arg;
-	char cache[24] = "-";
+	char cache[24] = "-", idle[24] = "-";
 
 	if (i->borrow)
 		snprintf(cache, sizeof(cache), "%lluM", (unsigned long long)i->cache_mb);
-	printf("  %-10u %-12s %-12s %-12s %-12s %-9s %-14s %s\n", (unsigned)i->jobid,
+	if (i->has_idle)
+		snprintf(idle, sizeof(idle), "%.2f", i->idle);
+	printf("  %-10u %-12s %-12s %-12s %-12s %-9s %-6s %-14s %s%s\n", (unsigned)i->jobid,
 	       i->recorded ? i->allotted : "-", i->held[0] ? i->held : "-",
-	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-", cache,
+	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-", cache, idle,
 	       i->group[0] ? i->group : "-",
-	       i->borrow ? i->key : i->recorded ? "(does not borrow)" : "(not recorded)");
+	       i->borrow ? i->key : i->recorded ? "(does not borrow)" : "(not recorded)",
+	       i->harvests ? " (harvests, idle priority)" : "");
 	return 0;
 }
 
@@ -97,8 +100,8 @@ static int print_node(const char *node_rel, const char *name, void *arg)
 	text = syn__cg_get_cpus_text(cg, node_rel);
 	printf("node %s: cpus %s (cgroup %s)\n", name, text ? text : "?", node_rel);
 	free(text);
-	printf("  %-10s %-12s %-12s %-12s %-12s %-9s %-14s %s\n", "JOB", "ALLOTTED", "HOLDS",
-	       "LIMITS", "LENT", "CACHE", "GROUP", "PROFILE");
+	printf("  %-10s %-12s %-12s %-12s %-12s %-9s %-6s %-14s %s\n", "JOB", "ALLOTTED", "HOLDS",
+	       "LIMITS", "LENT", "CACHE", "IDLE", "GROUP", "PROFILE");
 	if (syn__lend_status(&agent, cpus, sizeof(cpus), print_job, NULL) < 0) {
 		printf("  unreadable: %s\n", strerror(errno));
 		a->failed = 1;

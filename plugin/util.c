@@ -65,6 +65,8 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_cache_mb = 1024 * 1024;
 	c->eps = 0.01;
 	c->lend_idle = 0;
+	c->harvest = 1;
+	c->harvest_interval = 5;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/run/synergy");
 	snprintf(c->shapes_file, sizeof(c->shapes_file), "/var/spool/synergy/node_shapes");
 	c->shapes_max_age = 600;
@@ -230,6 +232,19 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 			c->peer_port_min = (uint32_t)v;
 		else
 			c->peer_port_max = (uint32_t)v;
+		return 0;
+	}
+	if (strcasecmp(key, "HarvestIdleCycles") == 0) {
+		if (syn__parse_onoff(value, &c->harvest) < 0)
+			return errprintf(err, errlen, "HarvestIdleCycles: '%s' is not yes or no", value);
+		return 0;
+	}
+	if (strcasecmp(key, "HarvestInterval") == 0) {
+		if (syn__parse_u64(value, 0, 3600, &v) < 0)
+			return errprintf(err, errlen,
+					 "HarvestInterval: '%s' is not a number of seconds in 0..3600",
+					 value);
+		c->harvest_interval = (uint32_t)v;
 		return 0;
 	}
 	if (strcasecmp(key, "LendIdleCores") == 0) {

@@ -45,6 +45,10 @@ typedef struct syn__conf {
 	uint64_t node_gpus, node_cpus, node_mem_mb; /* the node shape job_submit sizes for (0: unknown) */
 	char profile_command[512];          /* synergyd runs it as a batch job per request ("": none) */
 	int lend_idle;                      /* LendIdleCores=yes|no: lend idle cores (lend.h) */
+	int harvest;                        /* HarvestIdleCycles=yes|no: let jobs harvest the
+					       idle cycles of others' cores (lend.h) */
+	uint32_t harvest_interval;          /* HarvestInterval=SECONDS between the agent's
+					       looks at a node while jobs run (0: none) */
 	char state_dir[SYN__PATH_MAX];      /* root-only per-node job records and locks */
 	char cgroup_conf[SYN__PATH_MAX];    /* Slurm's cgroup.conf ("": beside slurm.conf) */
 	char cgroup_root[SYN__PATH_MAX];    /* the node's cgroup, %n/%h ("": Slurm's layouts) */

@@ -443,3 +443,65 @@ out:
 	free(own);
 	return rv;
 }
+
+int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_policy_error_t *err)
+{
+	int pool = 0;
+
+	if (n < 0 || (n > 0 && !jobs))
+		return syn__fail(err, EINVAL, "jobs: %d jobs given", n);
+	for (int i = 0; i < n; i++) {
+		syn_harvest_job_t *j = &jobs[i];
+		char msg[160];
+
+		if (j->allotted < 0 || j->hold < j->allotted || j->lent < 0 ||
+		    j->lent > j->allotted || (j->synergy && j->gpus < 1) || isnan(j->spare))
+			return syn__fail(err, EINVAL,
+					 "job %d (id %llu): allotted=%d hold=%d lent=%d gpus=%d "
+					 "spare=%g (need 0 <= lent <= allotted <= hold, gpus >= 1, "
+					 "a spare that is a number)",
+					 i, (unsigned long long)j->id, j->allotted, j->hold, j->lent,
+					 j->gpus, j->spare);
+		if (j->synergy && j->profile && syn_profile_check(j->profile, msg, sizeof msg) < 0)
+			return syn__fail(err, EINVAL, "job %d (id %llu): profile: %s", i,
+					 (unsigned long long)j->id, msg);
+	}
+	for (int i = 0; i < n; i++) {
+		syn_harvest_job_t *j = &jobs[i];
+		double t = j->lent > 0 ? SYN_HARVEST_KEEP : SYN_HARVEST_START;
+
+		j->lend = j->harvest = 0;
+		if (!j->synergy || j->spare < 0 || j->allotted == 0)
+			continue;
+		double k = floor(fmin(j->spare, (double)j->allotted) + 1.0 - t + 1e-9);
+		j->lend = k < 0 ? 0 : k > j->allotted ? j->allotted : (int)k;
+		pool += j->lend;
+	}
+	while (pool > 0) {
+		double best = 0;
+		int who = -1;
+
+		for (int i = 0; i < n; i++) {
+			syn_harvest_job_t *j = &jobs[i];
+			double m, c, now, more;
+
+			if (!j->synergy || !j->profile || j->lend > 0)
+				continue;
+			m = (double)j->cache_mb / 1024.0 / j->gpus;
+			c = (double)(j->hold + j->harvest);
+			now = syn_job_tput(j->profile, c / j->gpus, m);
+			more = syn_job_tput(j->profile, (c + 1) / j->gpus, m);
+			if (more - now < SYN_HARVEST_MIN_GAIN * now)
+				continue;
+			if (j->gpus * (more - now) > best) {
+				best = j->gpus * (more - now);
+				who = i;
+			}
+		}
+		if (who < 0)
+			break;
+		jobs[who].harvest++;
+		pool--;
+	}
+	return 0;
+}

@@ -129,6 +129,27 @@ static void test_records(void)
 	ok(syn__jobrec_read(dfd, "n1", 5, &back, err, sizeof(err)) == 0 && back.synergy &&
 	   back.cache_mb == 1024 && back.has_allotted && CPU_EQUAL(&back.allotted, &r.allotted),
 	   "read back whole");
+	r.has_cpu = 1;
+	r.cpu_ns = UINT64_MAX - 1;
+	r.cpu_at_ns = 123456789012345ULL;
+	r.has_spare = 1;
+	r.spare_milli = 2500;
+	r.harvest = 1;
+	ok(syn__jobrec_write(dfd, "n1", 5, &r) == 0 &&
+		   syn__jobrec_read(dfd, "n1", 5, &back, err, sizeof(err)) == 0 && back.has_cpu &&
+		   back.cpu_ns == UINT64_MAX - 1 && back.cpu_at_ns == 123456789012345ULL &&
+		   back.has_spare && back.spare_milli == 2500 && back.harvest == 1,
+	   "the agent's CPU sample, idle share and harvest flag read back");
+	ok(syn__jobrec_parse("allotted=1\ncpu_ns=5\n", &back, err, sizeof(err)) == -1 &&
+		   strstr(err, "cpu_ns and cpu_at_ns"), "a CPU sample without its time is refused (%s)",
+	   err);
+	ok(syn__jobrec_parse("allotted=1\nharvest=2\n", &back, err, sizeof(err)) == -1 &&
+		   strstr(err, "harvest"), "harvest is 1 or absent (%s)", err);
+	ok(syn__jobrec_parse("allotted=1\nspare_milli=1048576001\n", &back, err, sizeof(err)) == -1,
+	   "an idle share beyond 2^20 cores is refused");
+	ok(syn__jobrec_parse("allotted=1\ncpu_ns=5\ncpu_at_ns=6\nspare_milli=0\nharvest=1\n", &back,
+			     err, sizeof(err)) == 0 && !back.synergy && back.harvest,
+	   "a bare record may carry them (%s)", err);
 	ok(syn__jobrec_match("n1.job_5", "n1", &id) && id == 5, "record names match");
 	ok(!syn__jobrec_match("n1.job_5x", "n1", &id) && !syn__jobrec_match("n10.job_5", "n1", &id),
 	   "other names do not");

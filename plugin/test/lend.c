@@ -199,10 +199,69 @@ static void test_random(void)
 	   "a job's want, none left idle while wanted (failure kind %d in round %d)", bad, round);
 }
 
+/* syn__lend_place_harvest: which of the lenders' CPUs each harvester gets. */
+static void test_harvest(void)
+{
+	syn__lend_job_t j[4];
+	int n;
+
+	/* 10 on 0 harvests 1 of 11's two (1-2); 12 on 3 lends nothing. */
+	j[0] = J(10, "0", NULL, 1);
+	j[1] = J(11, "1-2", NULL, 2);
+	j[2] = J(12, "3", NULL, 1);
+	for (int i = 0; i < 3; i++)
+		j[i].target = j[i].allotted;
+	j[0].harvest = 1;
+	j[1].lend = 2;
+	n = syn__lend_place_harvest(j, 3);
+	ok(n == 1 && strcmp(L(&j[0].target), "0-1") == 0 && strcmp(L(&j[0].harvested), "1") == 0,
+	   "the lowest lendable CPU (got %d, %s)", n, L(&j[0].target));
+	ok(strcmp(L(&j[1].target), "1-2") == 0 && CPU_COUNT(&j[1].harvested) == 0 &&
+		   strcmp(L(&j[2].target), "3") == 0, "lenders and others keep their own");
+
+	/* A harvester keeps the lendable CPU it holds (2), not the lowest. */
+	j[0] = J(10, "0", "0,2", 1);
+	j[0].target = j[0].allotted;
+	j[1].target = j[1].allotted;
+	j[0].harvest = 1;
+	n = syn__lend_place_harvest(j, 3);
+	ok(n == 1 && strcmp(L(&j[0].harvested), "2") == 0, "keeps what it holds (%s)",
+	   L(&j[0].harvested));
+
+	/* A lender gives at most its lend; two harvesters share. */
+	j[0] = J(10, "0", NULL, 1);
+	j[1] = J(11, "1-2", NULL, 2);
+	j[2] = J(12, "3", NULL, 1);
+	j[3] = J(13, "4", NULL, 1);
+	for (int i = 0; i < 4; i++)
+		j[i].target = j[i].allotted;
+	j[0].harvest = 2;
+	j[1].lend = 1;
+	j[2].harvest = 1;
+	j[3].lend = 1;
+	n = syn__lend_place_harvest(j, 4);
+	ok(n == 2 && strcmp(L(&j[0].harvested), "1,4") == 0 && CPU_COUNT(&j[2].harvested) == 0,
+	   "each lender gives at most its lend, in array order (%s, %s)", L(&j[0].harvested),
+	   L(&j[2].harvested));
+
+	/* A lender harvests nothing, even if asked; no job its own. */
+	j[0] = J(10, "0", NULL, 1);
+	j[1] = J(11, "1", NULL, 1);
+	j[0].target = j[0].allotted;
+	j[1].target = j[1].allotted;
+	j[0].lend = 1;
+	j[0].harvest = 1;
+	j[1].lend = 1;
+	j[1].harvest = 1;
+	ok(syn__lend_place_harvest(j, 2) == 0, "lenders do not harvest");
+	ok(syn__lend_place_harvest(NULL, 1) == -1 && errno == EINVAL, "NULL refused");
+}
+
 int main(void)
 {
 	test_cases();
 	test_random();
+	test_harvest();
 	done_testing();
 	return 0;
 }

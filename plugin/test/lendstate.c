@@ -18,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -84,6 +88,232 @@ static void record(int dfd, uint32_t id, int synergy, const char *allotted)
 	}
 	if (syn__jobrec_write(dfd, "n1", id, &r) < 0)
 		bail_out("record");
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* A Synergy record of job id on cpu, with a CPU-time sample taken 5 s ago
+ * at ns_then, and its cgroup's cpuacct.usage now at ns_now. */
+static void sampled(int dfd, uint32_t id, const char *cpu, uint64_t ns_then, uint64_t ns_now,
+		    int harvest)
+{
+	syn__jobrec_t r;
+	char rel[256], val[32];
+
+	memset(&r, 0, sizeof(r));
+	r.synergy = 1;
+	snprintf(r.key, sizeof(r.key), "img");
+	r.gpus = 1;
+	r.has_allotted = 1;
+	syn__cpus_parse(cpu, &r.allotted);
+	r.has_cpu = 1;
+	r.cpu_ns = ns_then;
+	r.cpu_at_ns = now_ns() - 5000000000ULL;
+	r.harvest = harvest;
+	if (syn__jobrec_write(dfd, "n1", id, &r) < 0)
+		bail_out("sampled record");
+	snprintf(rel, sizeof(rel), "mnt/cpuacct/slurm_n1/uid_0/job_%u/cpuacct.usage", (unsigned)id);
+	snprintf(val, sizeof(val), "%llu\n", (unsigned long long)ns_now);
+	put(rel, val);
+}
+
+static void write_profile(uint32_t id, double at1, double at2)
+{
+	syn_profile_t p;
+	syn_store_error_t serr;
+	char path[700];
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.key, sizeof(p.key), "img");
+	p.n_cpu = 2;
+	p.n_mem = 1;
+	p.cpus[0] = 1;
+	p.cpus[1] = 2;
+	p.tput[0][0] = at1;
+	p.tput[1][0] = at2;
+	p.prop_cpus = 1;
+	snprintf(path, sizeof(path), "%s/n1.job_%u.json", state, (unsigned)id);
+	if (syn_profile_write_file(path, &p, &serr) < 0)
+		bail_out(serr.text);
+}
+
+/* 1 if pid's cpu cgroup is an idle one of ours. */
+static int in_idle_group(pid_t pid)
+{
+	char path[64], line[512];
+	FILE *f;
+	int in = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, ":cpu:") || strstr(line, ":cpu,"))
+			in = strstr(line, "/synergy_n1_job_10") != NULL;
+	fclose(f);
+	return in;
+}
+
+static int policy_of(pid_t pid)
+{
+	int p = sched_getscheduler(pid);
+
+	return p < 0 ? p : (p & ~SCHED_RESET_ON_FORK);
+}
+
+/*
+ * Harvesting idle cycles: every core of the node allotted (job 12, not
+ * Synergy's, holds 2-4); job 10 (a profile that doubles with a second
+ * core) on 0, job 11 (flat) on 1, using 0.1 of it. Without a cpu hierarchy
+ * the job cannot be made idle as a group, and nothing is harvested. With
+ * one (the fake tree's "cpu" is this machine's cgroup v1 cpu hierarchy,
+ * where real processes in job 10's synergy child are moved into an idle
+ * cpu cgroup and back), job 10 harvests core 1 at idle priority; when job
+ * 11 gets busy the harvest ends and the priority comes back.
+ */
+static void test_harvest(int dfd, syn__agent_t *agent)
+{
+	const char *ids[] = { "5", "6", "7", "8", "9" };
+	char path[700], pidtxt[32];
+	syn__jobrec_t r;
+	pid_t kid, kid2;
+	int i, rv;
+
+	for (i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/mnt/cpuset/slurm_n1/uid_0/job_%s", top, ids[i]);
+		rm_rf(path);
+		syn__jobrec_remove(dfd, "n1", (uint32_t)atoi(ids[i]));
+	}
+	job("12", "2-4", 0);
+	record(dfd, 12, 0, "2-4");
+	job("10", "0", 1);
+	job("11", "1", 1);
+	write_profile(10, 0.5, 1.0);
+	write_profile(11, 1.0, 1.0);
+	kid = fork();
+	if (kid == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)kid);
+	put("mnt/cpuset/slurm_n1/uid_0/job_10/synergy/tasks", pidtxt);
+	put("mnt/cpuset/slurm_n1/uid_0/job_10/synergy/cgroup.procs", pidtxt);
+	/* 10 busy (5 s of CPU in 5 s), 11 at 0.1 of its core. */
+	sampled(dfd, 10, "0", 1000000000ULL, 6000000000ULL, 0);
+	sampled(dfd, 11, "1", 1000000000ULL, 1500000000ULL, 0);
+
+	agent->harvest = 0;
+	errors = 0;
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(agent, NULL, 0);
+	ok(rv == 0 && strcmp(held("10", 1), "0") == 0 && policy_of(kid) == SCHED_OTHER,
+	   "HarvestIdleCycles=no: nothing is harvested (%s)", allmsg);
+
+	agent->harvest = 1;
+	errors = 0;
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(agent, NULL, 0);
+	ok(rv == -1 && strstr(allmsg, "cannot lower its threads' priority") &&
+		   strcmp(held("10", 1), "0") == 0 && strcmp(held("10", 0), "0") == 0 &&
+		   policy_of(kid) == SCHED_OTHER,
+	   "no cpu hierarchy: the job cannot be made idle, and harvests nothing (%s)", allmsg);
+	{
+		struct stat sb;
+
+		if (stat("/sys/fs/cgroup/cpu/cpu.shares", &sb) != 0) {
+			kill(kid, SIGKILL);
+			waitpid(kid, NULL, 0);
+			skip(1, "no cgroup v1 cpu hierarchy here: the rest of the harvest");
+			return;
+		}
+		snprintf(path, sizeof(path), "%s/mnt/cpu", top);
+		if (symlink("/sys/fs/cgroup/cpu", path) < 0)
+			bail_out("symlink mnt/cpu");
+	}
+	/* Its samples were taken again just now: back-date them. */
+	sampled(dfd, 10, "0", 1000000000ULL, 6000000000ULL, 0);
+	sampled(dfd, 11, "1", 1000000000ULL, 1500000000ULL, 0);
+	errors = 0;
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(agent, NULL, 0);
+	ok(rv == 0 && errors == 0, "harvest: planned (%s)", allmsg);
+	is_str(held("10", 1), "0-1", "job 10 harvests job 11's idle core (synergy child)");
+	is_str(held("10", 0), "0-1", "and job cgroup");
+	is_str(held("11", 1), "1", "job 11 keeps its core");
+	ok(policy_of(kid) == SCHED_IDLE, "job 10's threads run at idle priority");
+	ok(in_idle_group(kid), "job 10's process is in an idle cpu cgroup");
+	ok(strstr(allmsg, "lend job=10 harvests cpus=1 at idle priority") != NULL,
+	   "the harvest is logged");
+	ok(syn__jobrec_read(dfd, "n1", 10, &r, NULL, 0) == 0 && r.harvest == 1,
+	   "job 10's record says it harvests");
+	ok(syn__jobrec_read(dfd, "n1", 11, &r, NULL, 0) == 0 && r.has_spare &&
+		   r.spare_milli >= 850 && r.spare_milli <= 950 && r.has_cpu &&
+		   r.cpu_ns == 1500000000ULL,
+	   "job 11's idle share measured (0.9 core: %llu) and its sample kept",
+	   (unsigned long long)r.spare_milli);
+
+	/* A task starting in the harvesting job starts at idle priority. */
+	kid2 = fork();
+	if (kid2 == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(pidtxt, sizeof(pidtxt), "%d\n%d\n", (int)kid, (int)kid2);
+	put("mnt/cpuset/slurm_n1/uid_0/job_10/synergy/tasks", pidtxt);
+	put("mnt/cpuset/slurm_n1/uid_0/job_10/synergy/cgroup.procs", pidtxt);
+	ok(syn__lend_task_enter(agent, 10, "slurm_n1/uid_0/job_10") == 1 &&
+		   policy_of(kid2) == SCHED_IDLE,
+	   "a new task of a harvesting job starts at idle priority");
+	ok(syn__lend_task_enter(agent, 11, "slurm_n1/uid_0/job_11") == 0,
+	   "a lender's task is left alone");
+
+	/* A second call soon after changes nothing (samples need 2 s). */
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(agent, NULL, 0);
+	ok(rv == 0 && allmsg[0] == '\0' && strcmp(held("10", 1), "0-1") == 0,
+	   "a call right after changes nothing (%s)", allmsg);
+
+	/* Job 11 gets busy: 0.98 of its core. The harvest ends. */
+	sampled(dfd, 11, "1", 1000000000ULL, 5900000000ULL, 0);
+	errors = 0;
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(agent, NULL, 0);
+	ok(rv == 0 && errors == 0, "lender busy: planned (%s)", allmsg);
+	is_str(held("10", 1), "0", "job 10 gives job 11's core back");
+	is_str(held("10", 0), "0", "job cgroup too");
+	ok(policy_of(kid) == SCHED_OTHER && !in_idle_group(kid) && !in_idle_group(kid2),
+	   "job 10's threads are back at normal priority, in their own cpu cgroup");
+	snprintf(path, sizeof(path), "%s/mnt/cpu/synergy_n1_job_10", top);
+	ok(access(path, F_OK) != 0, "the idle cpu cgroup is gone");
+	ok(syn__jobrec_read(dfd, "n1", 10, &r, NULL, 0) == 0 && r.harvest == 0,
+	   "job 10's record says it harvests no more");
+
+	/* Harvest again, then a step of job 10 starts: it ends the harvest. */
+	sampled(dfd, 11, "1", 1000000000ULL, 1500000000ULL, 0);
+	rv = syn__lend_rebalance(agent, NULL, 0);
+	ok(rv == 0 && strcmp(held("10", 1), "0-1") == 0 && policy_of(kid) == SCHED_IDLE,
+	   "lender idle again: harvested again");
+	rv = syn__lend_step_start(agent, "slurm_n1/uid_0/job_10", 10);
+	ok(rv == 0 && strcmp(held("10", 1), "0") == 0 && policy_of(kid) == SCHED_OTHER &&
+		   syn__jobrec_read(dfd, "n1", 10, &r, NULL, 0) == 0 && r.harvest == 0,
+	   "a new step of the harvester: its harvest ends, priority restored");
+
+	kill(kid, SIGKILL);
+	kill(kid2, SIGKILL);
+	waitpid(kid, NULL, 0);
+	waitpid(kid2, NULL, 0);
+	syn__cg_job_cleanup(agent->cg, "slurm_n1/uid_0/job_10", NULL, 0);
+	snprintf(path, sizeof(path), "%s/mnt/cpu/synergy_n1_job_10", top);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/mnt/cpu", top);
+	unlink(path);
 }
 
 int main(void)
@@ -370,6 +600,7 @@ int main(void)
 			   "apart, the same jobs borrow all 3 idle cores (%s and %s)", sa, held("9", 1));
 		}
 	}
+	test_harvest(dfd, &agent);
 	syn__cg_close(cg);
 	close(dfd);
 	rm_rf(top);

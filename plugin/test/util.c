@@ -133,6 +133,21 @@ static void test_conf(void)
 	   "LendIdleCores=yes");
 	ok(syn__conf_arg(&c, "LendIdleCores=maybe", err, sizeof(err)) == -1 &&
 	   strstr(err, "LendIdleCores") && c.lend_idle == 1, "LendIdleCores=maybe refused by name");
+	/* Harvesting idle cycles (issue 13). */
+	ok(c.harvest == 1 && c.harvest_interval == 5, "harvesting on by default, every 5 s");
+	ok(syn__conf_arg(&c, "HarvestIdleCycles=no", err, sizeof(err)) == 0 && c.harvest == 0,
+	   "HarvestIdleCycles=no");
+	ok(syn__conf_arg(&c, "HarvestIdleCycles=2", err, sizeof(err)) == -1 &&
+		   strstr(err, "HarvestIdleCycles") && c.harvest == 0,
+	   "HarvestIdleCycles=2 refused by name");
+	ok(syn__conf_arg(&c, "HarvestInterval=0", err, sizeof(err)) == 0 && c.harvest_interval == 0,
+	   "HarvestInterval=0: job starts and ends only");
+	ok(syn__conf_arg(&c, "HarvestInterval=3601", err, sizeof(err)) == -1 &&
+		   strstr(err, "HarvestInterval") && c.harvest_interval == 0,
+	   "HarvestInterval=3601 refused by name, nothing changed");
+	ok(syn__conf_arg(&c, "HarvestInterval=-1", err, sizeof(err)) == -1 &&
+		   syn__conf_arg(&c, "HarvestInterval=5s", err, sizeof(err)) == -1,
+	   "negative or suffixed intervals refused");
 	/* Profile on first run (issue 17). */
 	ok(c.profile_in_place == 1 && c.claim_max_age == 3600,
 	   "profile on first run is on by default; a claim lasts an hour");

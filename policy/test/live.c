@@ -838,6 +838,117 @@ static void test_size_nodes(void)
 	   strstr(s.reason, "nodes"), "0 nodes: EINVAL naming nodes");
 }
 
+
+/* syn_node_harvest(): who lends, who harvests, by hand. */
+static void test_harvest_hand(void)
+{
+	syn_harvest_job_t h[3];
+	syn_policy_error_t err = { "" };
+
+	/* resnet18 on 3 cores beside gnmt using 0.2 of its 3: gnmt lends
+	 * floor(2.8 + 1 - 0.5) = 3, and resnet18 gains from each. */
+	h[0] = (syn_harvest_job_t){ .id = 1, .synergy = 1, .gpus = 1, .profile = P("resnet18"),
+				    .allotted = 3, .hold = 3, .cache_mb = 64000, .spare = 0.1 };
+	h[1] = (syn_harvest_job_t){ .id = 2, .synergy = 1, .gpus = 1, .profile = P("gnmt"),
+				    .allotted = 3, .hold = 3, .cache_mb = 21300, .spare = 2.8 };
+	ok(syn_node_harvest(h, 2, &err) == 0, "harvest: resnet18 + gnmt (%s)", err.text);
+	ok(h[1].lend == 3 && h[1].harvest == 0 && h[0].lend == 0 && h[0].harvest == 3,
+	   "gnmt lends 3 (2.8 idle), resnet18 harvests them: got lend %d harvest %d", h[1].lend,
+	   h[0].harvest);
+
+	/* Thresholds: 0.4 idle starts nothing, keeps a harvest going. */
+	h[1].spare = 0.4;
+	syn_node_harvest(h, 2, &err);
+	ok(h[1].lend == 0 && h[0].harvest == 0, "0.4 idle: no harvest starts");
+	h[1].lent = 1;
+	syn_node_harvest(h, 2, &err);
+	ok(h[1].lend == 1 && h[0].harvest == 1, "0.4 idle, harvested now: one core kept");
+	h[1].spare = 0.2;
+	syn_node_harvest(h, 2, &err);
+	ok(h[1].lend == 0 && h[0].harvest == 0, "0.2 idle: the harvest ends");
+
+	/* Unknown spare, a non-Synergy job, a flat borrower: nothing. */
+	h[1].lent = 0;
+	h[1].spare = -1;
+	syn_node_harvest(h, 2, &err);
+	ok(h[1].lend == 0 && h[0].harvest == 0, "unknown spare: lends nothing");
+	h[1].spare = 2.8;
+	h[1].synergy = 0;
+	syn_node_harvest(h, 2, &err);
+	ok(h[1].lend == 0 && h[0].harvest == 0, "a job Synergy did not size lends nothing");
+	h[1].synergy = 1;
+	h[0].profile = P("gnmt");
+	syn_node_harvest(h, 2, &err);
+	ok(h[1].lend == 3 && h[0].harvest == 0, "a flat profile harvests nothing");
+
+	/* The job that gains more gets the core; a lender never harvests. */
+	h[0] = (syn_harvest_job_t){ .id = 1, .synergy = 1, .gpus = 1, .profile = P("resnet18"),
+				    .allotted = 4, .hold = 4, .cache_mb = 64000, .spare = 0 };
+	h[1] = (syn_harvest_job_t){ .id = 2, .synergy = 1, .gpus = 1, .profile = P("alexnet"),
+				    .allotted = 3, .hold = 3, .cache_mb = 64000, .spare = 0.6 };
+	h[2] = (syn_harvest_job_t){ .id = 3, .synergy = 1, .gpus = 1, .profile = P("gnmt"),
+				    .allotted = 1, .hold = 1, .cache_mb = 0, .spare = 0.9 };
+	ok(syn_node_harvest(h, 3, &err) == 0 && h[1].lend == 1 && h[2].lend == 1 &&
+		   h[1].harvest == 0 && h[2].harvest == 0 && h[0].harvest == 2,
+	   "two lenders, resnet18 (gaining up to 9 cores) harvests both: got %d %d %d",
+	   h[0].harvest, h[1].harvest, h[2].harvest);
+
+	h[0].hold = 2;
+	h[0].allotted = 3;
+	ok(syn_node_harvest(h, 3, &err) < 0 && errno == EINVAL && strstr(err.text, "job 0"),
+	   "a hold below the allotment is refused: %s", err.text);
+}
+
+/* Over random jobs: a lender never harvests, nothing lent twice, lends
+ * within allotments, only Synergy jobs with profiles harvest, the same
+ * on the same input. */
+static void test_harvest_property(int rounds)
+{
+	syn_profile_t prof[6];
+	syn_harvest_job_t h[6], again[6];
+	syn_policy_error_t err = { "" };
+	int bad = 0;
+
+	for (int r = 0; r < rounds && !bad; r++) {
+		int n = irand(1, 6), lent = 0, got = 0;
+
+		for (int i = 0; i < n; i++) {
+			random_profile(&prof[i], urand() < 0.8);
+			h[i] = (syn_harvest_job_t){ .id = (uint64_t)i + 1, .synergy = urand() < 0.85,
+						    .gpus = irand(1, 4) };
+			h[i].profile = urand() < 0.9 ? &prof[i] : NULL;
+			h[i].allotted = irand(0, 12);
+			h[i].hold = h[i].allotted + irand(0, 4);
+			h[i].cache_mb = (uint64_t)irand(0, 100000);
+			h[i].spare = urand() < 0.2 ? -1 : urand() * (h[i].allotted + 1);
+			h[i].lent = irand(0, h[i].allotted);
+		}
+		memcpy(again, h, sizeof h);
+		if (syn_node_harvest(h, n, &err) < 0) {
+			bad = 1;
+			ok(0, "round %d: refused: %s", r, err.text);
+			break;
+		}
+		syn_node_harvest(again, n, &err);
+		for (int i = 0; i < n; i++) {
+			lent += h[i].lend;
+			got += h[i].harvest;
+			if (h[i].lend < 0 || h[i].lend > h[i].allotted || h[i].harvest < 0 ||
+			    (h[i].lend && h[i].harvest) ||
+			    (h[i].harvest && (!h[i].synergy || !h[i].profile)) ||
+			    (h[i].lend && (!h[i].synergy || h[i].spare < 0)) ||
+			    h[i].lend != again[i].lend || h[i].harvest != again[i].harvest)
+				bad = 1;
+		}
+		if (got > lent)
+			bad = 1;
+		if (bad)
+			ok(0, "round %d: lent %d harvested %d", r, lent, got);
+	}
+	ok(!bad, "harvest over %d random nodes: lenders never harvest, nothing lent twice, "
+	   "deterministic", rounds);
+}
+
 int main(void)
 {
 	const char *seed = getenv("SEED");
@@ -853,5 +964,7 @@ int main(void)
 	test_size_property(20000);
 	test_node_property(4000);
 	test_group_property(3000);
+	test_harvest_hand();
+	test_harvest_property(5000);
 	return done_testing();
 }

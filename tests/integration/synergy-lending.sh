@@ -84,7 +84,7 @@ test_ok "A has a root-only lending record" test "$nrec" = 1 -a "$(stat -c %a "$C
 status=$("$top_builddir/plugin/synergy-lend" --status -c "$C/etc/synergy.conf" 2>&1 |
 	sed -n "/^node $node:/,/^node /p")
 test_ok "synergy-lend --status shows A holding every CPU, some lent" \
-	grep -Eq "^ +$idA +[0-9,-]+ +$all +$all +[0-9,-]+ +[0-9]+M +- +img\$" <<<"$status"
+	grep -Eq "^ +$idA +[0-9,-]+ +$all +$all +[0-9,-]+ +[0-9]+M +[-0-9.]+ +- +img\$" <<<"$status"
 diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
 diag "A's record: $(tr '\n' ' ' <"$C/lend/$node.job_$idA" 2>/dev/null)"
 

@@ -706,7 +706,10 @@ cluster_leftovers() {
 	local dirs files groups d
 	dirs=$(for d in $(cluster__node_cgroups); do
 		find "$d" -mindepth 1 -type d \( -name '*synergy*' -o -name 'job_*' \)
-	done)
+	done
+	# A harvesting job's idle cpu cgroup (v1, beside the job's processes).
+	[ "$CLUSTER_CGROUP" = v2 ] || [ ! -d "$cluster__cgmnt/cpu" ] ||
+		find "$cluster__cgmnt/cpu/" -maxdepth 4 -type d -name "synergy_${CLUSTER_TAG}*")
 	files=$(ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" 2>/dev/null)
 	groups=$(ls -A "${CLUSTER_GROUP_DIR:-$C/groups}" 2>/dev/null | grep "^$CLUSTER_TAG")
 	[ -z "$dirs" ] || sed 's/^/# left: /' <<<"$dirs"

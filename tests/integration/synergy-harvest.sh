@@ -1,0 +1,114 @@
+#!/bin/bash
+# synergy-harvest.sh: harvesting idle cycles (HarvestIdleCycles, on by
+# default with LendIdleCores=yes) on a real node whose every CPU is allotted.
+# Job L (profile "flat", 1 CPU) mostly sleeps; job B (profile "image",
+# 1 CPU) keeps two CPU hogs running. The node agent measures L's idle core
+# and lets B harvest it: B's cpuset grows onto L's CPU and every thread of
+# B runs at SCHED_IDLE. L then spins: the kernel must run it first on its
+# own CPU (its spin's wall time close to its CPU time, where sharing the
+# CPU evenly with B's hog would double it), and once the agent sees L busy
+# the harvest ends: B's cpuset shrinks back and its threads return to
+# normal priority. At the end nothing is left.
+. "${top_srcdir:?}/tests/lib/cluster.sh"
+[ "$(nproc)" -eq 2 ] || skip_all "needs exactly 2 CPUs (one per job, every CPU allotted)"
+cluster_start 1
+cat >>"$C/etc/synergy.conf" <<EOF
+LendIdleCores=yes
+HarvestInterval=1
+LendStateDir=$C/lend
+EOF
+cluster_put_profile img image
+cluster_put_profile lang flat
+node=${CLUSTER_TAG}n1
+log=$C/log/slurmd.$node.log
+
+# cpus DIR: cgroup DIR's CPUs (v2: its effective ones when it sets none).
+cpus() {
+	local v
+	v=$(cat "$1/cpuset.cpus" 2>/dev/null)
+	[ -n "$v" ] || [ "$CLUSTER_CGROUP" != v2 ] || v=$(cat "$1/cpuset.cpus.effective" 2>/dev/null)
+	echo "$v"
+}
+ncpus() { local n=0 i; for i in $(cpus "$1" | tr ',' ' '); do
+	case $i in *-*) n=$((n + ${i#*-} - ${i%-*} + 1)) ;; *) n=$((n + 1)) ;; esac; done; echo $n; }
+# policies DIR: the scheduling policy of every thread in DIR (and below),
+# one per line (0 SCHED_OTHER, 5 SCHED_IDLE).
+policies() {
+	local f t
+	for f in $(find "$1" -name "$([ "$CLUSTER_CGROUP" = v2 ] && echo cgroup.threads || echo tasks)"); do
+		for t in $(cat "$f"); do
+			sed -n 's/^policy *: *//p' "/proc/$t/sched" 2>/dev/null
+		done
+	done
+}
+all_policy() { local p; p=$(policies "$1" | sort -u); [ -n "$p" ] && [ "$p" = "$2" ]; }
+
+# L: sleeps until told to spin, then times 12 spins of fixed work
+# ("spin REAL USER SYS" each), then sleeps until told to stop.
+cat >"$C/jobL.sh" <<EOF
+#!/bin/bash
+while [ ! -e "$C/spinL" ]; do sleep 0.2; done
+TIMEFORMAT="spin %R %U %S"
+for k in \$(seq 12); do
+	{ time (i=0; while ((i < 600000)); do ((i++)); done); } 2>&1
+done
+echo spun
+while [ ! -e "$C/stopL" ]; do sleep 0.2; done
+EOF
+chmod 755 "$C/jobL.sh"
+idL=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=lang "$C/jobL.sh")
+test_ok "job L submitted" test -n "$idL"
+test_ok "job L runs" cluster_wait_state "$idL" RUNNING 20
+# B: two CPU hogs until told to stop.
+idB=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap '
+	for k in 1 2; do (while [ ! -e "'"$C"'/stopB" ]; do :; done) & done
+	wait')
+test_ok "job B runs" cluster_wait_state "$idB" RUNNING 20
+limB=$(cluster_limit_cgroup "$idB")
+limL=$(cluster_limit_cgroup "$idL")
+cluster__wait 10 test -d "$limB"
+test_ok "B holds its 1 CPU to start with" test "$(ncpus "$limB")" = 1
+# Two CPU samples (2 s apart at least) measure L's idle core.
+cluster__wait 20 test "$(ncpus "$limB")" = 2
+test_ok "B harvests L's idle CPU (B's limit cgroup: $(cpus "$limB"))" test "$(ncpus "$limB")" = 2
+test_ok "L keeps its own CPU ($(cpus "$limL"))" test "$(ncpus "$limL")" = 1
+test_ok "the harvest is logged" grep -q "synergy: lend job=$idB harvests cpus=.* at idle priority" "$log"
+cluster__wait 5 all_policy "$limB" 5
+test_ok "every thread of B runs at SCHED_IDLE ($(policies "$limB" | sort | uniq -c | tr '\n' ' '))" \
+	all_policy "$limB" 5
+test_ok "L's threads at normal priority" all_policy "$limL" 0
+test_ok "Slurm's accounting unchanged: B has 1 CPU" test "$(cluster_job_field "$idB" NumCPUs)" = 1
+status=$("$top_builddir/plugin/synergy-lend" --status -c "$C/etc/synergy.conf" 2>&1)
+test_ok "synergy-lend --status: B harvests, L's idle cores measured" \
+	bash -c "grep -Eq '^ +$idB .* img \(harvests, idle priority\)\$' <<<\"\$1\" &&
+		grep -Eq '^ +$idL .* (0\.[5-9][0-9]|1\.00) +- +lang\$' <<<\"\$1\"" _ "$status"
+diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
+
+# L spins while B's hogs can run on its CPU: L must not wait for them.
+touch "$C/spinL"
+outL=$(cluster_out "$idL")
+cluster__wait 60 grep -q "^spun" "$outL"
+test_ok "L finished its spins" grep -q "^spun" "$outL" || sed 's/^/# L: /' "$outL" | tail -5
+grep "^spin" "$outL" | sed 's/^/# L: /'
+# The first 4 spins, while B still harvested (the agent needs 2 s of
+# samples to see L busy): wall time within 1.3x of CPU time (an even share
+# with B's hog would be about 2x).
+ratio=$(grep "^spin" "$outL" | head -4 | awk '{r += $2; c += $3 + $4} END {if (c > 0) printf "%.2f", r / c}')
+test_ok "L runs first on its own CPU: wall/CPU over its first spins $ratio <= 1.3" \
+	awk -v r="$ratio" 'BEGIN {exit !(r != "" && r <= 1.3)}'
+cluster__wait 20 test "$(ncpus "$limB")" = 1
+test_ok "L busy: the harvest ended (B's limit cgroup: $(cpus "$limB"))" test "$(ncpus "$limB")" = 1
+test_ok "its end is logged" grep -q "synergy: lend job=$idB harvests no more" "$log"
+cluster__wait 5 all_policy "$limB" 0
+test_ok "B's threads are back at normal priority" all_policy "$limB" 0
+
+touch "$C/stopL" "$C/stopB"
+test_ok "job L completed" test "$(cluster_wait_job "$idL" 30)" = COMPLETED
+test_ok "job B completed" test "$(cluster_wait_job "$idB" 30)" = COMPLETED
+test_ok "no lending error logged" bash -c "! grep 'synergy: lend' '$log' | grep -qi 'error\|cannot'"
+grep "synergy: lend" "$log" | sed 's/^/# /' | head -20
+cluster__wait 10 cluster_leftovers
+test_ok "no synergy cgroup, job cgroup or cache file left" cluster_leftovers
+cluster__wait 5 bash -c "! ls '$C/lend' | grep -q job_"
+test_ok "no lending record left" bash -c "! ls '$C/lend' | grep -q job_"
+done_testing
