@@ -31,6 +31,10 @@
 extern syn__conf_t syn__spank_conf;
 /* 1 when the configuration loaded without error. */
 extern int syn__spank_conf_ok;
+/* Load the configuration again, as it is now, into c (a long-lived
+ * thread's view: synergy.conf may have changed since the step began).
+ * Returns 0, or -1 when it no longer loads. */
+int syn__spank_conf_reload(syn__conf_t *c);
 
 /* Options as the client parsed them (client context only). */
 typedef struct syn__spank_opts {

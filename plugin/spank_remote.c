@@ -77,45 +77,88 @@ static int lend_enabled(void)
 	return syn__spank_conf_ok && conf.enabled && conf.lend_idle;
 }
 
-/* The in-place profiling watcher (see the top of the file). */
-static struct {
+/*
+ * A thread of the step's that calls fn every period seconds until fn
+ * returns non-zero or the step stops it. Two run per step at most: the
+ * in-place profiling watcher and the node agent's periodic look.
+ */
+typedef struct periodic {
 	pthread_t thread;
 	int started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
-	uint32_t jobid, uid;
-} watch = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	unsigned period;
+	int (*fn)(void);
+} periodic_t;
 
-/* How often the watcher looks for the report (seconds). */
-#define WATCH_PERIOD 1
-
-static void *watch_main(void *arg)
+static void *periodic_main(void *arg)
 {
+	periodic_t *p = arg;
 	struct timespec until;
-	int rc = SYN__INPLACE_WAIT;
 
-	(void)arg;
-	pthread_mutex_lock(&watch.mu);
-	while (!watch.stop) {
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		int done;
+
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += WATCH_PERIOD;
-		pthread_cond_timedwait(&watch.cv, &watch.mu, &until);
-		if (watch.stop)
+		until.tv_sec += p->period;
+		pthread_cond_timedwait(&p->cv, &p->mu, &until);
+		if (p->stop)
 			break;
-		pthread_mutex_unlock(&watch.mu);
-		rc = syn__inplace_run(watch.jobid, watch.uid, 0);
-		/* Done (filed, refused, or done by another step): the cores
-		 * lent for the search go back; the job, if profiled now, is
-		 * granted what its profile earns. */
-		if (rc != SYN__INPLACE_WAIT && rc >= 0 && lend_enabled() && syn__node_agent())
-			syn__lend_rebalance(syn__node_agent(), NULL, 0);
-		pthread_mutex_lock(&watch.mu);
-		if (rc != SYN__INPLACE_WAIT && rc >= 0)
+		pthread_mutex_unlock(&p->mu);
+		done = p->fn();
+		pthread_mutex_lock(&p->mu);
+		if (done)
 			break;
 	}
-	pthread_mutex_unlock(&watch.mu);
+	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+static int periodic_start(periodic_t *p, unsigned period, int (*fn)(void))
+{
+	if (p->started)
+		return 0;
+	/* The process-wide handles are made here, not in the thread. */
+	syn__node_name();
+	syn__node_agent();
+	p->period = period;
+	p->fn = fn;
+	p->stop = 0;
+	if (pthread_create(&p->thread, NULL, periodic_main, p) != 0)
+		return -1;
+	p->started = 1;
+	return 0;
+}
+
+static void periodic_stop(periodic_t *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	p->started = 0;
+}
+
+/* The in-place profiling watcher (see the top of the file): looks for the
+ * job's report every second. */
+static periodic_t watch = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+static uint32_t watch_jobid, watch_uid; /* copies: st is the step's thread's */
+
+static int watch_once(void)
+{
+	int rc = syn__inplace_run(watch_jobid, watch_uid, 0);
+
+	/* Done (filed, refused, or done by another step): the cores lent for
+	 * the search go back; the job, if profiled now, is granted what its
+	 * profile earns. */
+	if (rc != SYN__INPLACE_WAIT && rc >= 0 && lend_enabled() && syn__node_agent())
+		syn__lend_rebalance(syn__node_agent(), NULL, 0);
+	return rc != SYN__INPLACE_WAIT && rc >= 0;
 }
 
 /* Start the watcher once per step, for a job that profiles in place. */
@@ -123,29 +166,11 @@ static void watch_start(void)
 {
 	if (watch.started || !st.active || !st.rec.profile[0])
 		return;
-	/* The process-wide handles are made here, not in the thread. */
-	syn__node_name();
-	syn__node_agent();
-	watch.jobid = st.jobid;
-	watch.uid = st.rec.uid;
-	if (pthread_create(&watch.thread, NULL, watch_main, NULL) != 0) {
+	watch_jobid = st.jobid;
+	watch_uid = st.rec.uid;
+	if (periodic_start(&watch, 1, watch_once) < 0)
 		slurm_error("synergy: job %u: cannot start the profiling watcher: %m; the epilog "
 			    "files its profile", (unsigned)st.jobid);
-		return;
-	}
-	watch.started = 1;
-}
-
-static void watch_stop(void)
-{
-	if (!watch.started)
-		return;
-	pthread_mutex_lock(&watch.mu);
-	watch.stop = 1;
-	pthread_cond_broadcast(&watch.cv);
-	pthread_mutex_unlock(&watch.mu);
-	pthread_join(watch.thread, NULL);
-	watch.started = 0;
 }
 
 /*
@@ -153,35 +178,19 @@ static void watch_stop(void)
  * go while jobs run, with no job starting or ending to call the agent, so
  * each step of a Synergy job calls it every interval until the step ends.
  * Every call takes the node's lock and does nothing unless something
- * changed, so several steps calling it is harmless.
+ * changed, so several steps calling it is harmless. The step's agent was
+ * made from synergy.conf as the step began: an admin who turned lending or
+ * harvesting off since must not have this thread keep granting.
  */
-static struct {
-	pthread_t thread;
-	int started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int stop;
-	unsigned interval;
-} tick = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+static periodic_t tick = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
-static void *tick_main(void *arg)
+static int tick_once(void)
 {
-	struct timespec until;
+	syn__conf_t now;
 
-	(void)arg;
-	pthread_mutex_lock(&tick.mu);
-	while (!tick.stop) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += tick.interval;
-		pthread_cond_timedwait(&tick.cv, &tick.mu, &until);
-		if (tick.stop)
-			break;
-		pthread_mutex_unlock(&tick.mu);
+	if (syn__spank_conf_reload(&now) == 0 && now.enabled && now.lend_idle && now.harvest)
 		syn__lend_rebalance(syn__node_agent(), NULL, 0);
-		pthread_mutex_lock(&tick.mu);
-	}
-	pthread_mutex_unlock(&tick.mu);
-	return NULL;
+	return 0;
 }
 
 static void tick_start(void)
@@ -189,26 +198,10 @@ static void tick_start(void)
 	if (tick.started || !st.active || !lend_enabled() || !conf.harvest ||
 	    !conf.harvest_interval || !syn__node_agent())
 		return;
-	tick.interval = conf.harvest_interval;
-	if (pthread_create(&tick.thread, NULL, tick_main, NULL) != 0) {
+	if (periodic_start(&tick, conf.harvest_interval, tick_once) < 0)
 		slurm_error("synergy: job %u: cannot start the node agent's periodic look: %m; "
 			    "idle cycles are harvested at job starts and ends only",
 			    (unsigned)st.jobid);
-		return;
-	}
-	tick.started = 1;
-}
-
-static void tick_stop(void)
-{
-	if (!tick.started)
-		return;
-	pthread_mutex_lock(&tick.mu);
-	tick.stop = 1;
-	pthread_cond_broadcast(&tick.cv);
-	pthread_mutex_unlock(&tick.mu);
-	pthread_join(tick.thread, NULL);
-	tick.started = 0;
 }
 
 /* The step's directory name, as Slurm names it. */
@@ -579,8 +572,8 @@ int syn__remote_exit(spank_t sp)
 
 	int batch;
 
-	watch_stop();
-	tick_stop();
+	periodic_stop(&watch);
+	periodic_stop(&tick);
 	free(st.peers);
 	st.peers = NULL;
 	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&

@@ -110,6 +110,20 @@ static int opt_onoff_cb(int val, const char *optarg, int remote)
 /* The configuration from the plugstack arguments, once per process:
  * slurm_spank_init loads it, except in the job prolog and epilog, where
  * Slurm calls no init and hands the arguments to those hooks. */
+static int conf_ac;
+static char **conf_av;
+
+int syn__spank_conf_reload(syn__conf_t *c)
+{
+	char err[300];
+
+	syn__conf_defaults(c);
+	for (int i = 0; i < conf_ac; i++)
+		if (!conf_av[i] || syn__conf_arg(c, conf_av[i], err, sizeof(err)) < 0)
+			return -1;
+	return 0;
+}
+
 static void load_conf(int ac, char **av)
 {
 	static int loaded;
@@ -119,6 +133,13 @@ static void load_conf(int ac, char **av)
 	if (loaded)
 		return;
 	loaded = 1;
+	/* Kept, copied, for syn__spank_conf_reload. */
+	conf_av = ac > 0 ? calloc((size_t)ac, sizeof(*conf_av)) : NULL;
+	if (conf_av) {
+		conf_ac = ac;
+		for (i = 0; i < ac; i++)
+			conf_av[i] = av[i] ? strdup(av[i]) : NULL;
+	}
 	syn__conf_defaults(&syn__spank_conf);
 	syn__spank_conf_ok = 1;
 	for (i = 0; i < ac; i++) {

@@ -18,6 +18,7 @@ cluster-basic.sh CLUSTER_SYNERGY=0
 cluster-limits.sh CLUSTER_SYNERGY=0
 synergy-sized.sh
 synergy-lending.sh
+synergy-harvest.sh
 synergy-cleanup.sh
 synergy-fallback.sh
 '

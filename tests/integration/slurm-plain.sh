@@ -17,6 +17,7 @@ cluster-limits.sh CLUSTER_SYNERGY=0
 synergy-sized.sh
 synergy-lending.sh
 synergy-live.sh
+synergy-harvest.sh
 synergy-cleanup.sh
 synergy-fallback.sh
 synergy-group.sh

@@ -42,14 +42,17 @@ policies() {
 	done
 }
 all_policy() { local p; p=$(policies "$1" | sort -u); [ -n "$p" ] && [ "$p" = "$2" ]; }
+# holds DIR N: cgroup DIR holds N CPUs (for cluster__wait: evaluated each try).
+holds() { [ "$(ncpus "$1")" = "$2" ]; }
 
-# L: sleeps until told to spin, then times 12 spins of fixed work
-# ("spin REAL USER SYS" each), then sleeps until told to stop.
+# L: sleeps until told to spin, then times spins of fixed work ("spin REAL
+# USER SYS" each) until told to stop spinning, then sleeps until told to
+# stop.
 cat >"$C/jobL.sh" <<EOF
 #!/bin/bash
 while [ ! -e "$C/spinL" ]; do sleep 0.2; done
 TIMEFORMAT="spin %R %U %S"
-for k in \$(seq 12); do
+while [ ! -e "$C/spun" ]; do
 	{ time (i=0; while ((i < 600000)); do ((i++)); done); } 2>&1
 done
 echo spun
@@ -59,19 +62,24 @@ chmod 755 "$C/jobL.sh"
 idL=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=lang "$C/jobL.sh")
 test_ok "job L submitted" test -n "$idL"
 test_ok "job L runs" cluster_wait_state "$idL" RUNNING 20
-# B: two CPU hogs until told to stop.
+# B: a CPU hog until told to stop; once it holds both CPUs (the harvest
+# re-pins its threads to its cpuset), one hog pinned to each CPU, so that
+# the one on L's CPU cannot be moved off it by the load balancer.
 idB=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=img --wrap '
-	for k in 1 2; do (while [ ! -e "'"$C"'/stopB" ]; do :; done) & done
+	(while [ ! -e "'"$C"'/stopB" ]; do :; done) &
+	while ! grep -q "^Cpus_allowed_list:.0-1\$" /proc/self/status; do sleep 0.2; done
+	for k in 0 1; do taskset -c $k sh -c "while [ ! -e '"$C"'/stopB ]; do :; done" & done
+	echo pinned
 	wait')
 test_ok "job B runs" cluster_wait_state "$idB" RUNNING 20
 limB=$(cluster_limit_cgroup "$idB")
 limL=$(cluster_limit_cgroup "$idL")
 cluster__wait 10 test -d "$limB"
-test_ok "B holds its 1 CPU to start with" test "$(ncpus "$limB")" = 1
 # Two CPU samples (2 s apart at least) measure L's idle core.
-cluster__wait 20 test "$(ncpus "$limB")" = 2
-test_ok "B harvests L's idle CPU (B's limit cgroup: $(cpus "$limB"))" test "$(ncpus "$limB")" = 2
+cluster__wait 20 holds "$limB" 2
+test_ok "B harvests L's idle CPU (B's limit cgroup: $(cpus "$limB"))" holds "$limB" 2
 test_ok "L keeps its own CPU ($(cpus "$limL"))" test "$(ncpus "$limL")" = 1
+cluster__wait 10 grep -q "^pinned" "$(cluster_out "$idB")"
 test_ok "the harvest is logged" grep -q "synergy: lend job=$idB harvests cpus=.* at idle priority" "$log"
 cluster__wait 5 all_policy "$limB" 5
 test_ok "every thread of B runs at SCHED_IDLE ($(policies "$limB" | sort | uniq -c | tr '\n' ' '))" \
@@ -87,28 +95,39 @@ diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
 # L spins while B's hogs can run on its CPU: L must not wait for them.
 touch "$C/spinL"
 outL=$(cluster_out "$idL")
-cluster__wait 60 grep -q "^spun" "$outL"
-test_ok "L finished its spins" grep -q "^spun" "$outL" || sed 's/^/# L: /' "$outL" | tail -5
-grep "^spin" "$outL" | sed 's/^/# L: /'
-# The first 4 spins, while B still harvested (the agent needs 2 s of
-# samples to see L busy): wall time within 1.3x of CPU time (an even share
-# with B's hog would be about 2x).
-ratio=$(grep "^spin" "$outL" | head -4 | awk '{r += $2; c += $3 + $4} END {if (c > 0) printf "%.2f", r / c}')
-test_ok "L runs first on its own CPU: wall/CPU over its first spins $ratio <= 1.3" \
-	awk -v r="$ratio" 'BEGIN {exit !(r != "" && r <= 1.3)}'
-cluster__wait 20 test "$(ncpus "$limB")" = 1
-test_ok "L busy: the harvest ended (B's limit cgroup: $(cpus "$limB"))" test "$(ncpus "$limB")" = 1
-test_ok "its end is logged" grep -q "synergy: lend job=$idB harvests no more" "$log"
+spins() { grep -c "^spin" "$outL"; }
+spun_at_least() { [ "$(spins)" -ge "$1" ]; }
+# At least 4 spins, and the harvest over (the agent sees L busy), then 2 more.
+cluster__wait 600 spun_at_least 4
+cluster__wait 120 holds "$limB" 1
 cluster__wait 5 all_policy "$limB" 0
-test_ok "B's threads are back at normal priority" all_policy "$limB" 0
+# (Checked now: once L stops spinning, B harvests again.)
+back=$(all_policy "$limB" 0 && echo yes)
+n=$(spins)
+cluster__wait 300 spun_at_least $((n + 2))
+touch "$C/spun"
+cluster__wait 300 grep -q "^spun" "$outL"
+test_ok "L finished its spins" grep -q "^spun" "$outL" || sed 's/^/# L: /' "$outL" | tail -5
+grep "^spin" "$outL" | sed -n '1,6s/^/# L: /p'
+grep "^spin" "$outL" | tail -n 2 | sed 's/^/# L, last: /'
+# The first 4 spins, while B still harvested (the agent needs 2 s of
+# samples to see L busy): wall time within 1.3x of CPU time, or within 1.1x
+# of the ratio of the last 2 spins, after the harvest, when whatever else
+# runs on the node (the test's own polling) takes its share too: under
+# qemu's TCG that background alone is about 1.2. An even share with B's
+# hog pinned on L's CPU would be about 2x; B made idle thread by thread
+# only (SCHED_IDLE, no idle group) measured 1.40 here, against 1.19 after.
+ratio=$(grep "^spin" "$outL" | head -4 | awk '{r += $2; c += $3 + $4} END {if (c > 0) printf "%.2f", r / c}')
+after=$(grep "^spin" "$outL" | tail -2 | awk '{r += $2; c += $3 + $4} END {if (c > 0) printf "%.2f", r / c}')
+diag "wall/CPU over the last 2 spins, after the harvest: $after"
+test_ok "L runs first on its own CPU: wall/CPU over its first spins $ratio <= max(1.3, 1.1 x $after)" \
+	awk -v r="$ratio" -v a="$after" 'BEGIN {exit !(r != "" && a != "" && (r <= 1.3 || r <= 1.1 * a))}'
+test_ok "L busy: the harvest ended (B's limit cgroup: $(cpus "$limB"))" holds "$limB" 1
+test_ok "its end is logged" grep -q "synergy: lend job=$idB harvests no more" "$log"
+test_ok "B's threads are back at normal priority" test "$back" = yes
 
 touch "$C/stopL" "$C/stopB"
 test_ok "job L completed" test "$(cluster_wait_job "$idL" 30)" = COMPLETED
 test_ok "job B completed" test "$(cluster_wait_job "$idB" 30)" = COMPLETED
-test_ok "no lending error logged" bash -c "! grep 'synergy: lend' '$log' | grep -qi 'error\|cannot'"
-grep "synergy: lend" "$log" | sed 's/^/# /' | head -20
-cluster__wait 10 cluster_leftovers
-test_ok "no synergy cgroup, job cgroup or cache file left" cluster_leftovers
-cluster__wait 5 bash -c "! ls '$C/lend' | grep -q job_"
-test_ok "no lending record left" bash -c "! ls '$C/lend' | grep -q job_"
+cluster_lend_done "$log" "$C/lend"
 done_testing

@@ -718,6 +718,19 @@ cluster_leftovers() {
 	[ -z "$dirs$files$groups" ]
 }
 
+# cluster_lend_done LOG DIR: the closing checks of a lending suite: no
+# lending error in slurmd's LOG (its lending lines shown as comments),
+# nothing left behind (cluster_leftovers), no record left in the lending
+# StateDir DIR.
+cluster_lend_done() {
+	test_ok "no lending error logged" bash -c "! grep 'synergy: lend' '$1' | grep -qi 'error\|cannot'"
+	grep "synergy: lend" "$1" | sed 's/^/# /' | head -20
+	cluster__wait 10 cluster_leftovers
+	test_ok "no synergy cgroup, job cgroup or cache file left" cluster_leftovers
+	cluster__wait 5 bash -c "! ls '$2' | grep -q job_"
+	test_ok "no lending record left" bash -c "! ls '$2' | grep -q job_"
+}
+
 # cluster_put_profile KEY image|flat: write a small test profile into the
 # cluster's store. "image": 2 cores and 1 GB of cache per GPU double the
 # throughput; "flat": insensitive (1 core, no cache is best).
