@@ -6,11 +6,14 @@ v1 or v2 as Slurm 22.05 lays them out) and every running job J on it whose
 user tasks run (a process in J's cgroups that is not slurmstepd), it reads
 the CPUs Slurm allotted J (the node's Synergy record, StateDir/<node>.job_J,
 "allotted=") and checks that no process of another job K on the same node
-may run on one of them (its Cpus_allowed_list). Jobs of different nodes of
-this one machine share its real CPUs; only jobs of one node are compared.
+may run on one of them (its Cpus_allowed_list), unless that process runs
+idle (harvesting J's idle cycles: SCHED_IDLE, and in an idle cpu group,
+cgroup v1 a synergy_* cpu cgroup, v2 a job cgroup with cpu.idle 1), which is
+counted apart. Jobs of different nodes of this one machine share its real
+CPUs; only jobs of one node are compared.
 
 It runs until the file named by --stop exists, then prints one line
-    samples=N overlaps=N
+    samples=N overlaps=N pairs=N harvested=N
 and, per overlap seen, "overlap node=... job=J other=K cpus=... pid=..." to
 the --log file. Read-only: it only reads /sys/fs/cgroup, /proc and StateDir.
 """
@@ -92,6 +95,29 @@ def affinity(pid):
     return None
 
 
+def runs_idle(pid, version):
+    """pid harvests: SCHED_IDLE, and its CPU group idle."""
+    try:
+        if os.sched_getscheduler(pid) != os.SCHED_IDLE:
+            return False
+    except OSError:
+        return False
+    text = read("/proc/%d/cgroup" % pid) or ""
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if version == 1 and "cpu" in parts[1].split(","):
+            return os.path.basename(parts[2]).startswith("synergy_")
+        if version == 2 and parts[0] == "0":
+            path = parts[2].strip("/").split("/")
+            for i in range(len(path), 0, -1):
+                if path[i - 1].startswith("job_"):
+                    idle = read(os.path.join("/sys/fs/cgroup", *path[:i], "cpu.idle"))
+                    return bool(idle) and idle.strip() == "1"
+    return False
+
+
 def allotted(state_dir, node, jid):
     text = read(os.path.join(state_dir, "%s.job_%d" % (node, jid)))
     if not text:
@@ -113,7 +139,7 @@ def main():
     ap.add_argument("--period", type=float, default=0.2)
     a = ap.parse_args()
     nodes = [n.split("=", 1) for n in a.node]
-    samples = overlaps = 0
+    samples = overlaps = harvested = 0
     seen = set()
     with open(a.log, "a") as log:
         while not os.path.exists(a.stop):
@@ -143,7 +169,16 @@ def main():
                             both = aff & mine
                             # Re-check the job still has its allotment (it may
                             # have ended between the reads).
-                            if both and allotted(a.state_dir, name, jid):
+                            if not both or not allotted(a.state_dir, name, jid):
+                                continue
+                            # Harvesting: idle first, then widened; narrowed
+                            # first, then restored. Read the priority, then
+                            # the affinity again.
+                            if runs_idle(pid, a.version):
+                                harvested += 1
+                                continue
+                            again = affinity(pid)
+                            if again is not None and again & mine:
                                 overlaps += 1
                                 key = (name, jid, other)
                                 if key not in seen:
@@ -155,7 +190,8 @@ def main():
                                 log.flush()
             samples += 1
             time.sleep(a.period)
-    print("samples=%d overlaps=%d pairs=%d" % (samples, overlaps, len(seen)))
+    print("samples=%d overlaps=%d pairs=%d harvested=%d" % (samples, overlaps, len(seen),
+                                                           harvested))
     return 0
 
 

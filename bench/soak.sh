@@ -10,7 +10,7 @@
 # then the batch step's; a job Slurm then keeps RUNNING is counted apart),
 # and a restart of a node's slurmd. A sampler (soak-sampler.py) checks five times
 # a second that no job's allotted CPUs run another job's tasks on the same
-# node. At the end it waits for the queue to drain (a job still there after
+# node, but at idle priority (a job harvesting idle cycles, counted apart). At the end it waits for the queue to drain (a job still there after
 # the grace time is stuck) and counts what is left: synergy cgroups, job
 # cgroups, files in CacheDir, job records in StateDir, coordl segments in
 # /dev/shm. --control runs the same with the plugins off: Slurm's own
@@ -252,10 +252,15 @@ touch "$C/sampler.stop"
 wait "$sampler" 2>/dev/null
 overlaps=$(sed -n 's/.*overlaps=\([0-9]*\).*/\1/p' "$C/sampler.out")
 samples=$(sed -n 's/.*samples=\([0-9]*\).*/\1/p' "$C/sampler.out")
+harvested=$(sed -n 's/.*harvested=\([0-9]*\).*/\1/p' "$C/sampler.out")
 # Leftovers, after Slurm's and our own cleanup had time to run.
 sleep 10
 count() { sed '/^$/d' | wc -l; }
-lo_syn=$(for n in $CLUSTER_NODES; do find $(cluster_node_cgroup "$n" "*") -mindepth 1 -type d -name synergy 2>/dev/null; done | count)
+lo_syn=$(for n in $CLUSTER_NODES; do
+	find $(cluster_node_cgroup "$n" "*") -mindepth 1 -type d -name synergy 2>/dev/null
+	# A harvesting job's idle cpu cgroup (v1).
+	[ ! -d /sys/fs/cgroup/cpu ] || find /sys/fs/cgroup/cpu/ -maxdepth 4 -type d -name "synergy_${n}_job_*"
+done | count)
 lo_job=$(for n in $CLUSTER_NODES; do find "$(cluster_node_cgroup "$n")" -mindepth 2 -maxdepth 2 -type d -name 'job_*' 2>/dev/null; done | count)
 lo_cache=$(ls -A "$CLUSTER_CACHE_DIR" 2>/dev/null | count)
 lo_rec=$(ls "$state" 2>/dev/null | grep '\.job_' | count)
@@ -277,6 +282,7 @@ ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
 		"faults injected" "$nf (scancel $f_scancel, kill -9 task $f_task, kill -9 slurmstepd $f_stepd, slurmd restart $f_slurmd)" \
 		"overlap samples" "$samples" \
 		"overlaps seen" "${overlaps:-?}" \
+		"  harvesting, at idle priority" "${harvested:-?} (another job's tasks on its idle CPUs: allowed)" \
 		"jobs stuck after ${grace}s" "$stuck${stuck_list:+ ($stuck_list )}" \
 		"  stuck, a slurmstepd killed" "$stuck_slurm (Slurm's: cancelled before counting leftovers)" \
 		"left: synergy cgroups" "$lo_syn" \

@@ -500,7 +500,11 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
  *     threshold: SYN_HARVEST_START for a job nobody harvests now,
  *     SYN_HARVEST_KEEP (lower, so that a harvest is not dropped and taken
  *     up again on noise) for one that is harvested now (lent > 0);
- *     a job whose spare is unknown (< 0) lends nothing;
+ *     a job whose spare is unknown (< 0) lends nothing, nor does one that
+ *     harvests now: it runs at idle priority, so whatever else runs on its
+ *     own cores takes them first, and its idle share understates what it
+ *     would use (read as a lender, it would stop harvesting, run busy again
+ *     and flap);
  *   - the lent cores go one at a time to the non-lending Synergy job with a
  *     profile that gains most from one more core (gpus x the profile's
  *     throughput at hold + harvest + 1 cores over hold + harvest, at its
@@ -519,6 +523,7 @@ typedef struct syn_harvest_job {
 	uint64_t cache_mb;            /* its cache under the plan */
 	double spare;                 /* idle cores of its allotment, measured; < 0 unknown */
 	int lent;                     /* cores of its allotment harvested now */
+	int harvesting;               /* 1: it harvests now (so it lends nothing) */
 	/* Output. */
 	int lend;                     /* cores of its allotment others may harvest */
 	int harvest;                  /* cores of others it should harvest */

@@ -784,6 +784,7 @@ static void plan_harvest(lend_ctx_t *c)
 		h[i].hold = e->job.want > allotted ? e->job.want : allotted;
 		h[i].cache_mb = e->cache_to;
 		h[i].spare = e->rec.has_spare ? (double)e->rec.spare_milli / 1000.0 : -1;
+		h[i].harvesting = e->rec.harvest;
 		for (k = 0; k < c->n; k++) {
 			cpu_set_t both;
 
@@ -841,8 +842,13 @@ static void harvest_start(lend_ctx_t *c, lend_entry_t *e)
 		    "harvests nothing", (unsigned)e->job.jobid, err);
 		CPU_XOR(&e->job.target, &e->job.target, &e->harvested);
 		CPU_ZERO(&e->harvested);
-		/* Those that changed go back (the record says so at once). */
+		/* It may hold lenders' CPUs from an earlier call: those go
+		 * first; then what was lowered goes back to normal (the record
+		 * says harvest so that it is undone). */
+		if (apply_narrow(c, e) < 0)
+			return;
 		e->rec.harvest = 1;
+		e->rec_dirty = 1;
 		harvest_end(c, e);
 		return;
 	}

@@ -471,7 +471,7 @@ int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_policy_error_t *err)
 		double t = j->lent > 0 ? SYN_HARVEST_KEEP : SYN_HARVEST_START;
 
 		j->lend = j->harvest = 0;
-		if (!j->synergy || j->spare < 0 || j->allotted == 0)
+		if (!j->synergy || j->spare < 0 || j->allotted == 0 || j->harvesting)
 			continue;
 		double k = floor(fmin(j->spare, (double)j->allotted) + 1.0 - t + 1e-9);
 		j->lend = k < 0 ? 0 : k > j->allotted ? j->allotted : (int)k;

@@ -867,6 +867,21 @@ static void test_harvest_hand(void)
 	syn_node_harvest(h, 2, &err);
 	ok(h[1].lend == 0 && h[0].harvest == 0, "0.2 idle: the harvest ends");
 
+	/* A harvester whose own cores look idle (it runs at idle priority,
+	 * others run first there) goes on harvesting, and lends nothing. */
+	h[1].lent = 1;
+	h[1].spare = 2.8;
+	h[0].spare = 0.9;
+	h[0].harvesting = 1;
+	syn_node_harvest(h, 2, &err);
+	ok(h[0].lend == 0 && h[0].harvest == 3 && h[1].lend == 3,
+	   "a harvester's own idle share does not make it a lender: got lend %d harvest %d",
+	   h[0].lend, h[0].harvest);
+	h[0].harvesting = 0;
+	syn_node_harvest(h, 2, &err);
+	ok(h[0].lend == 1 && h[0].harvest == 0, "the same job not harvesting lends (0.9 idle)");
+	h[0].spare = 0.1;
+
 	/* Unknown spare, a non-Synergy job, a flat borrower: nothing. */
 	h[1].lent = 0;
 	h[1].spare = -1;
@@ -922,6 +937,7 @@ static void test_harvest_property(int rounds)
 			h[i].cache_mb = (uint64_t)irand(0, 100000);
 			h[i].spare = urand() < 0.2 ? -1 : urand() * (h[i].allotted + 1);
 			h[i].lent = irand(0, h[i].allotted);
+			h[i].harvesting = urand() < 0.2;
 		}
 		memcpy(again, h, sizeof h);
 		if (syn_node_harvest(h, n, &err) < 0) {
@@ -936,7 +952,7 @@ static void test_harvest_property(int rounds)
 			if (h[i].lend < 0 || h[i].lend > h[i].allotted || h[i].harvest < 0 ||
 			    (h[i].lend && h[i].harvest) ||
 			    (h[i].harvest && (!h[i].synergy || !h[i].profile)) ||
-			    (h[i].lend && (!h[i].synergy || h[i].spare < 0)) ||
+			    (h[i].lend && (!h[i].synergy || h[i].spare < 0 || h[i].harvesting)) ||
 			    h[i].lend != again[i].lend || h[i].harvest != again[i].harvest)
 				bad = 1;
 		}

@@ -97,12 +97,17 @@ touch "$C/spinL"
 outL=$(cluster_out "$idL")
 spins() { grep -c "^spin" "$outL"; }
 spun_at_least() { [ "$(spins)" -ge "$1" ]; }
-# At least 4 spins, and the harvest over (the agent sees L busy), then 2 more.
+# At least 4 spins; then the harvest ends once the agent sees L busy (its
+# idle share below a quarter of a core: under qemu's TCG the background
+# can leave L more idle than that, and the harvest rightly goes on); then
+# 2 more spins.
 cluster__wait 600 spun_at_least 4
 cluster__wait 120 holds "$limB" 1
-cluster__wait 5 all_policy "$limB" 0
-# (Checked now: once L stops spinning, B harvests again.)
+ended=$(holds "$limB" 1 && echo yes)
+[ "$ended" != yes ] || cluster__wait 5 all_policy "$limB" 0
 back=$(all_policy "$limB" 0 && echo yes)
+idleL=$("$top_builddir/plugin/synergy-lend" --status -c "$C/etc/synergy.conf" 2>&1 |
+	awk -v j="$idL" '$1 == j {print $7}')
 n=$(spins)
 cluster__wait 300 spun_at_least $((n + 2))
 touch "$C/spun"
@@ -122,12 +127,17 @@ after=$(grep "^spin" "$outL" | tail -2 | awk '{r += $2; c += $3 + $4} END {if (c
 diag "wall/CPU over the last 2 spins, after the harvest: $after"
 test_ok "L runs first on its own CPU: wall/CPU over its first spins $ratio <= max(1.3, 1.1 x $after)" \
 	awk -v r="$ratio" -v a="$after" 'BEGIN {exit !(r != "" && a != "" && (r <= 1.3 || r <= 1.1 * a))}'
-test_ok "L busy: the harvest ended (B's limit cgroup: $(cpus "$limB"))" holds "$limB" 1
-test_ok "its end is logged" grep -q "synergy: lend job=$idB harvests no more" "$log"
-test_ok "B's threads are back at normal priority" test "$back" = yes
-
-touch "$C/stopL" "$C/stopB"
+test_ok "L busy: the harvest ended (B's priority back: ${back:-no}), or L's measured idle share stays >= 0.25 (${idleL:-?})" \
+	bash -c '[ "$1" = yes -a "$2" = yes ] || awk -v i="$3" "BEGIN {exit !(i != \"\" && i != \"-\" && i >= 0.25)}"' \
+	_ "$ended" "$back" "$idleL"
+# A harvest also ends with its lender: L ends now.
+touch "$C/stopL"
 test_ok "job L completed" test "$(cluster_wait_job "$idL" 30)" = COMPLETED
+cluster__wait 10 grep -q "synergy: lend job=$idB harvests no more" "$log"
+test_ok "the harvest's end is logged" grep -q "synergy: lend job=$idB harvests no more" "$log"
+cluster__wait 10 all_policy "$limB" 0
+test_ok "B's threads are back at normal priority" all_policy "$limB" 0
+touch "$C/stopB"
 test_ok "job B completed" test "$(cluster_wait_job "$idB" 30)" = COMPLETED
 cluster_lend_done "$log" "$C/lend"
 done_testing
