@@ -472,11 +472,11 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 				continue;
 			k = move_cpu(cg, idle ? xrel : home, pids[i]);
 			if (k < 0) {
-				int e = errno;
+				int e = errno, bad = (int)pids[i];
 
 				free(pids);
 				return syn__cg_err(err, errlen, e, "moving pid %d to cpu cgroup /%s: %s",
-						   (int)pids[i], idle ? xrel : home, strerror(e));
+						   bad, idle ? xrel : home, strerror(e));
 			}
 			n += k;
 		}
