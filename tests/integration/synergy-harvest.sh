@@ -1,6 +1,6 @@
 #!/bin/bash
-# synergy-harvest.sh: harvesting idle cycles (HarvestIdleCycles, on by
-# default with LendIdleCores=yes) on a real node whose every CPU is allotted.
+# synergy-harvest.sh: harvesting idle cycles (HarvestIdleCycles=yes, with
+# LendIdleCores=yes) on a real node whose every CPU is allotted.
 # Job L (profile "flat", 1 CPU) mostly sleeps; job B (profile "image",
 # 1 CPU) keeps two CPU hogs running. The node agent measures L's idle core
 # and lets B harvest it: B's cpuset grows onto L's CPU and every thread of
@@ -14,6 +14,7 @@
 cluster_start 1
 cat >>"$C/etc/synergy.conf" <<EOF
 LendIdleCores=yes
+HarvestIdleCycles=yes
 HarvestInterval=1
 LendStateDir=$C/lend
 EOF
