@@ -44,6 +44,9 @@
 
 /* The v1 child that holds a Synergy job's tasks. */
 #define SYN__CG_CHILD "synergy"
+/* v1: the cpu cgroup a harvesting job's processes are moved into (node,
+ * job id), beside the cpu cgroup they ran in (cgroup_v1.c). */
+#define SYN__CG_IDLE_FMT "synergy_%s_job_%u"
 
 /* Where to look and what to expect. Strings are copied by syn__cg_open. */
 typedef struct syn__cg_opts {

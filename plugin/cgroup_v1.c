@@ -306,13 +306,19 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 
 /* ---- harvesting: the job as an idle group in the cpu hierarchy ---- */
 
-static int job_id_of(const char *job_rel, uint32_t *id)
+/* The idle cpu cgroup's name for job_rel (SYN__CG_IDLE_FMT), or -1 when
+ * job_rel does not end in job_<id>. */
+static int idle_name(const syn__cg_t *cg, const char *job_rel, char *name, size_t len)
 {
 	const char *b = strrchr(job_rel, '/');
+	unsigned id;
 	char extra;
 
 	b = b ? b + 1 : job_rel;
-	return sscanf(b, "job_%u%c", id, &extra) == 1 ? 0 : -1;
+	if (sscanf(b, "job_%u%c", &id, &extra) != 1)
+		return -1;
+	snprintf(name, len, SYN__CG_IDLE_FMT, syn__cg_node(cg), id);
+	return 0;
 }
 
 /* The cpu cgroup of pid (relative, "" for the root), or -1. */
@@ -398,16 +404,14 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 	char lim[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3], name[SYN__KEY_MAX + 48];
 	char own[SYN__PATH_MAX * 2], home[SYN__PATH_MAX * 2], xrel[SYN__PATH_MAX * 2 + 64];
 	pid_t *pids = NULL;
-	uint32_t id;
 	int i, pass, moved = 0, k;
 
-	if (job_id_of(job_rel, &id) < 0)
+	if (idle_name(cg, job_rel, name, sizeof(name)) < 0)
 		return syn__cg_err(err, errlen, EINVAL, "%s is not a job cgroup", job_rel);
 	if (idle && (cpu_file(cg, "", "cgroup.procs", path, sizeof(path)) < 0 ||
 		     access(path, F_OK) != 0))
 		return syn__cg_err(err, errlen, ENOTSUP, "no cgroup v1 cpu hierarchy at %s/cpu",
 				   syn__cg_mountpoint(cg));
-	snprintf(name, sizeof(name), "synergy_%s_job_%u", syn__cg_node(cg), (unsigned)id);
 	if (child_rel(job_rel, lim, sizeof(lim)) < 0 ||
 	    syn__cg_path(cg, "cpuset", lim, "cgroup.procs", path, sizeof(path)) < 0)
 		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
@@ -523,10 +527,9 @@ static void remove_idle(const char *dir, const char *name, int depth)
 void syn__cg1_idle_cleanup(const syn__cg_t *cg, const char *job_rel)
 {
 	char name[SYN__KEY_MAX + 48], top[SYN__PATH_MAX * 3];
-	uint32_t id;
 
-	if (job_id_of(job_rel, &id) < 0 || cpu_file(cg, "", NULL, top, sizeof(top)) < 0)
+	if (idle_name(cg, job_rel, name, sizeof(name)) < 0 ||
+	    cpu_file(cg, "", NULL, top, sizeof(top)) < 0)
 		return;
-	snprintf(name, sizeof(name), "synergy_%s_job_%u", syn__cg_node(cg), (unsigned)id);
 	remove_idle(top, name, 4);
 }
