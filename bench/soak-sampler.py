@@ -9,8 +9,10 @@ the CPUs Slurm allotted J (the node's Synergy record, StateDir/<node>.job_J,
 may run on one of them (its Cpus_allowed_list), unless that process runs
 idle (harvesting J's idle cycles: SCHED_IDLE, and in an idle cpu group,
 cgroup v1 a synergy_* cpu cgroup, v2 a job cgroup with cpu.idle 1), which is
-counted apart. Jobs of different nodes of this one machine share its real
-CPUs; only jobs of one node are compared.
+counted apart, or it exited between the reads (a zombie, or on cgroup v1
+a task shown in the root cgroup: the kernel shows an exiting task there).
+Jobs of different nodes of this one machine share its real CPUs; only jobs
+of one node are compared.
 
 It runs until the file named by --stop exists, then prints one line
     samples=N overlaps=N pairs=N harvested=N
@@ -95,6 +97,28 @@ def affinity(pid):
     return None
 
 
+def exiting(pid, version):
+    """pid ended between the reads (or is ending): it runs no more. A
+    zombie shows state Z (X: being reaped); on cgroup v1 a task that is
+    exiting shows the root, "/", in every hierarchy (the kernel's
+    proc_cgroup_show for a PF_EXITING task), while it was found in a job's
+    cgroup: its sched policy and affinity are a dead task's, not a
+    placement."""
+    text = read("/proc/%d/stat" % pid)
+    if not text or ")" not in text:
+        return True
+    fields = text.rsplit(")", 1)[1].split()
+    if not fields or fields[0] in ("Z", "X", "x"):
+        return True
+    if version == 1:
+        for line in (read("/proc/%d/cgroup" % pid) or "").splitlines():
+            parts = line.split(":", 2)
+            if len(parts) == 3 and "cpuset" in parts[1].split(","):
+                return parts[2].strip() == "/"
+        return True
+    return False
+
+
 def runs_idle(pid, version):
     """pid harvests: SCHED_IDLE, and its CPU group idle."""
     try:
@@ -116,6 +140,30 @@ def runs_idle(pid, version):
                     idle = read(os.path.join("/sys/fs/cgroup", *path[:i], "cpu.idle"))
                     return bool(idle) and idle.strip() == "1"
     return False
+
+
+def why(pid):
+    """What the sampler saw of an overlapping process: its policy and groups."""
+    try:
+        pol = {os.SCHED_IDLE: "idle", os.SCHED_OTHER: "other"}.get(
+            os.sched_getscheduler(pid), "policy%d" % os.sched_getscheduler(pid))
+    except OSError:
+        pol = "gone"
+    groups = []
+    for line in (read("/proc/%d/cgroup" % pid) or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and (parts[0] == "0" or
+                                set(parts[1].split(",")) & {"cpu", "cpuset"}):
+            groups.append("%s=%s" % (parts[1] or "v2", parts[2]))
+    return "sched=%s %s" % (pol, " ".join(groups))
+
+
+def record(state_dir, node, jid):
+    """The job's record, one line (its harvest and allotted fields)."""
+    text = read(os.path.join(state_dir, "%s.job_%d" % (node, jid))) or ""
+    keep = [l for l in text.splitlines() if l.split("=", 1)[0] in
+            ("allotted", "harvest", "spare_milli", "synergy")]
+    return ",".join(keep) or "none"
 
 
 def allotted(state_dir, node, jid):
@@ -178,15 +226,20 @@ def main():
                                 harvested += 1
                                 continue
                             again = affinity(pid)
-                            if again is not None and again & mine:
+                            # Read the state last: a task that exited since
+                            # the list was read shows the root cgroup (v1).
+                            if again is not None and again & mine and \
+                                    not exiting(pid, a.version):
                                 overlaps += 1
                                 key = (name, jid, other)
                                 if key not in seen:
                                     seen.add(key)
                                 log.write("overlap node=%s job=%d other=%d cpus=%s pid=%d "
-                                          "comm=%s t=%.3f\n" % (name, jid, other,
-                                                               sorted(both), pid, c,
-                                                               time.time()))
+                                          "comm=%s t=%.3f %s job:[%s] other:[%s]\n" %
+                                          (name, jid, other, sorted(both), pid, c,
+                                           time.time(), why(pid),
+                                           record(a.state_dir, name, jid),
+                                           record(a.state_dir, name, other)))
                                 log.flush()
             samples += 1
             time.sleep(a.period)

@@ -8,10 +8,11 @@
 # sleep. Meanwhile it injects FAULTS at random: scancel of a running job,
 # kill -9 of one of its tasks, kill -9 of one of its slurmstepds (now and
 # then the batch step's; a job Slurm then keeps RUNNING is counted apart),
-# and a restart of a node's slurmd. A sampler (soak-sampler.py) checks five times
-# a second that no job's allotted CPUs run another job's tasks on the same
-# node, but at idle priority (a job harvesting idle cycles, counted apart). At the end it waits for the queue to drain (a job still there after
-# the grace time is stuck) and counts what is left: synergy cgroups, job
+# and a restart of a node's slurmd. A sampler (soak-sampler.py) checks
+# five times a second that no job's allotted CPUs run another job's tasks
+# on the same node, but at idle priority (a job harvesting idle cycles,
+# counted apart). At the end it waits for the queue to drain (a job still
+# there after the grace time is stuck) and counts what is left: synergy cgroups, job
 # cgroups, files in CacheDir, job records in StateDir, coordl segments in
 # /dev/shm. --control runs the same with the plugins off: Slurm's own
 # leftovers (job cgroups of jobs whose slurmstepd was killed) then show as
@@ -19,11 +20,16 @@
 #
 # Usage (root, from a build dir):
 #   top_srcdir=.. top_builddir=$PWD bash ../bench/soak.sh [-n JOBS] [-f FAULTS]
-#       [-N NODES] [--control] [--seed S] [--report FILE]
+#       [-N NODES] [--control] [--no-harvest] [--seed S] [--report FILE]
+#       [--keep-logs DIR]
+# Idle cycles are harvested (HarvestIdleCycles, on by default) with the
+# node agent looking every second (HarvestInterval=1) to stress it;
+# --no-harvest turns harvesting off. --keep-logs copies the daemons' logs
+# and the sampler's overlap log into DIR when the run fails.
 # Prints a table; exit status 0 when overlaps, stuck jobs and leftovers of
 # ours are all zero, 1 otherwise.
 set -u
-jobs=300 faults=60 nnodes=2 control=0 seed=$$ report=
+jobs=300 faults=60 nnodes=2 control=0 seed=$$ report= harvest=1 keep_logs=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-n) jobs=$2; shift ;;
@@ -31,8 +37,10 @@ while [ $# -gt 0 ]; do
 	-N) nnodes=$2; shift ;;
 	--seed) seed=$2; shift ;;
 	--control) control=1 ;;
+	--no-harvest) harvest=0 ;;
+	--keep-logs) keep_logs=$2; shift ;;
 	--report) report=$2; shift ;;
-	-h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,30s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "soak: unknown option '$1'" >&2; exit 2 ;;
 	esac
 	shift
@@ -57,6 +65,11 @@ CLUSTER_EXIT_HOOK='rm -rf "$CLUSTER_CACHE_DIR"'
 cluster_start "$nnodes"
 if [ "$control" = 0 ]; then
 	printf 'LendIdleCores=yes\n' >>"$C/etc/synergy.conf"
+	if [ "$harvest" = 1 ]; then
+		printf 'HarvestIdleCycles=yes\nHarvestInterval=1\n' >>"$C/etc/synergy.conf"
+	else
+		printf 'HarvestIdleCycles=no\n' >>"$C/etc/synergy.conf"
+	fi
 	cluster_put_profile img image
 	cluster_put_profile lang flat
 fi
@@ -277,7 +290,7 @@ nf=$((f_scancel + f_task + f_stepd + f_slurmd))
 ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
 
 {
-	echo "soak ($( [ "$control" = 1 ] && echo "control: plugins off" || echo "Synergy plugins, LendIdleCores=yes"), $nnodes nodes, seed $seed, ${elapsed}s)"
+	echo "soak ($( [ "$control" = 1 ] && echo "control: plugins off" || echo "Synergy plugins, LendIdleCores=yes, HarvestIdleCycles=$([ "$harvest" = 1 ] && echo "yes every 1 s" || echo no)"), $nnodes nodes, seed $seed, ${elapsed}s)"
 	printf '%-34s %s\n' "jobs submitted" "$submitted" \
 		"faults injected" "$nf (scancel $f_scancel, kill -9 task $f_task, kill -9 slurmstepd $f_stepd, slurmd restart $f_slurmd)" \
 		"overlap samples" "$samples" \
@@ -295,4 +308,10 @@ ours=$((lo_syn + lo_cache + lo_rec + lo_shm))
 	[ "$lo_rec" = 0 ] || ls "$state" | grep '\.job_' | sed 's/^/  record: /' | head
 	[ "$lo_syn" = 0 ] || for n in $CLUSTER_NODES; do find $(cluster_node_cgroup "$n" "*") -mindepth 1 -type d -name synergy; done | sed 's/^/  cgroup: /' | head
 } | tee ${report:+"$report"}
-[ "${overlaps:-1}" = 0 ] && [ "$stuck" = 0 ] && [ "$ours" = 0 ]
+ok=0
+[ "${overlaps:-1}" = 0 ] && [ "$stuck" = 0 ] && [ "$ours" = 0 ] || ok=1
+if [ "$ok" = 1 ] && [ -n "$keep_logs" ]; then
+	mkdir -p "$keep_logs" && cp -r "$C/log" "$C/overlaps.log" "$C/etc" "$keep_logs/" 2>/dev/null
+	echo "soak: logs kept in $keep_logs" >&2
+fi
+exit "$ok"

@@ -65,7 +65,7 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_cache_mb = 1024 * 1024;
 	c->eps = 0.01;
 	c->lend_idle = 0;
-	c->harvest = 0;
+	c->harvest = 1;
 	c->harvest_interval = 5;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/run/synergy");
 	snprintf(c->shapes_file, sizeof(c->shapes_file), "/var/spool/synergy/node_shapes");

@@ -134,7 +134,7 @@ static void test_conf(void)
 	ok(syn__conf_arg(&c, "LendIdleCores=maybe", err, sizeof(err)) == -1 &&
 	   strstr(err, "LendIdleCores") && c.lend_idle == 1, "LendIdleCores=maybe refused by name");
 	/* Harvesting idle cycles (issue 13). */
-	ok(c.harvest == 0 && c.harvest_interval == 5, "harvesting off by default, every 5 s");
+	ok(c.harvest == 1 && c.harvest_interval == 5, "harvesting on by default, every 5 s");
 	ok(syn__conf_arg(&c, "HarvestIdleCycles=yes", err, sizeof(err)) == 0 && c.harvest == 1 &&
 		   syn__conf_arg(&c, "HarvestIdleCycles=no", err, sizeof(err)) == 0 && c.harvest == 0,
 	   "HarvestIdleCycles=yes, =no");

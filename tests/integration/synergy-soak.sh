@@ -1,6 +1,7 @@
 #!/bin/bash
 # synergy-soak.sh: the fault soak (bench/soak.sh) in a short form: 40 mixed
-# jobs of two steps on 2 nodes with LendIdleCores=yes, 12 injected faults
+# jobs of two steps on 2 nodes with LendIdleCores=yes and idle cycles
+# harvested (the agent looking every second), 12 injected faults
 # (scancel, kill -9 of tasks and slurmstepds, a slurmd restart). No job's
 # allotted CPUs may run another job's tasks (but at idle priority: a job
 # harvesting its idle cycles), no job may be stuck (but one
