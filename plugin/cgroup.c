@@ -868,6 +868,20 @@ int syn__cg_job_has_limits(const syn__cg_t *cg, const char *job_rel)
 	return has;
 }
 
+static int count_one(pid_t tid, void *arg)
+{
+	(void)tid;
+	(void)arg;
+	return 1;
+}
+
+int syn__cg_job_has_tasks(const syn__cg_t *cg, const char *job_rel)
+{
+	int n = syn__cg_foreach_thread(cg, "cpuset", job_rel, count_one, NULL);
+
+	return n < 0 ? -1 : n > 0;
+}
+
 int syn__cg_job_limit_cpus(const syn__cg_t *cg, const char *job_rel, cpu_set_t *set)
 {
 	cpu_set_t one;

@@ -257,6 +257,10 @@ int syn__cg_job_limit_cpus(const syn__cg_t *cg, const char *job_rel, cpu_set_t *
  * with a user cgroup runs). */
 int syn__cg_job_has_limits(const syn__cg_t *cg, const char *job_rel);
 
+/* 1 if a thread runs anywhere in job_rel's tree (slurmstepd included),
+ * 0 if none, -1 with errno (the cgroup gone). */
+int syn__cg_job_has_tasks(const syn__cg_t *cg, const char *job_rel);
+
 /*
  * A step of job jobid ends (its directory name, "step_0", "step_batch"...):
  * v1 moves the step's processes that are still in the synergy child back

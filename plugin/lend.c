@@ -556,17 +556,70 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
 }
 
 /*
+ * e has no record and holds only CPUs Slurm allotted to running jobs: its
+ * job ended while its processes lived on (its slurmstepd was killed, so
+ * nobody killed them). Its cpuset cannot be emptied while they run; what
+ * is in Synergy's child of it goes to idle priority, so that the jobs Slurm
+ * gave those CPUs run first.
+ */
+static void orphans_idle(lend_ctx_t *c, lend_entry_t *e)
+{
+	char err[400];
+	int k;
+
+	if (!e->has_limits) {
+		say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
+		    "allotted to other jobs; leaving it as it is", (unsigned)e->job.jobid);
+		return;
+	}
+	k = syn__cg_job_sched_idle(c->a->cg, e->job_rel, 1, err, sizeof(err));
+	if (k < 0)
+		say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
+		    "allotted to other jobs; cannot lower its priority: %s",
+		    (unsigned)e->job.jobid, err);
+	else if (k > 0)
+		say(c, 0, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
+		    "allotted to other jobs (processes of an ended job): %d threads at idle "
+		    "priority", (unsigned)e->job.jobid, k);
+}
+
+/*
+ * Synergy's child of a job cgroup without a record and without any process
+ * (a job whose processes outlived it, then ended) is removed: the epilog
+ * could not, while they ran. Slurm's own job cgroup is Slurm's.
+ */
+static void orphans_cleanup(lend_ctx_t *c)
+{
+	char err[400];
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		lend_entry_t *e = &c->e[i];
+
+		if (e->has_record || !e->has_limits ||
+		    syn__cg_job_has_tasks(c->a->cg, e->job_rel) != 0)
+			continue;
+		if (syn__cg_job_cleanup(c->a->cg, e->job_rel, err, sizeof(err)) < 0 &&
+		    errno != EBUSY)
+			say(c, 1, "synergy: lend job=%u: %s", (unsigned)e->job.jobid, err);
+		e->has_limits = syn__cg_job_has_limits(c->a->cg, e->job_rel);
+	}
+}
+
+/*
  * A job cgroup without a record owns what it holds, except what Slurm
  * allotted to a recorded job: such a cgroup may belong to a job that ended
  * while its processes lived on (its slurmstepd was killed, so Slurm could
  * not clean it up) and still hold CPUs lent to it, which Slurm has since
  * given to a newcomer. Slurm never gives one CPU to two running jobs, so
- * taking those away is always right.
+ * taking those away is always right. One that holds nothing else is no
+ * running job at all: its processes go to idle priority (orphans_idle)
+ * and it leaves the list, so that no plan counts its CPUs twice.
  */
 static void disown_unrecorded(lend_ctx_t *c)
 {
 	cpu_set_t recorded;
-	int i;
+	int i, k;
 
 	CPU_ZERO(&recorded);
 	for (i = 0; i < c->n; i++)
@@ -583,12 +636,19 @@ static void disown_unrecorded(lend_ctx_t *c)
 			continue;
 		CPU_XOR(&rest, &e->job.allotted, &both);
 		if (CPU_COUNT(&rest) == 0) {
-			say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
-			    "allotted to other jobs; leaving it as it is", (unsigned)e->job.jobid);
+			orphans_idle(c, e);
+			e->job.jobid = 0; /* dropped below */
 			continue;
 		}
 		e->job.allotted = rest;
 	}
+	for (i = k = 0; i < c->n; i++)
+		if (c->e[i].job.jobid != 0) {
+			if (k != i)
+				c->e[k] = c->e[i];
+			k++;
+		}
+	c->n = k;
 }
 
 /* Collect the node's jobs (the ended one left out) and load each. */
@@ -994,6 +1054,7 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 	if (collect(c) < 0)
 		goto failsafe;
 	records_prune(c);
+	orphans_cleanup(c);
 	if (a->harvest)
 		for (i = 0; i < c->n; i++)
 			sample_cpu(c, &c->e[i]);

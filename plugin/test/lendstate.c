@@ -144,21 +144,27 @@ static void write_profile(uint32_t id, double at1, double at2)
 }
 
 /* 1 if pid's cpu cgroup is an idle one of ours. */
-static int in_idle_group(pid_t pid)
+static int in_idle_group_of(pid_t pid, const char *job)
 {
-	char path[64], line[512];
+	char path[64], line[512], name[64];
 	FILE *f;
 	int in = 0;
 
+	snprintf(name, sizeof(name), "/synergy_n1_job_%s\n", job);
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
 		if (strstr(line, ":cpu:") || strstr(line, ":cpu,"))
-			in = strstr(line, "/synergy_n1_job_10") != NULL;
+			in = strstr(line, name) != NULL;
 	fclose(f);
 	return in;
+}
+
+static int in_idle_group(pid_t pid)
+{
+	return in_idle_group_of(pid, "10");
 }
 
 static int policy_of(pid_t pid)
@@ -304,6 +310,36 @@ static void test_harvest(int dfd, syn__agent_t *agent)
 	ok(rv == 0 && strcmp(held("10", 1), "0") == 0 && policy_of(kid) == SCHED_OTHER &&
 		   syn__jobrec_read(dfd, "n1", 10, &r, NULL, 0) == 0 && r.harvest == 0,
 	   "a new step of the harvester: its harvest ends, priority restored");
+
+	/* A job cgroup without a record whose processes outlived their job
+	 * (its slurmstepd killed) and hold only a CPU Slurm allotted to
+	 * job 12: they go to idle priority, as a group. */
+	{
+		pid_t orphan = fork();
+
+		if (orphan == 0) {
+			pause();
+			_exit(0);
+		}
+		job("14", "3", 1);
+		snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)orphan);
+		put("mnt/cpuset/slurm_n1/uid_0/job_14/synergy/tasks", pidtxt);
+		put("mnt/cpuset/slurm_n1/uid_0/job_14/synergy/cgroup.procs", pidtxt);
+		errors = 0;
+		allmsg[0] = '\0';
+		rv = syn__lend_rebalance(agent, NULL, 0);
+		ok(rv == 0 && policy_of(orphan) == SCHED_IDLE && in_idle_group_of(orphan, "14") &&
+			   strstr(allmsg, "lend job=14: has no record") &&
+			   strstr(allmsg, "1 threads at idle priority"),
+		   "an ended job's processes on another job's CPU run idle (%s)", allmsg);
+		is_str(held("14", 1), "3", "its cpuset is left (it cannot be emptied)");
+		kill(orphan, SIGKILL);
+		waitpid(orphan, NULL, 0);
+		snprintf(path, sizeof(path), "%s/mnt/cpu/synergy_n1_job_14", top);
+		rmdir(path);
+		snprintf(path, sizeof(path), "%s/mnt/cpuset/slurm_n1/uid_0/job_14", top);
+		rm_rf(path);
+	}
 
 	kill(kid, SIGKILL);
 	kill(kid2, SIGKILL);
