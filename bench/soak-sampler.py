@@ -97,6 +97,16 @@ def affinity(pid):
     return None
 
 
+def cgroups(pid):
+    """pid's /proc/PID/cgroup as (hierarchy id, [controllers], path)."""
+    out = []
+    for line in (read("/proc/%d/cgroup" % pid) or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            out.append((parts[0], parts[1].split(","), parts[2].strip()))
+    return out
+
+
 def exiting(pid, version):
     """pid ended between the reads (or is ending): it runs no more. A
     zombie shows state Z (X: being reaped); on cgroup v1 a task that is
@@ -111,10 +121,9 @@ def exiting(pid, version):
     if not fields or fields[0] in ("Z", "X", "x"):
         return True
     if version == 1:
-        for line in (read("/proc/%d/cgroup" % pid) or "").splitlines():
-            parts = line.split(":", 2)
-            if len(parts) == 3 and "cpuset" in parts[1].split(","):
-                return parts[2].strip() == "/"
+        for _, ctls, path in cgroups(pid):
+            if "cpuset" in ctls:
+                return path == "/"
         return True
     return False
 
@@ -126,15 +135,11 @@ def runs_idle(pid, version):
             return False
     except OSError:
         return False
-    text = read("/proc/%d/cgroup" % pid) or ""
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if version == 1 and "cpu" in parts[1].split(","):
-            return os.path.basename(parts[2]).startswith("synergy_")
-        if version == 2 and parts[0] == "0":
-            path = parts[2].strip("/").split("/")
+    for hid, ctls, where in cgroups(pid):
+        if version == 1 and "cpu" in ctls:
+            return os.path.basename(where).startswith("synergy_")
+        if version == 2 and hid == "0":
+            path = where.strip("/").split("/")
             for i in range(len(path), 0, -1):
                 if path[i - 1].startswith("job_"):
                     idle = read(os.path.join("/sys/fs/cgroup", *path[:i], "cpu.idle"))
@@ -145,16 +150,12 @@ def runs_idle(pid, version):
 def why(pid):
     """What the sampler saw of an overlapping process: its policy and groups."""
     try:
-        pol = {os.SCHED_IDLE: "idle", os.SCHED_OTHER: "other"}.get(
-            os.sched_getscheduler(pid), "policy%d" % os.sched_getscheduler(pid))
+        p = os.sched_getscheduler(pid)
+        pol = {os.SCHED_IDLE: "idle", os.SCHED_OTHER: "other"}.get(p, "policy%d" % p)
     except OSError:
         pol = "gone"
-    groups = []
-    for line in (read("/proc/%d/cgroup" % pid) or "").splitlines():
-        parts = line.split(":", 2)
-        if len(parts) == 3 and (parts[0] == "0" or
-                                set(parts[1].split(",")) & {"cpu", "cpuset"}):
-            groups.append("%s=%s" % (parts[1] or "v2", parts[2]))
+    groups = ["%s=%s" % (",".join(ctls) or "v2", path) for hid, ctls, path in cgroups(pid)
+              if hid == "0" or set(ctls) & {"cpu", "cpuset"}]
     return "sched=%s %s" % (pol, " ".join(groups))
 
 

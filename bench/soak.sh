@@ -12,11 +12,11 @@
 # five times a second that no job's allotted CPUs run another job's tasks
 # on the same node, but at idle priority (a job harvesting idle cycles,
 # counted apart). At the end it waits for the queue to drain (a job still
-# there after the grace time is stuck) and counts what is left: synergy cgroups, job
-# cgroups, files in CacheDir, job records in StateDir, coordl segments in
-# /dev/shm. --control runs the same with the plugins off: Slurm's own
-# leftovers (job cgroups of jobs whose slurmstepd was killed) then show as
-# such, apart from ours.
+# there after the grace time is stuck) and counts what is left: synergy
+# cgroups, job cgroups, files in CacheDir, job records in StateDir, coordl
+# segments in /dev/shm. --control runs the same with the plugins off:
+# Slurm's own leftovers (job cgroups of jobs whose slurmstepd was killed)
+# then show as such, apart from ours.
 #
 # Usage (root, from a build dir):
 #   top_srcdir=.. top_builddir=$PWD bash ../bench/soak.sh [-n JOBS] [-f FAULTS]

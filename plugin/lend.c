@@ -568,8 +568,11 @@ static void orphans_idle(lend_ctx_t *c, lend_entry_t *e)
 	int k;
 
 	if (!e->has_limits) {
-		say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
-		    "allotted to other jobs; leaving it as it is", (unsigned)e->job.jobid);
+		/* Nothing of ours to lower; said only while something runs. */
+		if (syn__cg_job_has_tasks(c->a->cg, e->job_rel) > 0)
+			say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs "
+			    "Slurm allotted to other jobs; leaving it as it is",
+			    (unsigned)e->job.jobid);
 		return;
 	}
 	k = syn__cg_job_sched_idle(c->a->cg, e->job_rel, 1, err, sizeof(err));
@@ -664,6 +667,8 @@ static int collect(lend_ctx_t *c)
 	}
 	for (i = 0; i < c->n; i++)
 		load_entry(c, &c->e[i]);
+	/* Before disown_unrecorded drops the orphans from the list. */
+	orphans_cleanup(c);
 	disown_unrecorded(c);
 	return 0;
 }
@@ -1054,7 +1059,6 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 	if (collect(c) < 0)
 		goto failsafe;
 	records_prune(c);
-	orphans_cleanup(c);
 	if (a->harvest)
 		for (i = 0; i < c->n; i++)
 			sample_cpu(c, &c->e[i]);

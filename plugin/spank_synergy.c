@@ -113,15 +113,26 @@ static int opt_onoff_cb(int val, const char *optarg, int remote)
 static int conf_ac;
 static char **conf_av;
 
+/* c from the defaults and the plugstack arguments (conf=FILE loads it). */
+static int conf_parse(syn__conf_t *c, int ac, char **av, char *err, size_t errlen)
+{
+	syn__conf_defaults(c);
+	for (int i = 0; i < ac; i++) {
+		if (!av[i]) {
+			snprintf(err, errlen, "plugstack argument %d is missing", i + 1);
+			return -1;
+		}
+		if (syn__conf_arg(c, av[i], err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int syn__spank_conf_reload(syn__conf_t *c)
 {
 	char err[300];
 
-	syn__conf_defaults(c);
-	for (int i = 0; i < conf_ac; i++)
-		if (!conf_av[i] || syn__conf_arg(c, conf_av[i], err, sizeof(err)) < 0)
-			return -1;
-	return 0;
+	return conf_parse(c, conf_ac, conf_av, err, sizeof(err));
 }
 
 static void load_conf(int ac, char **av)
@@ -140,15 +151,9 @@ static void load_conf(int ac, char **av)
 		for (i = 0; i < ac; i++)
 			conf_av[i] = av[i] ? strdup(av[i]) : NULL;
 	}
-	syn__conf_defaults(&syn__spank_conf);
-	syn__spank_conf_ok = 1;
-	for (i = 0; i < ac; i++) {
-		if (syn__conf_arg(&syn__spank_conf, av[i], err, sizeof(err)) < 0) {
-			slurm_error("synergy: plugstack.conf: %s; Synergy disabled", err);
-			syn__spank_conf_ok = 0;
-			break;
-		}
-	}
+	syn__spank_conf_ok = conf_parse(&syn__spank_conf, ac, av, err, sizeof(err)) == 0;
+	if (!syn__spank_conf_ok)
+		slurm_error("synergy: plugstack.conf: %s; Synergy disabled", err);
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
