@@ -21,14 +21,17 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
 #include "synergy_conf.h"
+#include "grantauth.h"
 #include "jobrec.h"
 #include "submit.h"
 #include "util.h"
@@ -100,21 +103,77 @@ static void xfree_str(char *s)
 	slurm_xfree((void **)&s);
 }
 
-/* Put "SYNERGY_GRANT=<grant>" into the job's spank environment (any copy
- * the user sent was stripped before). Returns 0, or -1 if Slurm's
- * allocator refused (the job then runs GPU-proportional). */
-static int add_grant(job_desc_msg_t *job_desc, const char *grant)
-{
-	char entry[sizeof(((syn__decision_t *)0)->grant) + 32];
-	uint32_t n = job_desc->spank_job_env_size;
+/*
+ * Where munged is, from slurm.conf ($SLURM_CONF, else /etc/slurm/slurm.conf):
+ * read again only when the file changed, since it can be large and
+ * job_submit runs for every job. Slurm 23.02 and later call job_submit
+ * concurrently, hence the lock.
+ */
+static pthread_mutex_t auth_mu = PTHREAD_MUTEX_INITIALIZER;
+static syn__grantauth_t auth;
+static struct stat auth_st;
+static int auth_ok;
 
-	snprintf(entry, sizeof(entry), "%s=%s", SYN__GRANT_VAR, grant);
-	if (!slurm_xrecalloc((void **)&job_desc->spank_job_env, n + 2, sizeof(char *), true, true,
-			     __FILE__, __LINE__, __func__))
+static int auth_get(syn__grantauth_t *out, char *err, size_t errlen)
+{
+	const char *path = getenv("SLURM_CONF");
+	struct stat st;
+	int rv = 0;
+
+	if (!path || !*path)
+		path = "/etc/slurm/slurm.conf";
+	pthread_mutex_lock(&auth_mu);
+	if (stat(path, &st) < 0) {
+		rv = syn__errf(errno, err, errlen, "%s: %s", path, strerror(errno));
+	} else if (!auth_ok || st.st_ino != auth_st.st_ino || st.st_dev != auth_st.st_dev ||
+		   st.st_mtim.tv_sec != auth_st.st_mtim.tv_sec ||
+		   st.st_mtim.tv_nsec != auth_st.st_mtim.tv_nsec || st.st_size != auth_st.st_size) {
+		auth_ok = syn__grantauth_load(path, &auth, err, errlen) == 0;
+		auth_st = st;
+		rv = auth_ok ? 0 : -1;
+	}
+	if (rv == 0)
+		*out = auth;
+	pthread_mutex_unlock(&auth_mu);
+	return rv;
+}
+
+/* Put "SYNERGY_GRANT=<grant sealed for the node>" into the job's spank
+ * environment (any copy the user sent was stripped before). Returns 0, or
+ * -1 (logged) when it cannot be sealed or Slurm's allocator refused: the
+ * job then runs GPU-proportional. */
+static int add_grant(job_desc_msg_t *job_desc, const char *key, const char *grant)
+{
+	syn__grantauth_t ga;
+	char err[300], *cred = NULL, *entry;
+	uint32_t n = job_desc->spank_job_env_size;
+	size_t len;
+	int rv = -1;
+
+	if (auth_get(&ga, err, sizeof(err)) < 0 ||
+	    syn__grant_seal(&ga, grant, &cred, err, sizeof(err)) < 0) {
+		slurm_error("synergy: key=%s: cannot seal the job's grant: %s; job stays "
+			    "GPU-proportional", key, err);
 		return -1;
+	}
+	len = strlen(SYN__GRANT_VAR) + strlen(cred) + 2;
+	entry = malloc(len);
+	if (!entry)
+		goto out;
+	snprintf(entry, len, "%s=%s", SYN__GRANT_VAR, cred);
+	if (!slurm_xrecalloc((void **)&job_desc->spank_job_env, n + 2, sizeof(char *), true, true,
+			     __FILE__, __LINE__, __func__)) {
+		slurm_error("synergy: key=%s: cannot add the grant to job's environment; job stays "
+			    "GPU-proportional", key);
+		goto out;
+	}
 	job_desc->spank_job_env[n] = slurm_xstrdup(entry);
 	job_desc->spank_job_env_size = n + 1;
-	return 0;
+	rv = 0;
+out:
+	free(entry);
+	free(cred);
+	return rv;
 }
 
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
@@ -155,9 +214,10 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 			*err_msg = slurm_xstrdup(d.err);
 		return ESLURM_INVALID_JOB_DEFAULTS;
 	case SYN__SIZED:
-		if (add_grant(job_desc, d.grant) < 0) {
-			slurm_error("synergy: key=%s: cannot add the grant to job's environment; "
-				    "job stays GPU-proportional", d.key);
+		if (add_grant(job_desc, d.key, d.grant) < 0) {
+			/* Say so where the user looks. */
+			set_admin_comment(job_desc, "synergy: no sealed grant (munge?): "
+					  "GPU-proportional");
 			break;
 		}
 		job_desc->cpus_per_task = d.cpus_per_task;
@@ -180,9 +240,8 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		set_admin_comment(job_desc, d.comment);
 		break;
 	case SYN__PROPORTIONAL:
-		if (d.grant[0] && add_grant(job_desc, d.grant) < 0)
-			slurm_error("synergy: key=%s: cannot add the grant to job's environment",
-				    d.key);
+		if (d.grant[0])
+			add_grant(job_desc, d.key, d.grant);
 		if (d.err[0])
 			slurm_error("%s; job stays GPU-proportional", d.err);
 		slurm_info("%s (uid %u)", d.comment, (unsigned)submit_uid);

@@ -22,16 +22,27 @@
 #include "cgroup.h"
 #include "jobrec.h"
 
-int syn__nonce_valid(const char *s)
+/* 1 if s is exactly len lowercase hex digits. */
+static int hex_valid(const char *s, size_t len)
 {
 	size_t n;
 
 	if (!s)
 		return 0;
 	for (n = 0; s[n]; n++)
-		if (n >= SYN__NONCE_LEN || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+		if (n >= len || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
 			return 0;
-	return n == SYN__NONCE_LEN;
+	return n == len;
+}
+
+int syn__nonce_valid(const char *s)
+{
+	return hex_valid(s, SYN__NONCE_LEN);
+}
+
+int syn__secret_valid(const char *s)
+{
+	return hex_valid(s, SYN__SECRET_HEX);
 }
 
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
@@ -43,7 +54,8 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 	if (!r || !buf || !r->synergy || !syn__key_valid(r->key) || r->gpus < 1 ||
 	    r->cache_mb > r->mem_mb || r->nodes > SYN__JOBREC_NODES_MAX ||
 	    (r->profile[0] && !syn__nonce_valid(r->profile)) || (r->profile[0] && r->unprofiled) ||
-	    (r->group[0] && !syn__group_valid(r->group, r->uid))) {
+	    (r->group[0] && !syn__group_valid(r->group, r->uid)) ||
+	    (r->secret[0] && !syn__secret_valid(r->secret))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -51,10 +63,12 @@ int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 		snprintf(nodes, sizeof(nodes), " nodes=%" PRIu32, r->nodes);
 	n = snprintf(buf, len,
 		     "key=%s uid=%" PRIu32 " gpus=%" PRIu32 " cpus=%" PRIu32 " mem_mb=%" PRIu64
-		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64 "%s%s%s%s%s%s",
+		     " cache_mb=%" PRIu64 " want_cpus=%" PRIu32 " want_cache_mb=%" PRIu64
+		     "%s%s%s%s%s%s%s%s",
 		     r->key, r->uid, r->gpus, r->cpus, r->mem_mb, r->cache_mb, r->want_cpus,
 		     r->want_cache_mb, nodes, r->profile[0] ? " profile=" : "", r->profile,
-		     r->unprofiled ? " unprofiled=1" : "", r->group[0] ? " group=" : "", r->group);
+		     r->unprofiled ? " unprofiled=1" : "", r->group[0] ? " group=" : "", r->group,
+		     r->secret[0] ? " secret=" : "", r->secret);
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -70,7 +84,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 					     "want_cpus", "want_cache_mb", "allotted",
 					     "alloc_mem_mb", "hold_cache_mb", "profile", "group",
 					     "nodes", "unprofiled", "cpu_ns", "cpu_at_ns",
-					     "spare_milli", "harvest" };
+					     "spare_milli", "harvest", "secret" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -100,6 +114,12 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 		if (strlen(val) > SYN__GROUP_MAX || !syn__key_valid(val))
 			return syn__errf(EINVAL, err, errlen, "group: '%.70s' is not a group name", val);
 		snprintf(r->group, sizeof(r->group), "%s", val);
+		return 0;
+	case 19:
+		if (!syn__secret_valid(val))
+			return syn__errf(EINVAL, err, errlen, "secret: not %d lowercase hex digits",
+					 SYN__SECRET_HEX);
+		snprintf(r->secret, sizeof(r->secret), "%s", val);
 		return 0;
 	case 8:
 		if (syn__cpus_parse(val, &r->allotted) < 0 || CPU_COUNT(&r->allotted) == 0)
@@ -135,7 +155,13 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 	return 0;
 }
 
-int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen)
+/* The fields the node adds to a record, never in a grant. */
+#define RECORD_ONLY ((1u << 8) | (1u << 9) | (1u << 10) | (1u << 15) | (1u << 16) | \
+		     (1u << 17) | (1u << 18))
+
+/* A grant (grant set: only what job_submit decides, and its key) or a
+ * record. */
+static int parse(const char *text, syn__jobrec_t *r, int grant, char *err, size_t errlen)
 {
 	char *copy, *tok, *save = NULL;
 	unsigned seen = 0;
@@ -163,6 +189,14 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 		*eq = '\0';
 		if (field(r, tok, eq + 1, &seen, err, errlen) < 0)
 			goto out;
+		if (grant && (seen & RECORD_ONLY)) {
+			syn__errf(EINVAL, err, errlen, "'%.20s' is the node's, never in a grant", tok);
+			goto out;
+		}
+	}
+	if (grant && !(seen & 1u)) {
+		syn__errf(EINVAL, err, errlen, "a grant needs key, uid and gpus");
+		goto out;
 	}
 	/* A grant names its key, owner and GPUs (a job whose own CPU/memory
 	 * request job_submit kept has no size: 0); a bare record (a job
@@ -191,8 +225,7 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
 			goto out;
 		}
 		r->synergy = 1;
-	} else if (seen & ~((1u << 8) | (1u << 9) | (1u << 10) | (1u << 15) | (1u << 16) |
-			    (1u << 17) | (1u << 18))) {
+	} else if (seen & ~RECORD_ONLY) {
 		syn__errf(EINVAL, err, errlen, "fields without a key");
 		goto out;
 	}
@@ -204,6 +237,16 @@ out:
 		errno = EINVAL;
 	}
 	return rv;
+}
+
+int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen)
+{
+	return parse(text, r, 0, err, errlen);
+}
+
+int syn__grant_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen)
+{
+	return parse(text, r, 1, err, errlen);
 }
 
 int syn__state_dir_open(const char *dir, char *err, size_t errlen)

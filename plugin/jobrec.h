@@ -53,6 +53,9 @@
 /* A claim's nonce: this many lowercase hex digits (claim.h). */
 #define SYN__NONCE_LEN 16
 
+/* The job's secret (grantauth.h): this many lowercase hex digits. */
+#define SYN__SECRET_HEX 64
+
 /* A record or grant is at most this long (bytes). */
 #define SYN__JOBREC_MAX 16384
 /* The most nodes a grant names (the loader's most peers). */
@@ -85,6 +88,11 @@ typedef struct syn__jobrec {
 	 * its key in place (claim.h), "" when it does not profile. The
 	 * record drops it once the job's profile is filed or refused. */
 	char profile[SYN__NONCE_LEN + 1];
+	/* The job's secret, which job_submit made for it and sealed into its
+	 * grant (grantauth.h), "" in a grant job_submit has not sealed yet.
+	 * The node derives each step's peer key from it (SYNERGY_PEER_KEY);
+	 * only root reads it from the record. */
+	char secret[SYN__SECRET_HEX + 1];
 	/* 1: the key had no profile for the job's user (job_submit's grant
 	 * for a job of a group: an array task, or --synergy-group), or
 	 * another job held the claim on profiling it in place (the prolog).
@@ -117,23 +125,35 @@ typedef struct syn__jobrec {
 /*
  * Format the grant fields of r as one line "key=K uid=U gpus=G cpus=C
  * mem_mb=M cache_mb=X want_cpus=W want_cache_mb=Y [nodes=N] [profile=NONCE]
- * [unprofiled=1] [group=GROUP]" (nodes only when above 1, up to 1024) into buf. Returns 0, or
- * -1 with ENAMETOOLONG or EINVAL (r is not a valid grant).
+ * [unprofiled=1] [group=GROUP] [secret=S]" (nodes only when above 1, up to
+ * 1024) into buf. Returns 0, or -1 with ENAMETOOLONG or EINVAL (r is not a
+ * valid grant).
  */
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len);
 
 /* 1 if s is a claim nonce: SYN__NONCE_LEN lowercase hex digits. */
 int syn__nonce_valid(const char *s);
 
+/* 1 if s is a job secret: SYN__SECRET_HEX lowercase hex digits. */
+int syn__secret_valid(const char *s);
+
 /*
- * Parse a grant (space-separated) or a record (newline-separated) into r,
- * strictly: every field known, every number in range, the key valid, no
- * field twice, a group only of the record's uid (syn__group_valid);
- * "allotted", "alloc_mem_mb", "hold_cache_mb", "cpu_ns", "cpu_at_ns",
- * "spare_milli" and "harvest" only in records. Returns 0, or -1 with errno
- * EINVAL and the offending field in err. r is zeroed first.
+ * Parse a record (newline-separated; also a grant's fields, space-separated)
+ * into r, strictly: every field known, every number in range, the key
+ * valid, no field twice, a group only of the record's uid
+ * (syn__group_valid). Returns 0, or -1 with errno EINVAL and the offending
+ * field in err. r is zeroed first.
  */
 int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);
+
+/*
+ * Parse a grant, as syn__jobrec_parse() and stricter: it must name key, uid
+ * and gpus, and none of the fields only the node writes into a record
+ * ("allotted", "alloc_mem_mb", "hold_cache_mb", "cpu_ns", "cpu_at_ns",
+ * "spare_milli", "harvest"). What reached the node as a grant goes through
+ * this parser only.
+ */
+int syn__grant_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);
 
 /*
  * Open StateDir (created 0700 if missing, parents 0755), refusing it unless

@@ -19,9 +19,11 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/peers.c plugin/peers.h \
 	plugin/tuner.c plugin/tuner.h \
 	plugin/cores.c plugin/cores.h \
-	plugin/claim.c plugin/claim.h
-plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
-plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
+	plugin/claim.c plugin/claim.h \
+	plugin/grantauth.c plugin/grantauth.h
+plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS) \
+	$(MUNGE_CFLAGS) $(LIBCRYPTO_CFLAGS)
+plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS) $(MUNGE_LIBS) $(LIBCRYPTO_LIBS)
 
 slurmplugin_LTLIBRARIES += plugin/spank_synergy.la
 plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c plugin/spank_int.h \
@@ -60,6 +62,15 @@ plugin_test_util_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANS
 plugin_test_cores_t_SOURCES = plugin/test/cores.c
 plugin_test_cores_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_cores_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
+
+# The grant job_submit seals with munge and the node opens (issue 24).
+check_PROGRAMS += plugin/test/grantauth.t
+UNIT_TESTS += plugin/test/grantauth.t
+plugin_test_grantauth_t_SOURCES = plugin/test/grantauth.c
+plugin_test_grantauth_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin \
+	$(MUNGE_CFLAGS)
+plugin_test_grantauth_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS) \
+	$(MUNGE_LIBS)
 
 # Profile on first run: claims on profiling a key in place, and filing the
 # profile a job's own loader measured (its report is untrusted input).

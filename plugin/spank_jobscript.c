@@ -9,7 +9,9 @@
  * only is moved aside and made anew, and the prolog checks it again.
  *
  * Prolog: the grant job_submit decided reaches the node only here, as
- * SPANK_SYNERGY_GRANT in the prolog's environment (jobrec.h). It is checked
+ * SPANK_SYNERGY_GRANT in the prolog's environment (jobrec.h), sealed by
+ * job_submit with munge (grantauth.h): it is opened and checked (sealed by
+ * SlurmUser, not older than GrantMaxAge, grant fields only) and checked
  * against the job (its owner), the job's profile is copied from the store
  * into StateDir (for a job on several nodes, the profile of the union of
  * its nodes' caches, as job_submit sized it), the cache grant is clamped to what CacheDir's filesystem
@@ -49,6 +51,7 @@
 #include "synergy_policy.h"
 #include "synergy_store.h"
 #include "claim.h"
+#include "grantauth.h"
 #include "inplace.h"
 #include "lend.h"
 #include "spank_int.h"
@@ -335,6 +338,7 @@ int syn__job_prolog(spank_t sp)
 	char err[300], name[SYN__KEY_MAX + 40], path[SYN__PATH_MAX + SYN__KEY_MAX + 48];
 	char group[SYN__GROUP_MAX + 1];
 	const char *grant, *node;
+	syn__grantauth_t ga;
 	syn__jobrec_t r;
 	syn_store_t *store = NULL;
 	syn_store_error_t serr;
@@ -358,9 +362,15 @@ int syn__job_prolog(spank_t sp)
 			    (unsigned)jobid);
 		return 0;
 	}
-	if (syn__jobrec_parse(grant, &r, err, sizeof(err)) < 0 || !r.synergy) {
-		slurm_error("synergy: job %u: malformed grant (%s); GPU-proportional",
+	if (syn__grantauth_load(NULL, &ga, err, sizeof(err)) < 0) {
+		slurm_error("synergy: job %u: cannot check its grant: %s; GPU-proportional",
 			    (unsigned)jobid, err);
+		return 0;
+	}
+	if (syn__grant_open(&ga, grant, conf.grant_max_age, time(NULL), &r, NULL, err,
+			    sizeof(err)) < 0 || !r.synergy) {
+		slurm_error("synergy: job %u: grant refused: %s; GPU-proportional", (unsigned)jobid,
+			    err);
 		return 0;
 	}
 	if (r.uid != (uint32_t)uid) {

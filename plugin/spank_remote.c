@@ -49,6 +49,7 @@
 #include <slurm/spank.h>
 
 #include "synergy_env.h"
+#include "grantauth.h"
 #include "lend.h"
 #include "peers.h"
 #include "spank_int.h"
@@ -66,6 +67,7 @@ static struct {
 	char *peers;                /* SYNERGY_PEERS for a multi-node step, else NULL */
 	uint32_t node_index;
 	uint64_t peer_tag;
+	char peer_key[SYNERGY_PEER_KEY_HEX + 1]; /* SYNERGY_PEER_KEY (secret) */
 } st;
 
 /* Slurm's variable for a step's node list, node index order (srun sets it
@@ -325,6 +327,16 @@ static void peers_init(spank_t sp)
 			    (unsigned)stepid, err);
 		return;
 	}
+	/* The step's secret, derived from the job's (grantauth.h): peers that
+	 * cannot prove they hold it get nothing from the tasks' loaders. */
+	if (syn__peer_key(st.rec.secret, st.jobid, stepid, st.peer_key) < 0) {
+		slurm_error("synergy: job %u step %u: its record has no secret (a grant from "
+			    "before the upgrade?): no partitioned cache", (unsigned)st.jobid,
+			    (unsigned)stepid);
+		free(st.peers);
+		st.peers = NULL;
+		return;
+	}
 	st.node_index = nodeid;
 	st.peer_tag = syn__peer_tag(st.jobid, stepid);
 	slurm_info("synergy: job %u step %u: node %u of %u, peers %.200s", (unsigned)st.jobid,
@@ -512,6 +524,7 @@ int syn__remote_task_init(spank_t sp)
 		spank_setenv(sp, SYNERGY_ENV_NODE_INDEX, val, 1);
 		snprintf(val, sizeof(val), "%" PRIu64, st.peer_tag);
 		spank_setenv(sp, SYNERGY_ENV_PEER_TAG, val, 1);
+		spank_setenv(sp, SYNERGY_ENV_PEER_KEY, st.peer_key, 1);
 	}
 	/* Profile on first run: the step's first task profiles, its report
 	 * going where root looks for it (inplace.h). One process per job
@@ -576,6 +589,8 @@ int syn__remote_exit(spank_t sp)
 	periodic_stop(&tick);
 	free(st.peers);
 	st.peers = NULL;
+	explicit_bzero(st.peer_key, sizeof(st.peer_key));
+	explicit_bzero(st.rec.secret, sizeof(st.rec.secret));
 	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
 		stepid == SLURM_BATCH_SCRIPT;
 	if (st.active && st.job_rel[0])

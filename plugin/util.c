@@ -76,6 +76,7 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->max_profiling_jobs = 2;
 	c->profile_in_place = 1;
 	c->claim_max_age = 3600;
+	c->grant_max_age = 30ULL * 24 * 3600;
 	c->group_staging_mb = SYN_CONF_GROUP_STAGING_MB_DEFAULT;
 	c->group_window = SYN_CONF_GROUP_WINDOW_DEFAULT;
 	c->peer_port_min = SYN_CONF_PEER_PORT_MIN_DEFAULT;
@@ -218,6 +219,13 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 			return errprintf(err, errlen, "ProfileClaimMaxAge: '%s' is not a number of "
 					 "seconds in 1..31536000", value);
 		c->claim_max_age = v;
+		return 0;
+	}
+	if (strcasecmp(key, "GrantMaxAge") == 0) {
+		if (syn__parse_u64(value, 60, 86400ULL * 3650, &v) < 0)
+			return errprintf(err, errlen, "GrantMaxAge: '%s' is not a number of "
+					 "seconds in 60..315360000", value);
+		c->grant_max_age = v;
 		return 0;
 	}
 	if (strcasecmp(key, SYN_CONF_PEER_PORT_MIN) == 0 ||

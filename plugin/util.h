@@ -28,8 +28,8 @@
  * StateDir (alias LendStateDir), CgroupConf, CgroupRoot, NodeShapesFile,
  * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
  * MaxProfileRequestsPerUser, MaxProfilingJobs, ProfileInPlace,
- * ProfileClaimMaxAge, GroupDir, GroupStagingMB, GroupWindow, PeerPortMin,
- * PeerPortMax (see synergy.conf(5)).
+ * ProfileClaimMaxAge, GrantMaxAge, GroupDir, GroupStagingMB, GroupWindow,
+ * PeerPortMin, PeerPortMax (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -61,6 +61,8 @@ typedef struct syn__conf {
 	int profile_in_place;               /* ProfileInPlace: a key's first job profiles itself */
 	uint64_t claim_max_age;             /* ProfileClaimMaxAge: seconds a first job's claim
 	                                       lasts before another may take it over */
+	uint64_t grant_max_age;             /* GrantMaxAge: seconds after job_submit sealed a
+	                                       grant that the node still takes it (grantauth.h) */
 	uint32_t peer_port_min, peer_port_max; /* PeerPortMin..PeerPortMax: the partitioned
 	                                       cache's listening ports (synergy_conf.h) */
 } syn__conf_t;
