@@ -8,7 +8,8 @@
  * profile store (plugin/claim.c).
  *
  * Each input is given, whole and line by line, to every parser, and what
- * a parser accepts must keep its promises: an accepted grant formats and
+ * a parser accepts must keep its promises: the grant parser never accepts
+ * a field only the node writes, an accepted grant formats and
  * parses back to the same grant, an accepted CPU list formats and parses
  * back to the same set, an accepted shapes table writes and reads back to
  * the same table, GPU counts are within range. A refusal must set errno
@@ -65,6 +66,34 @@ static void grant(const char *s)
 			abort();
 	}
 	if (r.has_allotted && CPU_COUNT(&r.allotted) == 0)
+		abort();
+	if (r.secret[0] && !syn__secret_valid(r.secret))
+		abort();
+}
+
+/* What reaches the node as a grant (issue 24): accepted only as a sized
+ * grant with none of the fields only the node writes, and then exactly as
+ * the record parser reads it. */
+static void grant_only(const char *s)
+{
+	syn__jobrec_t r, rec;
+	char err[200];
+
+	err[0] = '\0';
+	errno = 0;
+	if (syn__grant_parse(s, &r, err, sizeof(err)) < 0) {
+		if (errno != EINVAL && errno != ENOMEM)
+			abort();
+		if (errno == EINVAL && !err[0])
+			abort();
+		if (r.synergy || r.has_allotted || r.secret[0])
+			abort(); /* a refusal leaves nothing behind */
+		return;
+	}
+	if (!r.synergy || r.has_allotted || r.alloc_mem_mb || r.has_hold || r.has_cpu ||
+	    r.has_spare || r.harvest)
+		abort();
+	if (syn__jobrec_parse(s, &rec, err, sizeof(err)) < 0 || memcmp(&r, &rec, sizeof(r)) != 0)
 		abort();
 }
 
@@ -152,6 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!(s = fuzz_string(data, size)))
 		return 0;
 	grant(s);
+	grant_only(s);
 	shapes(s);
 	claim(s);
 	if ((copy = strdup(s))) {
@@ -160,6 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (next)
 				*next++ = '\0';
 			grant(line);
+			grant_only(line);
 			cpulist(line);
 			tres(line);
 		}

@@ -88,7 +88,7 @@ sources() {
 	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c" ;;
 	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c" \
 		"plugin/cgroup_v2.c plugin/cpulist.c profiler/conf.c profiler/errprintf.c" ;;
-	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/shapes.c plugin/cpulist.c" \
+	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/claim.c plugin/shapes.c plugin/cpulist.c" \
 		"plugin/tuner.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
 		"loader/env.c loader/util.c" ;;
