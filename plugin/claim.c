@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "claim.h"
@@ -55,16 +56,69 @@ static int claim_name(uint32_t uid, const char *key, char *buf, size_t len)
 	return 0;
 }
 
-/* Open the claims directory (made 0755 when create is set). */
+/*
+ * Open the claims directory (made 0700 when create is set). Nobody but its
+ * owner (SlurmUser, who takes claims) and root (the nodes) may open it: a
+ * user who could would read every nonce and could hold the directory's
+ * lock. One left from an older version with wider modes is narrowed when
+ * we may; one that stays open to others, or is owned by anyone but us or
+ * root, is refused (EPERM).
+ */
 static int dir_open(const char *store_dir, int create)
 {
 	char path[SYN__PATH_MAX + 16];
+	struct stat st;
+	int fd;
 
 	if (!store_dir || dir_path(store_dir, path, sizeof(path)) < 0)
 		return -1;
-	if (create && mkdir(path, 0755) < 0 && errno != EEXIST)
+	if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -1;
-	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		goto bad;
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		errno = EPERM;
+		goto bad;
+	}
+	if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 07700) < 0) {
+		errno = EPERM;
+		goto bad;
+	}
+	return fd;
+bad:
+	{
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return -1;
+}
+
+/* Lock the claims directory dfd within CLAIM_LOCK_MS (root never waits
+ * without bound: a hung holder must not stall job prologs). 0, or -1 with
+ * errno ETIMEDOUT. */
+#define CLAIM_LOCK_MS 3000
+static int dir_lock(int dfd)
+{
+	struct timespec start, now, pause = { 0, 10 * 1000 * 1000 };
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (flock(dfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >=
+		    CLAIM_LOCK_MS) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return 0;
 }
 
 int syn__claim_parse(const char *text, syn__claim_t *c)
@@ -166,7 +220,7 @@ static int write_tmp(int dfd, const syn__claim_t *c, char *tmp, size_t len)
 		return -1;
 	}
 	snprintf(tmp, len, ".claim.%ld.%s", (long)getpid(), c->nonce);
-	return syn__write_tmp_at(dfd, tmp, text, (size_t)n, 0644);
+	return syn__write_tmp_at(dfd, tmp, text, (size_t)n, 0600);
 }
 
 static int make_nonce(char *nonce)
@@ -282,7 +336,7 @@ int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const
 	 * prolog binds the claim to its job, the others find it bound. The
 	 * directory's lock makes that read-and-rewrite one step (prologs of
 	 * one node; on NFS, flock takes the server's lock). */
-	if (flock(dfd, LOCK_EX) < 0)
+	if (dir_lock(dfd) < 0)
 		goto out;
 	if (read_at(dfd, name, &c) < 0) {
 		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;

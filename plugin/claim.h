@@ -24,8 +24,12 @@
  * (a node that died with its job). Claims are per user because a profile
  * measured in a user's job is only used for that user's jobs.
  *
- * Claim files are parsed strictly and never followed if links. Nothing
- * here logs; errors are -1 with errno.
+ * Claim files are parsed strictly and never followed if links. The claims
+ * directory is its owner's (SlurmUser) and root's only, mode 0700, its
+ * files 0600: a nonce is a capability, and a user who could open the
+ * directory could hold its lock; root waits for that lock a bounded time
+ * (a few seconds, then ETIMEDOUT). Nothing here logs; errors are -1 with
+ * errno.
  */
 #ifndef SYN_PLUGIN_CLAIM_H
 #define SYN_PLUGIN_CLAIM_H

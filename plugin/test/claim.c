@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -165,6 +168,62 @@ static void test_grant(void)
 	   "a grant with a bad nonce is not formatted");
 }
 
+/*
+ * Issue 24: nobody but SlurmUser and root may open the claims directory
+ * (nonces are capabilities, and its lock was held by a user to hang every
+ * prolog), and root waits for its lock a bounded time.
+ */
+static void test_private(void)
+{
+	char path[600], nonce[SYN__NONCE_LEN + 1];
+	struct stat st;
+	int fd, fds[2];
+	pid_t holder;
+
+	snprintf(path, sizeof(path), "%s/" SYN__CLAIM_DIR, store);
+	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700,
+	   "the claims directory is 0700 (%o)", (unsigned)(st.st_mode & 0777));
+	snprintf(path, sizeof(path), "%s/" SYN__CLAIM_DIR "/1000.img", store);
+	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
+	   "a claim file is 0600 (%o)", (unsigned)(st.st_mode & 0777));
+	/* A directory an older version made 0755 is narrowed at the next use. */
+	snprintf(path, sizeof(path), "%s/" SYN__CLAIM_DIR, store);
+	chmod(path, 0755);
+	ok(syn__claim_take(store, 3000, "wide", 3600, 100, nonce, NULL) == 1 &&
+	   stat(path, &st) == 0 && (st.st_mode & 0777) == 0700,
+	   "a 0755 claims directory is narrowed to 0700");
+	/* A holder of the lock (here: ourselves, in a child) makes a renewal
+	 * fail with ETIMEDOUT instead of waiting for ever. */
+	if (pipe(fds) < 0) {
+		skip(1, "pipe");
+		return;
+	}
+	holder = fork();
+	if (holder == 0) {
+		close(fds[0]);
+		fd = open(path, O_RDONLY | O_DIRECTORY);
+		if (fd < 0 || flock(fd, LOCK_EX) < 0)
+			_exit(1);
+		if (write(fds[1], "x", 1) < 0)
+			_exit(1);
+		pause(); /* until the parent kills it */
+		_exit(0);
+	}
+	close(fds[1]);
+	{
+		char c;
+
+		ok(read(fds[0], &c, 1) == 1 &&
+		   syn__claim_renew(store, 3000, "wide", nonce, 7, "n1", 101) == -1 &&
+		   errno == ETIMEDOUT, "a held lock: the renewal gives up (ETIMEDOUT)");
+	}
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	close(fds[0]);
+	ok(syn__claim_renew(store, 3000, "wide", nonce, 7, "n1", 101) == 1,
+	   "once the holder is gone, the renewal goes through");
+}
+
 int main(void)
 {
 	char cmd[600];
@@ -177,6 +236,7 @@ int main(void)
 	}
 	test_parse();
 	test_take();
+	test_private();
 	test_grant();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store);
 	if (system(cmd) != 0)
