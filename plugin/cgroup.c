@@ -1131,6 +1131,41 @@ int syn__cg_get_mem(const syn__cg_t *cg, const char *rel, uint64_t *bytes)
 	return rv;
 }
 
+int syn__cg_mem_pinned(const syn__cg_t *cg, const char *rel, uint64_t *bytes)
+{
+	/* v1's hierarchical totals, v2's counters (hierarchical already). */
+	const char *anon = cg->version == 1 ? "total_rss" : "anon";
+	const char *shmem = cg->version == 1 ? "total_shmem" : "shmem";
+	char path[SYN__PATH_MAX * 2];
+	uint64_t a = 0, m = 0;
+	int seen = 0;
+	char *text, *line, *save = NULL;
+
+	if (syn__cg_path(cg, "memory", rel, "memory.stat", path, sizeof(path)) < 0)
+		return -1;
+	text = syn__cg_read_file(path);
+	if (!text)
+		return -1;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(line, ' ');
+
+		if (!sp)
+			continue;
+		*sp++ = '\0';
+		if (strcmp(line, anon) == 0 && syn__parse_u64(sp, 0, UINT64_MAX, &a) == 0)
+			seen |= 1;
+		else if (strcmp(line, shmem) == 0 && syn__parse_u64(sp, 0, UINT64_MAX, &m) == 0)
+			seen |= 2;
+	}
+	free(text);
+	if (seen != 3) {
+		errno = ENOENT;
+		return -1;
+	}
+	*bytes = a > UINT64_MAX - m ? UINT64_MAX : a + m;
+	return 0;
+}
+
 static int set_mem(const syn__cg_t *cg, const char *rel, uint64_t bytes, char *err,
 		   size_t errlen)
 {

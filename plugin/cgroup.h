@@ -222,6 +222,14 @@ int syn__cg_job_cpu_ns(const syn__cg_t *cg, const char *job_rel, uint64_t *ns);
 int syn__cg_get_mem(const syn__cg_t *cg, const char *rel, uint64_t *bytes);
 
 /*
+ * The memory of cgroup rel (and its descendants) that reclaim cannot free
+ * without swap: anonymous memory and tmpfs/shared memory pages (v1
+ * memory.stat total_rss + total_shmem, v2 anon + shmem). A limit at or
+ * above it can be set without killing anything. 0, or -1 with errno.
+ */
+int syn__cg_mem_pinned(const syn__cg_t *cg, const char *rel, uint64_t *bytes);
+
+/*
  * Set the memory limit of job job_rel and of its limit cgroups to bytes
  * (raise: the job first; lower: the limit cgroups first). Returns 0, or -1
  * with errno and err (EBUSY: the kernel could not reclaim down to it).

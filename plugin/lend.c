@@ -40,6 +40,7 @@
 #include "synergy_store.h"
 #include "cgroup.h"
 #include "jobrec.h"
+#include "cachedir.h"
 #include "lend.h"
 #include "nodeconf.h"
 #include "util.h"
@@ -255,27 +256,6 @@ out:
 	return rv;
 }
 
-/* Bytes the files of the job's cache directory occupy (st_blocks). */
-static uint64_t cache_usage(const char *cache_dir, uint32_t jobid)
-{
-	char path[SYN__PATH_MAX + 32];
-	struct dirent *d;
-	struct stat st;
-	uint64_t sum = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "%s/job_%u", cache_dir, (unsigned)jobid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while ((d = readdir(dir)))
-		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode))
-			sum += (uint64_t)st.st_blocks * 512;
-	closedir(dir);
-	return sum;
-}
-
 /* ---- the node's state ---- */
 
 /* One job as gathered from its record and the cgroup tree. */
@@ -455,33 +435,60 @@ static uint64_t mem_limit_mb(const lend_ctx_t *c, const lend_entry_t *e, uint64_
 	return e->mem_mb + (cache_mb > base ? cache_mb - base : 0);
 }
 
-/* Shrink e's cache grant: the file first, wait for the loader to let go,
- * then the memory limit. */
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Shrink e's cache grant: the file first; wait (SYN__GRANT_WAIT_MS of wall
+ * time, whatever the job holds) until what its cgroup holds beyond
+ * reclaim's reach (anonymous and tmpfs memory) fits the new limit; if it
+ * does not, the job kept its cache (a loader that ignores its grant, files
+ * of its own): punch holes into its cache files until it fits (cachedir.h);
+ * then lower the memory limit. Each step that was needed is logged.
+ */
 static void shrink_cache(lend_ctx_t *c, lend_entry_t *e)
 {
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
-	uint64_t want = e->cache_to << 20, used = 0;
-	char err[400];
-	int waited;
+	uint64_t target = mem_limit_mb(c, e, e->cache_to) << 20, pinned = 0, freed = 0;
+	int64_t deadline;
+	char err[400], job[32];
+	int have = 0, rc;
 
 	if (set_grant(c, e) < 0)
 		return;
-	if (want < 8192)
-		want = 8192;
-	for (waited = 0; waited <= SYN__GRANT_WAIT_MS; waited += 20) {
-		used = cache_usage(c->a->cache_dir, e->job.jobid);
-		if (used <= want)
+	deadline = mono_ms() + SYN__GRANT_WAIT_MS;
+	for (;;) {
+		have = syn__cg_mem_pinned(c->a->cg, e->job_rel, &pinned) == 0;
+		if (!have || pinned <= target || mono_ms() >= deadline)
 			break;
 		nanosleep(&pause, NULL);
 	}
-	if (used > want)
-		say(c, 1, "synergy: lend job=%u: its cache still holds %" PRIu64 " MB after %d ms "
-		    "(grant %" PRIu64 " MB); lowering its memory limit regardless",
-		    (unsigned)e->job.jobid, used >> 20, SYN__GRANT_WAIT_MS, e->cache_to);
-	if (syn__cg_job_set_mem(c->a->cg, e->job_rel, mem_limit_mb(c, e, e->cache_to) << 20, err,
-				sizeof(err)) < 0)
-		say(c, 1, "synergy: lend job=%u: cannot lower its memory limit: %s",
-		    (unsigned)e->job.jobid, err);
+	if (have && pinned > target && c->a->cache_dir && e->rec.synergy) {
+		snprintf(job, sizeof(job), "job_%u", (unsigned)e->job.jobid);
+		/* A little more than the excess: the kernel's counts lag. */
+		rc = syn__cache_punch(c->a->cache_dir, job, (uid_t)e->rec.uid,
+				      pinned - target + (4 << 20),
+				      SYN__GRANT_WAIT_MS, &freed, err, sizeof(err));
+		say(c, 1, "synergy: lend job=%u: holds %" PRIu64 " MB that reclaim cannot free "
+		    "%d ms after its cache grant shrank to %" PRIu64 " MB (limit %" PRIu64 " MB); "
+		    "%s %" PRIu64 " MB of its cache files%s%s", (unsigned)e->job.jobid, pinned >> 20,
+		    SYN__GRANT_WAIT_MS, e->cache_to, target >> 20, rc < 0 ? "could not punch" :
+		    "punched", freed >> 20, rc < 0 ? ": " : "", rc < 0 ? err : "");
+	}
+	/* v1 refuses a limit reclaim cannot reach (EBUSY); a loader letting
+	 * go at the last moment gets a little longer. */
+	deadline = mono_ms() + SYN__GRANT_WAIT_MS;
+	while ((rc = syn__cg_job_set_mem(c->a->cg, e->job_rel, target, err, sizeof(err))) < 0 &&
+	       errno == EBUSY && mono_ms() < deadline)
+		nanosleep(&pause, NULL);
+	if (rc < 0)
+		say(c, 1, "synergy: lend job=%u: cannot lower its memory limit to %" PRIu64 " MB: %s",
+		    (unsigned)e->job.jobid, target >> 20, err);
 	say(c, 0, "synergy: lend job=%u returns cache=%" PRIu64 "MB now=%" PRIu64 "MB",
 	    (unsigned)e->job.jobid, e->cache_now - e->cache_to, e->cache_to);
 }

@@ -142,8 +142,10 @@ typedef struct syn__lend_start {
 /* How long an action waits for the node's lock before it gives up (and,
  * for a starting job, takes back from others unlocked what is its). */
 #define SYN__LEND_LOCK_MS 5000
-/* How long a cache shrink waits for the loader to release the memory
- * (its promise is 200 ms) before the memory limit goes down regardless. */
+/* How long (wall time) a cache shrink waits for the job to release the
+ * memory (its loader's promise is 200 ms) before the node punches its cache
+ * files (cachedir.h); also the bound of that punching and of retries of a
+ * refused limit. */
 #define SYN__GRANT_WAIT_MS 1000
 
 /*

@@ -20,7 +20,8 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/tuner.c plugin/tuner.h \
 	plugin/cores.c plugin/cores.h \
 	plugin/claim.c plugin/claim.h \
-	plugin/grantauth.c plugin/grantauth.h
+	plugin/grantauth.c plugin/grantauth.h \
+	plugin/cachedir.c plugin/cachedir.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS) \
 	$(MUNGE_CFLAGS) $(LIBCRYPTO_CFLAGS)
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS) $(MUNGE_LIBS) $(LIBCRYPTO_LIBS)
@@ -71,6 +72,13 @@ plugin_test_grantauth_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_
 	$(MUNGE_CFLAGS)
 plugin_test_grantauth_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS) \
 	$(MUNGE_LIBS)
+
+# Taking memory back from a job's cache directory (issue 24).
+check_PROGRAMS += plugin/test/cachedir.t
+UNIT_TESTS += plugin/test/cachedir.t
+plugin_test_cachedir_t_SOURCES = plugin/test/cachedir.c
+plugin_test_cachedir_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_cachedir_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 
 # Profile on first run: claims on profiling a key in place, and filing the
 # profile a job's own loader measured (its report is untrusted input).
