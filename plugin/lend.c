@@ -256,6 +256,41 @@ out:
 	return rv;
 }
 
+/* The bytes the files at the top of the job's cache directory occupy
+ * (st_blocks): where its loader keeps its cache (synergy_env.h). The look
+ * stops at SYN__CACHE_SCAN_MAX entries (UINT64_MAX then: a directory that
+ * full holds more than a loader's files), so that a directory of many files
+ * cannot stretch a shrink that runs under the node's lock. */
+#define SYN__CACHE_SCAN_MAX 1024
+static uint64_t cache_usage(const char *cache_dir, uint32_t jobid)
+{
+	char path[SYN__PATH_MAX + 32];
+	struct dirent *d;
+	struct stat st;
+	uint64_t sum = 0;
+	DIR *dir;
+	int n = 0, fd;
+
+	snprintf(path, sizeof(path), "%s/job_%u", cache_dir, (unsigned)jobid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((d = readdir(dir))) {
+		if (++n > SYN__CACHE_SCAN_MAX) {
+			sum = UINT64_MAX;
+			break;
+		}
+		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_blocks * 512;
+	}
+	closedir(dir);
+	return sum;
+}
+
 /* ---- the node's state ---- */
 
 /* One job as gathered from its record and the cgroup tree. */
@@ -445,40 +480,53 @@ static int64_t mono_ms(void)
 
 /*
  * Shrink e's cache grant: the file first; wait (SYN__GRANT_WAIT_MS of wall
- * time, whatever the job holds) until what its cgroup holds beyond
- * reclaim's reach (anonymous and tmpfs memory) fits the new limit; if it
- * does not, the job kept its cache (a loader that ignores its grant, files
- * of its own): punch holes into its cache files until it fits (cachedir.h);
- * then lower the memory limit. Each step that was needed is logged.
+ * time, whatever the job's directory holds) for its loader to let go of
+ * what it cached beyond the grant; then, if what its cgroup holds beyond
+ * reclaim's reach (anonymous and tmpfs memory) does not fit the new limit,
+ * the job kept its cache (a loader that ignores its grant, files of its
+ * own): punch holes into its cache files until it fits (cachedir.h); then
+ * lower the memory limit. Each step that was needed is logged.
  */
 static void shrink_cache(lend_ctx_t *c, lend_entry_t *e)
 {
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
-	uint64_t target = mem_limit_mb(c, e, e->cache_to) << 20, pinned = 0, freed = 0;
+	uint64_t want = e->cache_to << 20, used = 0, pinned = 0, freed = 0;
+	uint64_t target = mem_limit_mb(c, e, e->cache_to) << 20;
 	int64_t deadline;
 	char err[400], job[32];
-	int have = 0, rc;
+	int rc;
 
 	if (set_grant(c, e) < 0)
 		return;
+	if (want < 8192)
+		want = 8192;
 	deadline = mono_ms() + SYN__GRANT_WAIT_MS;
 	for (;;) {
-		have = syn__cg_mem_pinned(c->a->cg, e->job_rel, &pinned) == 0;
-		if (!have || pinned <= target || mono_ms() >= deadline)
+		used = c->a->cache_dir ? cache_usage(c->a->cache_dir, e->job.jobid) : 0;
+		if (used <= want || mono_ms() >= deadline)
 			break;
 		nanosleep(&pause, NULL);
 	}
-	if (have && pinned > target && c->a->cache_dir && e->rec.synergy) {
+	if (used > want && syn__cg_mem_pinned(c->a->cg, e->job_rel, &pinned) == 0 &&
+	    pinned > target && e->rec.synergy) {
 		snprintf(job, sizeof(job), "job_%u", (unsigned)e->job.jobid);
 		/* A little more than the excess: the kernel's counts lag. */
 		rc = syn__cache_punch(c->a->cache_dir, job, (uid_t)e->rec.uid,
-				      pinned - target + (4 << 20),
-				      SYN__GRANT_WAIT_MS, &freed, err, sizeof(err));
+				      pinned - target + (4 << 20), SYN__GRANT_WAIT_MS, &freed, err,
+				      sizeof(err));
 		say(c, 1, "synergy: lend job=%u: holds %" PRIu64 " MB that reclaim cannot free "
 		    "%d ms after its cache grant shrank to %" PRIu64 " MB (limit %" PRIu64 " MB); "
 		    "%s %" PRIu64 " MB of its cache files%s%s", (unsigned)e->job.jobid, pinned >> 20,
 		    SYN__GRANT_WAIT_MS, e->cache_to, target >> 20, rc < 0 ? "could not punch" :
 		    "punched", freed >> 20, rc < 0 ? ": " : "", rc < 0 ? err : "");
+	} else if (used == UINT64_MAX) {
+		say(c, 1, "synergy: lend job=%u: its cache directory holds over %d files %d ms after "
+		    "its cache grant shrank to %" PRIu64 " MB; its memory fits the lower limit",
+		    (unsigned)e->job.jobid, SYN__CACHE_SCAN_MAX, SYN__GRANT_WAIT_MS, e->cache_to);
+	} else if (used > want) {
+		say(c, 1, "synergy: lend job=%u: its cache still holds %" PRIu64 " MB %d ms after its "
+		    "cache grant shrank to %" PRIu64 " MB; its memory fits the lower limit",
+		    (unsigned)e->job.jobid, used >> 20, SYN__GRANT_WAIT_MS, e->cache_to);
 	}
 	/* v1 refuses a limit reclaim cannot reach (EBUSY); a loader letting
 	 * go at the last moment gets a little longer. */
