@@ -458,19 +458,71 @@ static void keep_output(const syn__conf_t *conf, const char *key)
  * after checking it in full: it must parse and be the profile of key.
  * Returns 0 when filed, -1 (logged) when there is none or it is unusable.
  */
-static int import_profile(const syn__conf_t *conf, const char *key, uint32_t id)
+/*
+ * Read the profile key's profiling job left in its work directory into p.
+ * The directory is ProfileUser's: whatever is there is opened without
+ * following a link or blocking (a FIFO), and taken only when it is a
+ * regular file of ProfileUser's of at most 1 MiB. 0, or -1 with why in err.
+ */
+static int read_work_profile(const syn__conf_t *conf, const char *key, syn_profile_t *p,
+			     char *err, size_t errlen)
 {
 	char path[SYN__PATH_MAX + 96], file[SYN__KEY_MAX + 8];
+	syn_store_error_t serr;
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+	size_t len;
+	char *text = NULL;
+	int wfd = -1, kfd = -1, fd = -1, rv = -1;
+
+	snprintf(file, sizeof(file), "%s.json", key);
+	if (profile_account(conf, &uid, &gid) < 0 ||
+	    work_path(conf, NULL, NULL, path, sizeof(path)) < 0) {
+		syn__errf(EINVAL, err, errlen, "no work directory");
+		return -1;
+	}
+	if ((wfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (kfd = openat(wfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (fd = openat(kfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0) {
+		syn__errf(errno, err, errlen, "%s/%s/%s: %s", path, key, file, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+		syn__errf(EPERM, err, errlen, "%s/%s/%s is not a regular file of %s", path, key,
+			  file, conf->profile_user);
+		goto out;
+	}
+	if (!(text = syn__read_fd(fd, 1 << 20, &len))) {
+		syn__errf(errno, err, errlen, "%s/%s/%s: %s", path, key, file, strerror(errno));
+		goto out;
+	}
+	if (syn_profile_parse(text, len, file, p, &serr) < 0) {
+		syn__errf(EINVAL, err, errlen, "%s", serr.text);
+		goto out;
+	}
+	rv = 0;
+out:
+	free(text);
+	if (fd >= 0)
+		close(fd);
+	if (kfd >= 0)
+		close(kfd);
+	if (wfd >= 0)
+		close(wfd);
+	return rv;
+}
+
+static int import_profile(const syn__conf_t *conf, const char *key, uint32_t id)
+{
+	char why[300];
 	syn_store_error_t serr;
 	syn_store_t *store;
 	syn_profile_t p;
 	int rv = -1;
 
-	snprintf(file, sizeof(file), "%s.json", key);
-	if (work_path(conf, key, file, path, sizeof(path)) < 0)
-		return -1;
-	if (syn_profile_read_file(path, &p, &serr) < 0) {
-		logmsg("profiling job %u for %s left no usable profile: %s", id, key, serr.text);
+	if (read_work_profile(conf, key, &p, why, sizeof(why)) < 0) {
+		logmsg("profiling job %u for %s left no usable profile: %s", id, key, why);
 		return -1;
 	}
 	if (strcmp(p.key, key) != 0) {
