@@ -6,7 +6,8 @@
  * a world-writable directory, where any user could have created it first
  * (or a link by that name) to make every later Synergy job on the node fall
  * back; so a CacheDir that is not a root-owned directory writable by root
- * only is moved aside and made anew, and the prolog checks it again.
+ * only is replaced, atomically, by a new one (the old one moved aside), and
+ * the prolog checks it again.
  *
  * Prolog: the grant job_submit decided reaches the node only here, as
  * SPANK_SYNERGY_GRANT in the prolog's environment (jobrec.h), sealed by
@@ -68,14 +69,60 @@ static int safe_dir(int fd)
 }
 
 /*
+ * Put a fresh root-owned directory (mode 0755) in place of dir, atomically:
+ * it is made under a random name beside dir, then renamed onto dir with
+ * RENAME_NOREPLACE (dir missing) or exchanged with whatever is there
+ * (RENAME_EXCHANGE), which then holds the random name and is renamed to
+ * "<dir>.unsafe.<time>.<pid>" for the admin to look at. No window is left in
+ * which a user could make dir again: a user who keeps recreating it can no
+ * longer keep Synergy off. In a sticky directory such as /dev/shm nobody
+ * else can then move or remove it. Returns 0, or -1 (logged).
+ */
+static int root_dir_replace(const char *dir, const char *name)
+{
+	char tmp[SYN__PATH_MAX + 16], aside[SYN__PATH_MAX + 64];
+	int tries;
+
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dir);
+	if (!mkdtemp(tmp) || chmod(tmp, 0755) < 0) {
+		slurm_error("synergy: %s %s: cannot make a directory beside it: %m", name, dir);
+		return -1;
+	}
+	for (tries = 0; tries < 4; tries++) {
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+			/* What stood at dir is at tmp now. */
+			snprintf(aside, sizeof(aside), "%s.unsafe.%ld.%d", dir, (long)time(NULL),
+				 (int)getpid());
+			if (rename(tmp, aside) < 0)
+				slurm_error("synergy: %s %s: what was there is now %s: %m", name, dir,
+					    tmp);
+			else
+				slurm_error("synergy: %s %s was not a root-owned directory writable "
+					    "by root only; moved it to %s and made a new one", name,
+					    dir, aside);
+			return 0;
+		}
+		if (errno != ENOENT)
+			break;
+		/* Gone between the two renames: try the first again. */
+	}
+	slurm_error("synergy: %s %s cannot be replaced by a directory of root's: %m", name, dir);
+	rmdir(tmp);
+	return -1;
+}
+
+/*
  * Open a root directory of job directories (CacheDir, GroupDir: name is the
  * key), creating it (0755, root) if missing; one that exists but is not
- * safe (a link, or anyone's but root's) is renamed aside and made anew
- * when fix is set. Returns its descriptor, or -1 (logged).
+ * safe (a link, or anyone's but root's) is replaced by a new one when fix
+ * is set (root_dir_replace). Returns its descriptor, or -1 (logged).
  */
 static int root_dir_open(const char *dir, const char *name, int fix)
 {
-	char aside[SYN__PATH_MAX + 64];
 	int fd, tries;
 
 	for (tries = 0; tries < 2; tries++) {
@@ -88,19 +135,8 @@ static int root_dir_open(const char *dir, const char *name, int fix)
 			return fd;
 		if (fd >= 0)
 			close(fd);
-		if (!fix || tries > 0)
+		if (!fix || tries > 0 || root_dir_replace(dir, name) < 0)
 			break;
-		/* Not ours: a user made it first, or planted a link. rename(2)
-		 * moves the entry itself, never what a link points to. */
-		snprintf(aside, sizeof(aside), "%s.unsafe.%ld.%d", dir, (long)time(NULL),
-			 (int)getpid());
-		if (rename(dir, aside) < 0) {
-			slurm_error("synergy: %s %s is not a root-owned directory writable by "
-				    "root only and cannot be moved aside: %m", name, dir);
-			return -1;
-		}
-		slurm_error("synergy: %s %s was not a root-owned directory writable by root "
-			    "only; moved it to %s and made a new one", name, dir, aside);
 	}
 	slurm_error("synergy: %s %s must be a directory owned by root and writable by "
 		    "root only; Synergy jobs run without it", name, dir);
