@@ -16,6 +16,7 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
 	tests/integration/synergy-lending.sh tests/integration/synergy-trust.sh \
+	tests/integration/synergy-trust-alloc.sh \
 	tests/integration/synergy-shapes.sh tests/integration/synergy-soak.sh \
 	tests/integration/synergy-live.sh tests/integration/synergy-trainval.sh \
 	tests/integration/synergy-firstrun.sh tests/integration/synergy-group.sh \
