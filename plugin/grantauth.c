@@ -229,6 +229,24 @@ static munge_ctx_t context(const syn__grantauth_t *ga, int seal, char *err, size
 	return ctx;
 }
 
+int syn__grantauth_ping(const syn__grantauth_t *ga, char *err, size_t errlen)
+{
+	munge_ctx_t ctx = context(ga, 0, err, errlen);
+	char *cred = NULL;
+	munge_err_t e;
+
+	if (!ctx)
+		return -1;
+	e = munge_encode(&cred, ctx, NULL, 0);
+	if (e != EMUNGE_SUCCESS)
+		syn__errf(EIO, err, errlen, "munged%s%s: %s", ga->socket[0] ? " at " : "",
+			  ga->socket, munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) :
+			  munge_strerror(e));
+	free(cred);
+	munge_ctx_destroy(ctx);
+	return e == EMUNGE_SUCCESS ? 0 : -1;
+}
+
 int syn__grant_seal(const syn__grantauth_t *ga, const char *grant, char **cred, char *err,
 		    size_t errlen)
 {

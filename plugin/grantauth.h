@@ -93,6 +93,10 @@ int syn__grantauth_load(const char *path, syn__grantauth_t *ga, char *err, size_
  * is then the job's record at slurmctld. */
 int syn__grantauth_prolog_alloc(const syn__grantauth_t *ga);
 
+/* 0 if munged answers on ga's socket (a credential can be made), else -1
+ * with errno and why in err. */
+int syn__grantauth_ping(const syn__grantauth_t *ga, char *err, size_t errlen);
+
 /*
  * Seal grant (syn__grant_format's text, without a secret) for the node: a
  * munge credential, decodable by root only, of the grant with " secret=S"

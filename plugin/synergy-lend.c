@@ -30,6 +30,7 @@
 #include "synergy_store.h"
 #include "nodeconf.h"
 #include "cgroup.h"
+#include "grantauth.h"
 #include "jobrec.h"
 #include "lend.h"
 #include "util.h"
@@ -180,6 +181,39 @@ static void check_dir_safe(const char *what, const char *path, int must_exist)
 	      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 }
 
+/* How the node would tell a grant job_submit sealed from a forged one
+ * (grantauth.h). */
+static void check_grants(const syn__conf_t *conf)
+{
+	char err[300], path[SYN__PATH_MAX + 16];
+	syn__grantauth_t ga;
+	struct stat st;
+
+	if (syn__grantauth_load(NULL, &ga, err, sizeof(err)) < 0) {
+		check(0, "grants", "%s: the node cannot check any grant", err);
+		return;
+	}
+	if (syn__grantauth_ping(&ga, err, sizeof(err)) < 0) {
+		check(0, "grants", "%s: job_submit cannot seal grants nor the node open them", err);
+		return;
+	}
+	check(1, "grants", "sealed with munge%s%s by SlurmUser %s (uid %u) or root; grants older "
+	      "than GrantMaxAge=%llu s refused", ga.socket[0] ? " at " : "", ga.socket,
+	      ga.slurm_user, (unsigned)ga.slurm_uid, (unsigned long long)conf->grant_max_age);
+	if (syn__grantauth_prolog_alloc(&ga))
+		note("prolog env", "PrologFlags=%s: the prolog runs at allocation with the job's "
+		     "SPANK environment from slurmctld", ga.prolog_flags);
+	else
+		note("prolog env", "PrologFlags without Alloc: a job's first srun may hand the "
+		     "prolog SPANK variables of the user's; only a sealed grant is taken "
+		     "(PrologFlags=Alloc keeps them from the prolog altogether)");
+	snprintf(path, sizeof(path), "%s/claims", conf->store_dir);
+	if (lstat(path, &st) == 0)
+		check(S_ISDIR(st.st_mode) && !(st.st_mode & 077), "claims",
+		      "%s mode %04o (others must not open it: nonces, and its lock)", path,
+		      (unsigned)(st.st_mode & 07777));
+}
+
 static int run_check(const syn__conf_t *conf, const char *conf_path, const char *node)
 {
 	char used[SYN__PATH_MAX + 16], err[300], rel[SYN__PATH_MAX * 2];
@@ -217,6 +251,7 @@ static int run_check(const syn__conf_t *conf, const char *conf_path, const char 
 		     (unsigned long)fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs (caches on disk)",
 		     (unsigned long long)((uint64_t)vfs.f_blocks * vfs.f_frsize >> 20),
 		     (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20));
+	check_grants(conf);
 	n = count_profiles(conf->store_dir);
 	check(n >= 0, "profiles", "%s: %s", conf->store_dir,
 	      n >= 0 ? (n ? "readable" : "readable, empty (jobs with a key run "

@@ -87,6 +87,14 @@ else
 fi
 test_ok "it names the cgroup version ($have) and the verdict" \
 	bash -c "grep -q 'cgroup $have at /sys/fs/cgroup' '$C/check.ok' && grep -q 'would be sized and placed' '$C/check.ok'"
+test_ok "it says grants are sealed with munge by SlurmUser" \
+	grep -q "^ok    grants       sealed with munge at $C/run/munge.socket by SlurmUser" "$C/check.ok"
+# A slurm.conf whose munged is not there: no grant can be sealed or opened.
+sed "s|socket=[^,]*|socket=$C/run/nowhere.socket|" "$SLURM_CONF" >"$C/etc/slurm-nomunge.conf"
+test_ok "without munged, synergy-lend --check fails on grants" \
+	bash -c "! SLURM_CONF='$C/etc/slurm-nomunge.conf' '$lend' --check -c '$C/etc/synergy.conf' \
+		-N $node >'$C/check.nomunge' 2>&1 &&
+		grep -q '^FAIL  grants .*nowhere.socket' '$C/check.nomunge'"
 printf 'CgroupPlugin=cgroup/%s\n' "$other" >"$C/etc/cgroup-other.conf"
 echo "CgroupConf=$C/etc/cgroup-other.conf" >>"$C/etc/synergy.conf"
 j_nocg=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap "$script")
