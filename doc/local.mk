@@ -9,3 +9,4 @@ dist_man_MANS += doc/spank-synergy.8 doc/job_submit_synergy.8 doc/synergy.conf.5
 
 # synergy-sim (policy helper)
 dist_man_MANS += doc/synergy-sim.1
+EXTRA_DIST += doc/SECURITY.md
