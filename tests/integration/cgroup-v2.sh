@@ -21,6 +21,8 @@ synergy-lending.sh
 synergy-harvest.sh
 synergy-cleanup.sh
 synergy-fallback.sh
+synergy-shrink.sh
+synergy-trust.sh
 '
 
 . "${top_srcdir:?}/tests/lib/tap.sh"

@@ -31,11 +31,7 @@ cluster_start 1
 echo "LendIdleCores=yes" >>"$C/etc/synergy.conf"
 node=${CLUSTER_TAG}n1
 log=$C/log/slurmd.$node.log
-cat >"$C/store/big.json" <<EOF
-{ "schema": 1, "key": "big", "model": "live test", "cpus": [1, 2],
-  "mem_gb": [0, 0.0625, 0.125], "tput": [[1, 1.5, 2], [1.2, 1.8, 2.4]],
-  "prop_cpus": 1, "prop_mem_gb": 0.0625, "base_tput": 0 }
-EOF
+cluster_put_profile big smallcache
 "$gen" --out "$C/data" --classes 4 --images 1100 --seed 11 --width-range 400-520 -j 2 \
 	>/dev/null || bail "coordl-datagen failed"
 dsmb=$(du -sm "$C/data" | cut -f1)

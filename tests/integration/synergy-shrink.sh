@@ -23,11 +23,7 @@ cluster_start 1
 echo "LendIdleCores=yes" >>"$C/etc/synergy.conf"
 node=${CLUSTER_TAG}n1
 log=$C/log/slurmd.$node.log
-cat >"$C/store/big.json" <<EOF
-{ "schema": 1, "key": "big", "model": "shrink test", "cpus": [1, 2],
-  "mem_gb": [0, 0.0625, 0.125], "tput": [[1, 1.5, 2], [1.2, 1.8, 2.4]],
-  "prop_cpus": 1, "prop_mem_gb": 0.0625, "base_tput": 0 }
-EOF
+cluster_put_profile big smallcache
 
 # A: waits for its grant to grow to 128 MB, then writes as much as its raised
 # limit (576 MB) leaves into its cache directory, and holds it.

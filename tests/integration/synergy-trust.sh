@@ -46,7 +46,7 @@ cleanup_users() {
 	for u in $users_made; do
 		userdel "$u" >/dev/null 2>&1
 	done
-	rm -rf "$shmdir" "$shmdir".unsafe.* 2>/dev/null
+	rm -rf "$shmdir" "$shmdir".unsafe.* "${racestop:-}" 2>/dev/null
 }
 CLUSTER_EXIT_HOOK=cleanup_users
 trap cleanup_users EXIT
@@ -62,6 +62,7 @@ echo "B's file" | runuser -u "$ub" -- tee "$shmdir/planted" >/dev/null
 racestop=/tmp/synergy-trust-$tag.stop
 runuser -u "$ub" -- bash -c "while [ ! -e $racestop ]; do mkdir -m 0777 $shmdir 2>/dev/null; done" &
 b_pids="$b_pids $!"
+disown "$!"
 
 CLUSTER_CACHE_DIR=$shmdir
 CLUSTER_GPUS=2
@@ -136,8 +137,7 @@ test_ok "forged grant: the node made no record from it" \
 # claims two CPUs, 3000 MB and the node's own record fields.
 forged="key=img uid=$(id -u "$ub") gpus=1 cpus=2 mem_mb=3000 cache_mb=2000 allotted=0-1 alloc_mem_mb=3000"
 stepprobe='echo "job=$SLURM_JOB_ID active=$SYNERGY_ACTIVE"
-	cs=$(sed -n "s/^[0-9]*:cpuset://p" /proc/self/cgroup)
-	echo "cpus=$(cat /sys/fs/cgroup/cpuset$cs/cpuset.cpus 2>/dev/null || cat /sys/fs/cgroup$cs/cpuset.cpus.effective)"'
+	echo "cpus=$(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
 forged_step() { # NAME: check the output of a forged step in $out
 	local job cpus
 	job=$(sed -n 's/^job=\([0-9]*\) .*/\1/p' <<<"$out")
@@ -173,8 +173,9 @@ cluster_wait_job "$idW" 60 >/dev/null
 test_ok "a first job made the claims directory" test -d "$C/store/claims"
 locked=0
 while IFS= read -r f; do
-	runuser -u "$ub" -- flock -n "$f" sleep 600 2>/dev/null &
+	runuser -u "$ub" -- flock -n "$f" sleep 600 >/dev/null 2>&1 &
 	b_pids="$b_pids $!"
+	disown "$!"
 	locked=$((locked + 1))
 done < <(find "$C/store" "$C/requests" "$shmdir" "$C/groups" -maxdepth 3 2>/dev/null)
 sleep 1

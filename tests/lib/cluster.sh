@@ -731,19 +731,22 @@ cluster_lend_done() {
 	test_ok "no lending record left" bash -c "! ls '$2' | grep -q job_"
 }
 
-# cluster_put_profile KEY image|flat: write a small test profile into the
-# cluster's store. "image": 2 cores and 1 GB of cache per GPU double the
-# throughput; "flat": insensitive (1 core, no cache is best).
+# cluster_put_profile KEY image|flat|smallcache: write a small test profile
+# into the cluster's store. "image": 2 cores and 1 GB of cache per GPU double
+# the throughput; "flat": insensitive (1 core, no cache is best);
+# "smallcache": gains from a second core and up to 128 MB of cache per GPU,
+# its share 1 core and 64 MB (for nodes of 1024 MB, ProcessMemMB 448).
 cluster_put_profile() {
-	local tput
+	local tput mem='[0, 0.5, 1]' pmem=1
 	case "$2" in
 	image) tput='[[0.6, 0.8, 1.0], [1.2, 1.6, 2.0]]' ;;
 	flat) tput='[[1, 1, 1], [1, 1, 1]]' ;;
+	smallcache) tput='[[1, 1.5, 2], [1.2, 1.8, 2.4]]' mem='[0, 0.0625, 0.125]' pmem=0.0625 ;;
 	*) bail "cluster_put_profile: unknown kind '$2'" ;;
 	esac
 	cat >"$C/store/$1.json" <<EOP
 { "schema": 1, "key": "$1", "model": "integration test", "cpus": [1, 2],
-  "mem_gb": [0, 0.5, 1], "tput": $tput, "prop_cpus": 1, "prop_mem_gb": 1,
+  "mem_gb": $mem, "tput": $tput, "prop_cpus": 1, "prop_mem_gb": $pmem,
   "base_tput": 0 }
 EOP
 }
