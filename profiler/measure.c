@@ -780,7 +780,10 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 			detail->fetch_time += st.fetch_time;
 			detail->prepared = st.batches_prepared - st0.batches_prepared;
 			detail->received = st.batches_received - st0.batches_received;
-			detail->group_members = st.group_members;
+			/* The most it saw live: a member whose last epoch ends
+			 * after the others left sees itself alone by then. */
+			if (st.group_members > detail->group_members)
+				detail->group_members = st.group_members;
 		}
 	}
 	if (epochs > 0)

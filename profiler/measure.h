@@ -99,7 +99,8 @@ typedef struct syn__point_detail {
 	double cpu_time;           /* CPU seconds of the whole process (user + system) */
 	double prepared, received; /* batches its workers prepared; batches other members of
 	                              its group prepared for it (coordl_stats_t) */
-	int group_members;         /* members of its group at the end (0: no group) */
+	int group_members;         /* most members of its group live at an epoch's end
+	                              (0: no group) */
 } syn__point_detail_t;
 
 /*
