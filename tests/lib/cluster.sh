@@ -40,6 +40,7 @@
 #                     0: plain Slurm (default 1)
 #   CLUSTER_PROCESS_MEM     synergy.conf ProcessMemMB (default 1024)
 #   CLUSTER_PLUGSTACK_ARGS  extra key=value arguments for the SPANK plugin
+#   CLUSTER_PLUGSTACK_EXTRA extra lines for plugstack.conf (other SPANK plugins)
 #   CLUSTER_PARTITION_EXTRA extra PartitionName= settings
 #   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
@@ -98,6 +99,7 @@ CLUSTER_MEM=${CLUSTER_MEM:-4096}
 CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-1}
 CLUSTER_PROCESS_MEM=${CLUSTER_PROCESS_MEM:-1024}
 CLUSTER_PLUGSTACK_ARGS=${CLUSTER_PLUGSTACK_ARGS:-}
+CLUSTER_PLUGSTACK_EXTRA=${CLUSTER_PLUGSTACK_EXTRA:-}
 CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
 CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
@@ -376,6 +378,8 @@ EOF
 	else
 		: >"$C/etc/plugstack.conf"
 	fi
+	[ -z "$CLUSTER_PLUGSTACK_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_PLUGSTACK_EXTRA" >>"$C/etc/plugstack.conf"
 	SYNERGY_TEST_STORE=$C/store
 	SYNERGY_TEST_SPOOL=$C/requests
 }
