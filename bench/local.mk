@@ -71,3 +71,7 @@ bench_peer_read_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_peer_read_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_peer_read_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
 EXTRA_DIST += bench/peer-read.sh
+
+# Job submission throughput with and without the plugins (issue 26):
+# bench/submit-rate.sh (root; a throwaway cluster; in the guest for 24.11/26.05).
+EXTRA_DIST += bench/submit-rate.sh

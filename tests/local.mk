@@ -9,9 +9,13 @@
 # (tests/vm/vm-run, tests/vm/README); vm-run.sh tests that harness.
 # slurm-plain.sh runs cluster suites on a Slurm built without
 # multiple-slurmd (tools/build-slurm-plain; skipped when there is none).
+# slurm-versions.sh builds the project inside the root file systems of
+# newer Debian releases (tools/build-slurm-rootfs, tools/rootfs-run: Slurm
+# 24.11, 26.05) and runs cluster suites in the guest booted on them.
 SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/cluster-limits.sh tests/integration/vm-run.sh \
 	tests/integration/cgroup-v2.sh tests/integration/slurm-plain.sh \
+	tests/integration/slurm-versions.sh \
 	tests/integration/synergy-sized.sh tests/integration/synergy-fallback.sh \
 	tests/integration/synergy-cleanup.sh tests/integration/synergy-hostile.sh \
 	tests/integration/synergy-tuner.sh tests/integration/synergy-profiling.sh \
@@ -24,8 +28,10 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-shrink.sh \
 	tests/integration/demo.sh \
 	tests/integration/packaging.sh
-EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init
-dist_noinst_SCRIPTS += tests/vm/vm-run tools/build-slurm-plain
+EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init \
+	tests/vm/spank-probe.c
+dist_noinst_SCRIPTS += tests/vm/vm-run tools/build-slurm-plain tools/build-slurm-rootfs tools/rootfs-run \
+	tests/vm/spank-probe.sh
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report
 

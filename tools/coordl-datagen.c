@@ -299,8 +299,8 @@ static int encode(const uint8_t *px, int w, int h, enum kind kind, int quality, 
 {
 	struct jpeg_compress_struct c;
 	struct jerr e;
-	int nc = kind == K_GRAY ? 1 : kind == K_RGB ? 3 : 4;
 	uint8_t *row = malloc((size_t)w * 4);
+	int nc;
 
 	enc->buf = NULL;
 	enc->len = 0;
@@ -319,6 +319,9 @@ static int encode(const uint8_t *px, int w, int h, enum kind kind, int quality, 
 		enc->buf = NULL;
 		return -1;
 	}
+	/* Set after setjmp, not before: a local that lives across setjmp may be
+	 * clobbered by longjmp (gcc 16 refuses it under -Werror=clobbered). */
+	nc = kind == K_GRAY ? 1 : kind == K_RGB ? 3 : 4;
 	jpeg_create_compress(&c);
 	jpeg_mem_dest(&c, &enc->buf, &enc->len);
 	c.image_width = (JDIMENSION)w;

@@ -20,9 +20,13 @@
 #       moves itself into <scope>/slurmd, new slurmstepds wait in
 #       <scope>/system, jobs are <scope>/job_J/step_S/{slurm,user/task_T}
 #       (slurm/ holds the step's slurmstepd, user/task_T its tasks).
-#       system.slice is made if missing (never removed: it is shared) and
-#       the controllers Slurm needs are enabled in the root's and its
-#       cgroup.subtree_control.
+#       Slurm 24.11 and 25.11 make the same; 26.05 names each job's
+#       directory by its SLUID (<scope>/sXXXXXXXXXXXXX/step_S/...; scontrol's
+#       SLUID=) unless cgroup.conf says CgroupJobIdPaths=yes (26.05.2+).
+#       From 25.11 CgroupSlice=NAME (CLUSTER_CGROUP_CONF_EXTRA) replaces
+#       system.slice. The slice is made if missing (never removed: it is
+#       shared) and the controllers Slurm needs are enabled in the root's
+#       and its cgroup.subtree_control.
 #
 # Without root, munged/slurmctld/slurmd, or the cgroup controllers, the test
 # file is skipped (TAP "1..0 # SKIP"), never passed.
@@ -36,11 +40,14 @@
 #                     0: plain Slurm (default 1)
 #   CLUSTER_PROCESS_MEM     synergy.conf ProcessMemMB (default 1024)
 #   CLUSTER_PLUGSTACK_ARGS  extra key=value arguments for the SPANK plugin
+#   CLUSTER_PLUGSTACK_EXTRA extra lines for plugstack.conf (other SPANK plugins)
 #   CLUSTER_PARTITION_EXTRA extra PartitionName= settings
 #   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
 #   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
 #   CLUSTER_SLURM_CONF_EXTRA    extra lines for slurm.conf (e.g. PrologFlags=Alloc)
+#   CLUSTER_CGROUP_CONF_EXTRA   extra lines for cgroup.conf (e.g. CgroupSlice=x.slice,
+#                               CgroupJobIdPaths=yes: Slurm 25.11+, 26.05.2+)
 #   CLUSTER_NODE_SHAPES     "GPUS:CPUS:MEM ..." one per node: nodes of different
 #                           shapes (scheduling only: CPUs past the real ones are
 #                           faked), each also in its own partition "shape<i>";
@@ -73,8 +80,12 @@
 #   CLUSTER_POLL_MS   pause between two polls of a state (scontrol, sinfo)
 #                     in ms (default 100); timeouts count polls of this
 #                     length. A slow machine (the TCG guest) polls less often.
+# The Slurm that runs is the one on PATH and in /usr/sbin: Debian 12's
+# 22.05 here, or the release of a tools/build-slurm-rootfs root that the
+# guest runs (tests/vm/vm-run --root: 24.11, 26.05; same paths).
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
-# CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
+# CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL,
+# CLUSTER_SLURM_VERSION (slurmd -V's, e.g. 24.11.5).
 
 # shellcheck source=tap.sh
 . "${top_srcdir:?}/tests/lib/tap.sh"
@@ -88,11 +99,13 @@ CLUSTER_MEM=${CLUSTER_MEM:-4096}
 CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-1}
 CLUSTER_PROCESS_MEM=${CLUSTER_PROCESS_MEM:-1024}
 CLUSTER_PLUGSTACK_ARGS=${CLUSTER_PLUGSTACK_ARGS:-}
+CLUSTER_PLUGSTACK_EXTRA=${CLUSTER_PLUGSTACK_EXTRA:-}
 CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
 CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_SLURM_CONF_EXTRA=${CLUSTER_SLURM_CONF_EXTRA:-}
+CLUSTER_CGROUP_CONF_EXTRA=${CLUSTER_CGROUP_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_GROUP_DIR=${CLUSTER_GROUP_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
@@ -117,6 +130,10 @@ CLUSTER_POLL_MS=${CLUSTER_POLL_MS:-100}
 	{ echo "Bail out! CLUSTER_POLL_MS='$CLUSTER_POLL_MS': expected milliseconds"; exit 1; }
 cluster__poll=$((CLUSTER_POLL_MS / 1000)).$(printf '%03d' $((CLUSTER_POLL_MS % 1000)))
 cluster__cgmnt=/sys/fs/cgroup
+# cgroup v2: the slice of the nodes' scopes (cgroup.conf CgroupSlice, 25.11+).
+cluster__slice=$(printf '%s\n' "$CLUSTER_CGROUP_CONF_EXTRA" | sed -n 's/^[[:space:]]*CgroupSlice=\([^[:space:]]*\).*/\1/p' | tail -n 1)
+cluster__slice=${cluster__slice:-system.slice}
+CLUSTER_SLURM_VERSION=
 C=
 CLUSTER_NODES=
 CLUSTER_TAG=
@@ -144,6 +161,10 @@ cluster_require_system() {
 		PATH=$PATH:/usr/sbin command -v "$p" >/dev/null 2>&1 ||
 			skip_all "$p not installed"
 	done
+	# "slurm-wlm 24.11.5" (Debian), "slurm 22.05.8" (a source build)
+	CLUSTER_SLURM_VERSION=$("$cluster__sbin"/slurmd -V 2>/dev/null | awk '{ print $2 }')
+	[[ "$CLUSTER_SLURM_VERSION" =~ ^[0-9]+\.[0-9]+ ]] ||
+		skip_all "cannot tell the version of $cluster__sbin/slurmd ('$CLUSTER_SLURM_VERSION')"
 	if [ -n "$CLUSTER_SLURM" ]; then
 		for p in sbin/slurmctld sbin/slurmd sbin/slurmstepd bin/sbatch bin/srun bin/scontrol \
 			 lib/slurm/select_cons_tres.so lib/slurm/cgroup_v1.so; do
@@ -335,6 +356,8 @@ ConstrainCores=yes
 ConstrainRAMSpace=yes
 EOF
 	fi
+	[ -z "$CLUSTER_CGROUP_CONF_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_CGROUP_CONF_EXTRA" >>"$C/etc/cgroup.conf"
 	cat >"$C/etc/synergy.conf" <<EOF
 ProfileStore=$C/store
 RequestDir=$C/requests
@@ -355,6 +378,8 @@ EOF
 	else
 		: >"$C/etc/plugstack.conf"
 	fi
+	[ -z "$CLUSTER_PLUGSTACK_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_PLUGSTACK_EXTRA" >>"$C/etc/plugstack.conf"
 	SYNERGY_TEST_STORE=$C/store
 	SYNERGY_TEST_SPOOL=$C/requests
 }
@@ -446,17 +471,17 @@ cluster_stop_ctld() {
 cluster__launch_cg=
 cluster__v2_prepare() {
 	local f c
-	mkdir -p "$cluster__cgmnt/system.slice" ||
-		bail "cannot create $cluster__cgmnt/system.slice"
+	mkdir -p "$cluster__cgmnt/$cluster__slice" ||
+		bail "cannot create $cluster__cgmnt/$cluster__slice"
 	for f in "$cluster__cgmnt/cgroup.subtree_control" \
-		"$cluster__cgmnt/system.slice/cgroup.subtree_control"; do
+		"$cluster__cgmnt/$cluster__slice/cgroup.subtree_control"; do
 		for c in cpuset cpu memory pids; do
 			grep -qw "$c" "$f" || echo "+$c" >"$f" ||
 				bail "cannot enable the $c controller in $f"
 		done
 	done
 	if [ "$(cat /proc/self/cgroup)" = "0::/" ]; then
-		cluster__launch_cg=$cluster__cgmnt/system.slice/${CLUSTER_TAG}_launch
+		cluster__launch_cg=$cluster__cgmnt/$cluster__slice/${CLUSTER_TAG}_launch
 		mkdir -p "$cluster__launch_cg" || bail "cannot create $cluster__launch_cg"
 	fi
 }
@@ -469,7 +494,7 @@ cluster__v2_prepare() {
 # slurmstepd scope. Whether or not it exists.
 cluster_node_cgroup() {
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
-		echo "$cluster__cgmnt/system.slice/${1}_slurmstepd.scope"
+		echo "$cluster__cgmnt/$cluster__slice/${1}_slurmstepd.scope"
 	elif [ "$cluster__multi" = 1 ]; then
 		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$1"
 	else
@@ -657,18 +682,44 @@ cluster_cgroup_of() {
 # cluster_job_cgroup ID [CONTROLLER]: where Slurm keeps job ID's cgroup on
 # its first node: v1 <mnt>/CONTROLLER/slurm_<node>/uid_<uid>/job_<id>
 # (CONTROLLER default cpuset), v2 <mnt>/system.slice/<node>_slurmstepd.scope/
-# job_<id>. Prints the path whether or not it exists (yet, or still).
+# job_<id> (26.05: .../<SLUID>, see cluster_job_dir). Prints the path
+# whether or not it exists (yet, or still).
 cluster_job_cgroup() {
-	local node uid
+	local node uid dir
 	node=$(scontrol show hostnames "$(cluster_job_field "$1" NodeList)" 2>/dev/null | head -n 1)
 	[ -n "$node" ] || return 1
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
-		echo "$(cluster_node_cgroup "$node")/job_$1"
+		dir=$(cluster_job_dir "$1") || return 1
+		echo "$(cluster_node_cgroup "$node")/$dir"
 	else
 		uid=$(cluster_job_field "$1" UserId | sed -n 's/.*(\([0-9]*\)).*/\1/p')
 		[ -n "$uid" ] || return 1
 		echo "$(cluster_node_cgroup "$node" "${2:-cpuset}")/uid_$uid/job_$1"
 	fi
+}
+
+# cluster_job_dir ID: the name of job ID's own cgroup v2 directory under
+# its node's scope: job_<ID>, or from Slurm 26.05 the job's SLUID (as
+# scontrol -d shows it) unless cgroup.conf has CgroupJobIdPaths=yes.
+cluster_job_dir() {
+	local sluid
+	if cluster__slurm_at_least 26.05 &&
+		! grep -qix 'CgroupJobIdPaths=yes' "$C/etc/cgroup.conf" 2>/dev/null; then
+		# (scontrol shows it with -d only)
+		sluid=$(scontrol -d -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^SLUID=//p')
+		[ -n "$sluid" ] || return 1
+		echo "$sluid"
+	else
+		echo "job_$1"
+	fi
+}
+
+# cluster__slurm_at_least X.Y: the running Slurm is release X.Y or later.
+cluster__slurm_at_least() {
+	local want have
+	want=$(printf '%d%02d' "${1%%.*}" "$((10#${1#*.}))")
+	have=$(awk -F. '{ printf "%d%02d", $1, $2 }' <<<"$CLUSTER_SLURM_VERSION")
+	[ "$have" -ge "$want" ]
 }
 
 # cluster_limit_cgroup ID [CONTROLLER]: where the Synergy plugin bounds job
@@ -706,6 +757,9 @@ cluster_leftovers() {
 	local dirs files groups d
 	dirs=$(for d in $(cluster__node_cgroups); do
 		find "$d" -mindepth 1 -type d \( -name '*synergy*' -o -name 'job_*' \)
+		# 26.05's job directories are named by SLUID: s and 13 characters
+		! cluster__slurm_at_least 26.05 ||
+			find "$d" -mindepth 1 -maxdepth 1 -type d -name 's?????????????'
 	done
 	# A harvesting job's idle cpu cgroup (v1, beside the job's processes).
 	[ "$CLUSTER_CGROUP" = v2 ] || [ ! -d "$cluster__cgmnt/cpu" ] ||
