@@ -121,8 +121,8 @@ loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
 # peer.t plays a hostile UCX process (when UCX is there) against the loader.
 loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
-loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(LIBCRYPTO_CFLAGS) $(UCX_CFLAGS)
-loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(LIBCRYPTO_LIBS) $(UCX_LIBS)
+loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
+loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
 loader_test_profmode_t_SOURCES = loader/test/profmode.c loader/test/testdata.c
 loader_test_profmode_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_profmode_t_LDADD = $(LOADER_TEST_LDADD)

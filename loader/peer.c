@@ -281,10 +281,8 @@ static int nonce(uint8_t *out)
 	return 0;
 }
 
-/* The MAC of direction dir for the connection between node client and
- * node server with nonces nc and ns. 0, or -1 (libcrypto failed). */
-static int peer_mac(const struct coordl__peer *p, uint32_t dir, uint32_t client, uint32_t server,
-		    const uint8_t *nc, const uint8_t *ns, uint8_t *out)
+int coordl__peer_mac(const uint8_t *key, uint64_t tag, uint32_t dir, uint32_t client,
+		     uint32_t server, const uint8_t *nc, const uint8_t *ns, uint8_t *out)
 {
 	struct coordl_peer_transcript t;
 	unsigned int len = COORDL_PEER_MAC;
@@ -295,13 +293,19 @@ static int peer_mac(const struct coordl__peer *p, uint32_t dir, uint32_t client,
 	t.dir = dir;
 	t.client = client;
 	t.server = server;
-	t.tag = p->tag;
+	t.tag = tag;
 	memcpy(t.nonce_c, nc, COORDL_PEER_NONCE);
 	memcpy(t.nonce_s, ns, COORDL_PEER_NONCE);
-	if (!HMAC(EVP_sha256(), p->key, (int)sizeof(p->key), (const unsigned char *)&t, sizeof(t),
+	if (!HMAC(EVP_sha256(), key, SYNERGY_PEER_KEY_BYTES, (const unsigned char *)&t, sizeof(t),
 		  out, &len) || len != COORDL_PEER_MAC)
 		return -1;
 	return 0;
+}
+
+static int peer_mac(const struct coordl__peer *p, uint32_t dir, uint32_t client, uint32_t server,
+		    const uint8_t *nc, const uint8_t *ns, uint8_t *out)
+{
+	return coordl__peer_mac(p->key, p->tag, dir, client, server, nc, ns, out);
 }
 
 /* Does mac prove the key for that transcript? In constant time. */
@@ -2066,5 +2070,11 @@ int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf,
 int coordl__peer_serves(const coordl__peer_t *p, size_t idx) { (void)p; (void)idx; return 0; }
 void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st) { (void)p; (void)st; }
 const char *coordl__peer_note(coordl__peer_t *p) { (void)p; return NULL; }
+int coordl__peer_mac(const uint8_t *key, uint64_t tag, uint32_t dir, uint32_t client,
+		     uint32_t server, const uint8_t *nc, const uint8_t *ns, uint8_t *out)
+{
+	(void)key; (void)tag; (void)dir; (void)client; (void)server; (void)nc; (void)ns; (void)out;
+	return -1;
+}
 
 #endif

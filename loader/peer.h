@@ -151,6 +151,17 @@ int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf,
  * to leave it out. */
 int coordl__peer_serves(const coordl__peer_t *p, size_t idx);
 
+/*
+ * The handshake's MAC (coordl_peerwire.h): HMAC-SHA256 under key
+ * (SYNERGY_PEER_KEY_BYTES) of the transcript of direction dir
+ * (COORDL_PEER_DIR_*) for the connection from node client to node server
+ * of the job tagged tag, with nonces nc and ns (COORDL_PEER_NONCE bytes
+ * each), into out (COORDL_PEER_MAC bytes). 0, or -1 (libcrypto failed, or
+ * built without the peer tier).
+ */
+int coordl__peer_mac(const uint8_t *key, uint64_t tag, uint32_t dir, uint32_t client,
+		     uint32_t server, const uint8_t *nc, const uint8_t *ns, uint8_t *out);
+
 /* Fill the peer_* fields of st. */
 void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st);
 

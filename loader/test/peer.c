@@ -61,8 +61,6 @@
 
 #ifdef HAVE_PEERS
 #include <arpa/inet.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <poll.h>
 #include <sys/random.h>
 #ifdef HAVE_UCX
@@ -72,6 +70,7 @@
 #endif
 
 #include "coordl_peerwire.h"
+#include "peer.h"
 #include "source.h"
 
 #define NNODES 3
@@ -471,24 +470,11 @@ static int key_of(const char *hex, uint8_t *key)
 	return coordl__parse_peer_key(hex, key);
 }
 
-/* HMAC-SHA256 of the transcript coordl_peerwire.h defines. */
+/* The handshake's MAC, as a peer that holds key makes it. */
 static void t_mac(const uint8_t *key, uint32_t way, uint32_t client, uint32_t server, uint64_t tag,
 		  const uint8_t *nc, const uint8_t *ns, uint8_t *out)
 {
-	struct coordl_peer_transcript t;
-	unsigned int len = COORDL_PEER_MAC;
-
-	memset(&t, 0, sizeof(t));
-	memcpy(t.label, "coordl peer mac", 15);
-	t.version = COORDL_PEER_VERSION;
-	t.dir = way;
-	t.client = client;
-	t.server = server;
-	t.tag = tag;
-	memcpy(t.nonce_c, nc, COORDL_PEER_NONCE);
-	memcpy(t.nonce_s, ns, COORDL_PEER_NONCE);
-	if (!HMAC(EVP_sha256(), key, SYNERGY_PEER_KEY_BYTES, (const unsigned char *)&t, sizeof(t), out,
-		  &len))
+	if (coordl__peer_mac(key, tag, way, client, server, nc, ns, out) < 0)
 		memset(out, 0, COORDL_PEER_MAC);
 }
 
