@@ -216,6 +216,7 @@ struct coordl__peer {
 	uint64_t held;
 	struct ent ent[NSLOT];
 	struct conn served[MAX_SERVED];
+	int served_hi;           /* 1 + the highest served slot in use (loops stop there) */
 	uint8_t *scratch;        /* where a payload nobody takes is received */
 
 	/* Statistics of the epoch (under mu); refused: over the loader's life. */
@@ -700,6 +701,8 @@ static void served_close(struct coordl__peer *p, struct conn *c, const char *ref
 	free(c->tbuf);
 	c->tbuf = NULL;
 	c->tcap = 0;
+	while (p->served_hi > 0 && p->served[p->served_hi - 1].fd < 0)
+		p->served_hi--;
 }
 
 /* Is this address one of the job's nodes'? (sockaddr wire-up) */
@@ -751,7 +754,7 @@ static void on_accept(struct coordl__peer *p, double now)
 			close(fd);
 			continue;
 		}
-		for (int i = 0; i < MAX_SERVED; i++) {
+		for (int i = 0; i < p->served_hi; i++) {
 			struct conn *s = &p->served[i];
 			if (s->fd < 0) {
 				if (!c)
@@ -770,6 +773,8 @@ static void on_accept(struct coordl__peer *p, double now)
 			if (!c)
 				c = oldest;
 		}
+		if (!c && p->served_hi < MAX_SERVED)
+			c = &p->served[p->served_hi];
 		if (!c || (!c->rbuf && !(c->rbuf = malloc(SERVED_RBUF))) ||
 		    (!c->rq && !(c->rq = malloc(NSLOT * sizeof(*c->rq))))) {
 			p->refused++;
@@ -779,6 +784,8 @@ static void on_accept(struct coordl__peer *p, double now)
 		c->rcap = SERVED_RBUF;
 		sock_opts(fd);
 		c->fd = fd;
+		if (c - p->served >= p->served_hi)
+			p->served_hi = (int)(c - p->served) + 1;
 		c->state = S_HELLO;
 		c->t_open = now;
 		c->node = -1;
@@ -1209,7 +1216,7 @@ static void flush_all(struct coordl__peer *p, double now)
 		}
 		want_out(p, c, TAG_NODE + (uint64_t)k, c->tpos < c->tlen);
 	}
-	for (int i = 0; i < MAX_SERVED; i++) {
+	for (int i = 0; i < p->served_hi; i++) {
 		struct conn *c = &p->served[i];
 		if (c->fd < 0)
 			continue;
@@ -1234,7 +1241,7 @@ static void step(struct coordl__peer *p, double now)
 		else if (n->state == N_CONNECTING && now - n->t_connect > p->timeout + 1.0)
 			node_down(p, k, now, "no answer to the connection");
 	}
-	for (int i = 0; i < MAX_SERVED; i++) {
+	for (int i = 0; i < p->served_hi; i++) {
 		struct conn *c = &p->served[i];
 		if (c->fd >= 0 && c->state != S_UP && now - c->t_open > p->timeout)
 			served_close(p, c, "no handshake within the peer deadline");

@@ -1660,6 +1660,7 @@ int main(int argc, char **argv)
 	}
 #endif
 	(void)argc;
+	(void)argv;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	d = td_tmpdir("peer");
 	unsetenv(SYNERGY_ENV_CACHE_NAME);
