@@ -916,11 +916,17 @@ static int serve(struct coordl__peer *p, struct conn *c)
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = iov;
 		mh.msg_iovlen = b ? 2 : 1;
+		/* The copy into the socket without the lock: the workers of
+		 * this process need it to take their items meanwhile, and
+		 * nothing here is theirs (the connection is this thread's,
+		 * the cache is safe across threads). */
+		pthread_mutex_unlock(&p->mu);
 		do
 			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		while (w < 0 && errno == EINTR);
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			w = 0;
+		pthread_mutex_lock(&p->mu);
 		if (w >= 0)
 			sent = (size_t)w;
 		if (w >= 0 && sent < total) {
@@ -1074,9 +1080,19 @@ static int receive(struct coordl__peer *p, struct conn *c, int k, double now)
 read:
 		if (reads++ == RECV_BURST)
 			return 0;
+		/* An item's bytes go straight into its entry without the lock:
+		 * only this thread touches a SENT entry's buffer, and the
+		 * workers need the lock meanwhile to take other items. */
+		if (dst != c->rbuf + c->rlen && !c->pdiscard)
+			pthread_mutex_unlock(&p->mu);
 		do
 			r = recv(c->fd, dst, want, 0);
 		while (r < 0 && errno == EINTR);
+		if (dst != c->rbuf + c->rlen && !c->pdiscard) {
+			int e = errno;
+			pthread_mutex_lock(&p->mu);
+			errno = e;
+		}
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
 		if (r <= 0) {
