@@ -5,11 +5,13 @@
  * connection to each other node (a client: this node reads through it)
  * and the connections other nodes opened to the listener (served: this
  * node answers their reads out of its cache). It sleeps in epoll_wait()
- * without the mutex and does everything else under it: the workers that
+ * without the mutex and does its bookkeeping under it: the workers that
  * decode share a fixed table of read entries with it; a worker that wants
  * a read started marks an entry NEW and wakes the thread through an
  * eventfd, then waits on the condition variable. Sockets are non-blocking,
- * so nothing the thread does under the mutex waits for the network.
+ * so nothing the thread does under the mutex waits for the network; the
+ * copies of an item's bytes (into a SENT entry's buffer, which only this
+ * thread touches, and out of the cache) are made without it.
  *
  * The thread only moves bytes: the worker that takes an item checks its
  * trailer (checked(), without the mutex), so that checks run side by side
