@@ -26,7 +26,8 @@
  * request and reply pattern, the peer tier's ceiling.
  *
  * Prints one line: bytes, seconds, MB/s (10^6 bytes), items read and
- * fallbacks. Exits 1 when any item did not come from the peer intact, 77
+ * fallbacks; then another: the CPU microseconds per item both processes
+ * used over the whole read, warm-up included (getrusage). Exits 1 when any item did not come from the peer intact, 77
  * when libcoordl was built without the peer tier. Not a test: a
  * measurement.
  */
@@ -42,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -73,6 +75,21 @@ struct run {
 
 static uint8_t pat(size_t i, size_t k) { return (uint8_t)(i * 131 + k * 7 + 1); }
 
+/* CPU seconds (user and system) this process has used. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* What the reader used: items read (warm-up included) and CPU seconds
+ * over them. */
+static size_t read_items;
+static double read_cpu;
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -83,7 +100,9 @@ static void usage(FILE *f)
 		"Defaults: --items 1000 --size 112640 --passes 4 --threads 2 --timeout-ms 2000.\n"
 		"--raw: the same over one plain TCP connection, 64 requests in flight (the reference).\n"
 		"Prints one line:\n"
-		"  peer-read size S items N threads T bytes B seconds X MBps Y fallbacks F\n");
+		"  peer-read size S items N threads T bytes B seconds X MBps Y fallbacks F ...\n"
+		"and one with the CPU microseconds per item both processes used:\n"
+		"  peer-read cpu us_per_item U reader R server S\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -192,6 +211,7 @@ static int serve(const struct opts *o, const char *peers, uint64_t tag, int up, 
 	size_t nall = 2 * o->items;
 	char why[256], x;
 	uint64_t bound = (uint64_t)o->items * (o->size + 64) + (64u << 20);
+	double cpu0;
 
 	if (!(buf = malloc(o->size)))
 		return 1;
@@ -231,11 +251,16 @@ static int serve(const struct opts *o, const char *peers, uint64_t tag, int up, 
 		coordl__cache_detach(c);
 		return 1;
 	}
+	cpu0 = cpu_s();
 	while (read(down, &x, 1) > 0)
 		;
+	/* What serving cost, for the parent to print. */
+	cpu0 = cpu_s() - cpu0;
+	if (write(up, &cpu0, sizeof(cpu0)) != sizeof(cpu0))
+		ok = 0;
 	coordl__peer_destroy(p);
 	coordl__cache_detach(c);
-	return 0;
+	return ok ? 0 : 1;
 }
 
 static void *worker(void *arg)
@@ -326,6 +351,8 @@ static int readall(const struct opts *o, const char *peers, uint64_t tag)
 	/* A warm-up, as ucx_perftest's: the first reads into the read-ahead
 	 * entries' buffers fault their pages in (a loader pays that once,
 	 * not per epoch). Then the timed passes. */
+	read_cpu = cpu_s();
+	read_items = 0;
 	for (int timed = 0; timed < 2; timed++) {
 		memset(&r, 0, sizeof(r));
 		r.p = p;
@@ -340,9 +367,11 @@ static int readall(const struct opts *o, const char *peers, uint64_t tag)
 		for (int i = 0; i < started; i++)
 			pthread_join(thr[i], NULL);
 		t1 = coordl__now();
+		read_items += r.n;
 		if (started == 0 || r.hits != r.n)
 			break;
 	}
+	read_cpu = cpu_s() - read_cpu;
 	coordl__peer_destroy(p);
 	if (started == 0) {
 		fprintf(stderr, "peer-read: no worker thread\n");
@@ -419,6 +448,7 @@ static int raw_serve(const struct opts *o, int up)
 	struct iovec iov[2];
 	uint8_t *item = malloc(o->size), ok = 1;
 	int l = raw_socket(o->port0, 1), c, one = 1;
+	double cpu0 = 0;
 
 	if (!item || l < 0 || write(up, &ok, 1) != 1 || (c = accept(l, NULL, NULL)) < 0) {
 		free(item);
@@ -427,6 +457,7 @@ static int raw_serve(const struct opts *o, int up)
 	(void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	for (size_t k = 0; k < o->size; k++)
 		item[k] = pat(0, k);
+	cpu0 = cpu_s();
 	while (full_io(c, &rq, sizeof(rq), 0) == 0) {
 		struct msghdr mh;
 		size_t total = sizeof(h) + o->size, sent = 0;
@@ -452,10 +483,11 @@ static int raw_serve(const struct opts *o, int up)
 		}
 	}
 out:
+	cpu0 = cpu_s() - cpu0;
 	close(c);
 	close(l);
 	free(item);
-	return 0;
+	return write(up, &cpu0, sizeof(cpu0)) == sizeof(cpu0) ? 0 : 1;
 }
 
 /* Node 1 of --raw: RAW_WINDOW requests in flight, each reply's bytes
@@ -475,6 +507,7 @@ static int raw_read(const struct opts *o)
 		fprintf(stderr, "peer-read: --raw: cannot connect\n");
 		goto out;
 	}
+	read_cpu = cpu_s();
 	for (size_t sent = 0, got = 0; got < warm + n;) {
 		struct raw_hdr h;
 		while (sent < warm + n && sent - got < RAW_WINDOW) {
@@ -492,6 +525,8 @@ static int raw_read(const struct opts *o)
 			bytes += o->size;
 	}
 	t1 = coordl__now();
+	read_cpu = cpu_s() - read_cpu;
+	read_items = warm + n;
 	printf("peer-read raw size %zu items %zu threads 1 bytes %llu seconds %.4f MBps %.1f "
 	       "fallbacks 0 absent 0 bad 0\n", o->size, n, (unsigned long long)bytes, t1 - t0,
 	       (double)bytes / (t1 - t0) / 1e6);
@@ -511,6 +546,7 @@ int main(int argc, char **argv)
 	uint64_t tag;
 	pid_t pid;
 	uint8_t ok = 0;
+	double serve_cpu = -1;
 
 	if (parse(argc, argv, &o) < 0)
 		return 2;
@@ -544,9 +580,18 @@ int main(int argc, char **argv)
 	}
 	rv = o.raw ? raw_read(&o) : readall(&o, peers, tag);
 	close(down[1]);
+	if (read(up[0], &serve_cpu, sizeof(serve_cpu)) != sizeof(serve_cpu))
+		serve_cpu = -1;
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "peer-read: node 0 failed\n");
 		rv = 1;
 	}
+	/* CPU per item of both processes over the whole read (warm-up
+	 * included): less at the mercy of other load on the machine than
+	 * MB/s. */
+	if (rv == 0 && read_items > 0 && serve_cpu >= 0)
+		printf("peer-read cpu us_per_item %.1f reader %.1f server %.1f\n",
+		       (read_cpu + serve_cpu) / (double)read_items * 1e6,
+		       read_cpu / (double)read_items * 1e6, serve_cpu / (double)read_items * 1e6);
 	return rv;
 }

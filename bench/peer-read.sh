@@ -19,7 +19,9 @@
 # Both ends on 127.0.0.1. Each repetition runs them in turn; the table gives
 # min/median/max MB/s (10^6 bytes/s) over repetitions and the ratio of
 # coordl's to raw's (per repetition, and median over median), with the load
-# average before and after.
+# average before and after; and the CPU microseconds per item both processes
+# used (getrusage, warm-up included: less at the mercy of other load than
+# MB/s; "-" for an OTHER that does not report it).
 #
 # Usage: bench/peer-read.sh BUILD_DIR [REPS] [SIZE]
 # (defaults 7 repetitions, 112640 bytes). Env: ITEMS (node 0's items,
@@ -82,7 +84,8 @@ perftest() {
 	awk -F, '/^[0-9]+,/ {bw = $6} END {if (bw == "") exit 1; printf "%.1f\n", bw * 1048576 / 1e6}' "$tmp/cli"
 }
 
-# coordl [BINARY] [--raw]: prints MB/s of bench/peer-read.
+# coordl [BINARY] [--raw]: prints MB/s of bench/peer-read, and its CPU
+# microseconds per item ("-" if it does not say).
 coordl() {
 	port=$((port + 2))
 	bin=${1:-$pr}
@@ -90,27 +93,33 @@ coordl() {
 	"$bin" --items "$items" --size "$size" --passes "$passes" --threads "$threads" \
 		--port0 "$port" --port1 "$((port + 1))" "$@" >"$tmp/pr" 2>&1 ||
 		{ echo "peer-read: bench/peer-read failed:" >&2; cat "$tmp/pr" >&2; exit 1; }
-	awk '/^peer-read / {for (i = 1; i < NF; i++) if ($i == "MBps") print $(i + 1)}' "$tmp/pr"
+	awk '/^peer-read / {for (i = 1; i < NF; i++) { if ($i == "MBps") m = $(i + 1); if ($i == "us_per_item") u = $(i + 1) } }
+		END {print m, (u == "" ? "-" : u)}' "$tmp/pr"
 }
 
 echo "# peer-read.sh: 127.0.0.1, item $size bytes, $n items per run, coordl $threads worker" \
 	"threads; $(nproc) CPUs${ucx:+; ucx_perftest with UCX_TLS=$UCX_TLS, $out in flight}"
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -z "$other" ] || echo "# other: $other"
-printf '%-4s %10s %10s %8s %10s %10s %10s\n' rep coordl raw ratio "${other:+other}" \
-	"${ucx:+ucp_get}" "${ucx:+tag_bw}"
+printf '%-4s %10s %10s %8s %10s %10s %10s %7s %7s %7s\n' rep coordl raw ratio "${other:+other}" \
+	"${ucx:+ucp_get}" "${ucx:+tag_bw}" c_us/it r_us/it "${other:+o_us/it}"
 r=1
 while [ "$r" -le "$reps" ]; do
-	c=$(coordl)
-	w=$(coordl "$pr" --raw)
-	o=0 g=0 t=0
-	[ -z "$other" ] || o=$(coordl "$other")
+	set -- $(coordl)
+	c=$1 cu=$2
+	set -- $(coordl "$pr" --raw)
+	w=$1 wu=$2
+	o=0 ou=- g=0 t=0
+	if [ -n "$other" ]; then
+		set -- $(coordl "$other")
+		o=$1 ou=$2
+	fi
 	[ -z "$ucx" ] || g=$(perftest ucp_get)
 	[ -z "$ucx" ] || t=$(perftest tag_bw)
 	q=$(awk -v c="$c" -v w="$w" 'BEGIN {printf "%.4f", c / w}')
-	printf '%-4s %10s %10s %8.2f %10s %10s %10s\n' "$r" "$c" "$w" "$q" "${other:+$o}" \
-		"${ucx:+$g}" "${ucx:+$t}"
-	echo "$c $w $q $o $g $t" >>"$tmp/rows"
+	printf '%-4s %10s %10s %8.2f %10s %10s %10s %7s %7s %7s\n' "$r" "$c" "$w" "$q" "${other:+$o}" \
+		"${ucx:+$g}" "${ucx:+$t}" "$cu" "$wu" "${other:+$ou}"
+	echo "$c $w $q $o $g $t $cu $wu $ou" >>"$tmp/rows"
 	r=$((r + 1))
 done
 echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -123,6 +132,9 @@ printf '%-8s %s\n' coordl "$(mmm 1 %.1f)" raw "$(mmm 2 %.1f)"
 [ -z "$other" ] || printf '%-8s %s\n' other "$(mmm 4 %.1f)"
 [ -z "$ucx" ] || printf '%-8s %s\n' ucp_get "$(mmm 5 %.1f)" tag_bw "$(mmm 6 %.1f)"
 printf '%-8s %s\n' ratio "$(mmm 3 %.2f) (coordl/raw per repetition)"
+echo "# CPU us per item, both processes: min/median/max"
+printf '%-8s %s\n' coordl "$(mmm 7 %.1f)" raw "$(mmm 8 %.1f)"
+[ -z "$other" ] || [ "$(cut -d' ' -f9 "$tmp/rows" | sort -u)" = - ] || printf '%-8s %s\n' other "$(mmm 9 %.1f)"
 med() { cut -d' ' -f"$1" "$tmp/rows" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "# coordl median / raw median: $(awk -v c="$(med 1)" -v w="$(med 2)" 'BEGIN {printf "%.2f", c / w}')"
 [ -z "$other" ] || echo "# coordl median / other median: $(awk -v c="$(med 1)" -v o="$(med 4)" 'BEGIN {printf "%.2f", c / o}')"
