@@ -244,6 +244,29 @@ bad:
 	return -1;
 }
 
+int coordl__parse_peer_key(const char *s, uint8_t *key)
+{
+	size_t i;
+
+	/* Exactly the contract's form (lowercase, no prefix, no spaces):
+	 * every task of the step is given the same string, so anything
+	 * else is a mistake worth refusing rather than guessing at. */
+	if (!s || strlen(s) != SYNERGY_PEER_KEY_HEX)
+		goto bad;
+	for (i = 0; i < SYNERGY_PEER_KEY_HEX; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			goto bad;
+	for (i = 0; i < SYNERGY_PEER_KEY_BYTES; i++) {
+		unsigned hi = (unsigned)(s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10);
+		unsigned lo = (unsigned)(s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10);
+		key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
 /* Count the cores this process may run on. A node with more possible CPUs
  * than a cpu_set_t holds refuses the fixed-size mask (EINVAL), so the
  * mask grows until the kernel takes it. */
@@ -392,6 +415,14 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 0..2^64-1",
 						 SYNERGY_ENV_PEER_TAG, v);
 		e.peer_tag = tag;
+	}
+	if ((v = getenv(SYNERGY_ENV_PEER_KEY))) {
+		uint8_t key[SYNERGY_PEER_KEY_BYTES];
+		if (coordl__parse_peer_key(v, key) == 0)
+			e.peer_key = v;
+		else
+			e.peer_key_bad = 1;
+		explicit_bzero(key, sizeof(key));
 	}
 	e.peer_timeout_ms = COORDL__PEER_TIMEOUT_DEFAULT;
 	if ((rc = env_int(SYNERGY_ENV_PEER_TIMEOUT_MS, 1, 600000, "milliseconds", &n, err)) < 0)

@@ -63,6 +63,13 @@ enum { COORDL__WIREUP_AUTO = 0, COORDL__WIREUP_SOCKADDR, COORDL__WIREUP_PMIX, CO
 int coordl__parse_peers(const char *s, int (*fn)(void *arg, int k, const char *host, int port),
 			void *arg);
 
+/*
+ * Decode a SYNERGY_PEER_KEY (synergy_env.h): exactly SYNERGY_PEER_KEY_HEX
+ * lowercase hex digits into key[0..SYNERGY_PEER_KEY_BYTES). Returns 0, or
+ * -1 with errno EINVAL (key then holds nothing of s). s may be NULL (-1).
+ */
+int coordl__parse_peer_key(const char *s, uint8_t *key);
+
 /* The default and the largest max_item_bytes. */
 #define COORDL__MAX_ITEM_DEFAULT (64LL << 20)
 #define COORDL__MAX_ITEM_LIMIT (1LL << 40)
@@ -98,6 +105,13 @@ typedef struct coordl__env {
 	const char *peers;       /* SYNERGY_PEERS (validated), or NULL */
 	int nnodes, node_index;  /* entries of peers and ours (0, 0 without) */
 	uint64_t peer_tag;
+	/* SYNERGY_PEER_KEY when it is well formed (the string in the
+	 * environment: decoded by the peer tier, never copied here), else
+	 * NULL; peer_key_bad 1 when it is set but malformed. Not an error
+	 * for the loader either way: without a key it runs no peer tier
+	 * (the peer tier says why). */
+	const char *peer_key;
+	int peer_key_bad;
 	int peer_timeout_ms;
 	/* Coordinated prep: the group this loader joins (NULL: none). Only
 	 * the job's training loader joins: TRAIN mode, or EVAL mode with

@@ -21,10 +21,10 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
 	loader/rng.h loader/cuda.h
 loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader \
-	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(UCX_CFLAGS) $(PMIX_CFLAGS)
+	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(LIBCRYPTO_CFLAGS) $(PMIX_CFLAGS)
 loader_libcoordl_core_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(LIBCURL_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) \
-	$(LIBM) $(LIBRT) $(UCX_LIBS) $(PMIX_LIBS)
+	$(LIBM) $(LIBRT) $(LIBCRYPTO_LIBS) $(PMIX_LIBS)
 if HAVE_CUDA
 loader_libcoordl_core_la_SOURCES += loader/cuda.c
 endif
@@ -119,7 +119,7 @@ loader_test_coord_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
-# peer.t runs UCX itself (a hostile peer) besides the loader's.
+# peer.t plays a hostile UCX process (when UCX is there) against the loader.
 loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
 loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
 loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
