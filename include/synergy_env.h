@@ -138,16 +138,15 @@
  * SYNERGY_PEER_TAG and SYNERGY_PEER_KEY to every task of a Synergy job's
  * step that spans two nodes or more (srun -N2 ...; not to the batch
  * script, which runs on one node, nor to a one-node step), all four or
- * none: node i's entry is the address slurm.conf gives the step's i-th
+ * none (a step that chose its wire-up itself gets only the key and the
+ * tag, and keeps its own if it set them; SYNERGY_PEER_WIREUP=off: none): node i's entry is the address slurm.conf gives the step's i-th
  * node (NodeAddr, else NodeHostname, else its name) and a port derived
  * from the job id, the step id and i inside synergy.conf's PeerPortMin..PeerPortMax, so every
  * node computes the same list without exchanging anything. Every local
  * task of a node gets the same values (torchrun under srun, one process
  * per GPU: the first process of the node to bind entry i listens, the
- * others share the node's cache and only read). A job that set
- * SYNERGY_PEER_WIREUP itself to anything but "auto" (off, pmix, or
- * sockaddr with its own SYNERGY_PEERS) gets none of the four. Without the
- * plugin a job script may set them (coordl(3) shows how).
+ * others share the node's cache and only read). Without the plugin a job
+ * script may set them (coordl(3) shows how).
  */
 
 /* Every node's peer address, in node index order: comma-separated

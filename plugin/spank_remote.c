@@ -68,6 +68,7 @@ static struct {
 	uint32_t node_index;
 	uint64_t peer_tag;
 	char peer_key[SYNERGY_PEER_KEY_HEX + 1]; /* SYNERGY_PEER_KEY (secret) */
+	int has_peer_key;           /* peer_key and peer_tag are the step's */
 } st;
 
 /* Slurm's variable for a step's node list, node index order (srun sets it
@@ -282,10 +283,13 @@ static void array_group(spank_t sp, int dfd, uid_t uid)
 /*
  * The partitioned cache's peers of this step (peers.h), for a Synergy job's
  * step on two nodes or more; nothing for the batch script, the extern and
- * interactive steps (one node each), a one-node step, and a job that chose
- * its wire-up itself (SYNERGY_PEER_WIREUP other than auto). Runs as root in
- * slurmstepd: slurm.conf is read here, once per step, and the tasks
- * inherit the result.
+ * interactive steps (one node each) and a one-node step. The step's key
+ * (SYNERGY_PEER_KEY, derived from the job's secret, grantauth.h) and tag go
+ * to every such step whose job did not turn peers off
+ * (SYNERGY_PEER_WIREUP=off): loaders wired up through PMIx or by the job's
+ * own SYNERGY_PEERS need them too. The node list only when the job left the
+ * wire-up to the loader (auto). Runs as root in slurmstepd: slurm.conf is
+ * read here, once per step, and the tasks inherit the result.
  */
 static void peers_init(spank_t sp)
 {
@@ -299,16 +303,34 @@ static void peers_init(spank_t sp)
 	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || nnodes < 2 ||
 	    spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
 		return;
-	if (spank_getenv(sp, SYNERGY_ENV_PEER_WIREUP, wireup, sizeof(wireup)) == ESPANK_SUCCESS &&
-	    wireup[0] && strcmp(wireup, "auto") != 0) {
-		slurm_info("synergy: job %u step %u: %s=%s set by the job: no peers exported",
-			   (unsigned)st.jobid, (unsigned)stepid, SYNERGY_ENV_PEER_WIREUP, wireup);
+	if (spank_getenv(sp, SYNERGY_ENV_PEER_WIREUP, wireup, sizeof(wireup)) != ESPANK_SUCCESS)
+		wireup[0] = '\0';
+	if (strcmp(wireup, "off") == 0) {
+		slurm_info("synergy: job %u step %u: %s=off set by the job: no peers exported",
+			   (unsigned)st.jobid, (unsigned)stepid, SYNERGY_ENV_PEER_WIREUP);
+		return;
+	}
+	/* The step's secret: peers that cannot prove they hold it get nothing
+	 * from the tasks' loaders. */
+	if (syn__peer_key(st.rec.secret, st.jobid, stepid, st.peer_key) < 0) {
+		slurm_error("synergy: job %u step %u: its record has no secret (a grant from "
+			    "before the upgrade?): no partitioned cache", (unsigned)st.jobid,
+			    (unsigned)stepid);
+		return;
+	}
+	st.has_peer_key = 1;
+	st.peer_tag = syn__peer_tag(st.jobid, stepid);
+	if (wireup[0] && strcmp(wireup, "auto") != 0) {
+		slurm_info("synergy: job %u step %u: %s=%s set by the job: only its peer key and tag "
+			   "exported", (unsigned)st.jobid, (unsigned)stepid, SYNERGY_ENV_PEER_WIREUP,
+			   wireup);
 		return;
 	}
 	if (nodeid >= nnodes ||
 	    spank_getenv(sp, STEP_NODELIST_ENV, nodelist, sizeof(nodelist)) != ESPANK_SUCCESS) {
 		slurm_error("synergy: job %u step %u: no %s for its %u nodes: no partitioned cache",
 			    (unsigned)st.jobid, (unsigned)stepid, STEP_NODELIST_ENV, (unsigned)nnodes);
+		st.has_peer_key = 0;
 		return;
 	}
 	path = getenv("SLURM_CONF");
@@ -325,20 +347,10 @@ static void peers_init(spank_t sp)
 	if (!st.peers) {
 		slurm_error("synergy: job %u step %u: %s: no partitioned cache", (unsigned)st.jobid,
 			    (unsigned)stepid, err);
-		return;
-	}
-	/* The step's secret, derived from the job's (grantauth.h): peers that
-	 * cannot prove they hold it get nothing from the tasks' loaders. */
-	if (syn__peer_key(st.rec.secret, st.jobid, stepid, st.peer_key) < 0) {
-		slurm_error("synergy: job %u step %u: its record has no secret (a grant from "
-			    "before the upgrade?): no partitioned cache", (unsigned)st.jobid,
-			    (unsigned)stepid);
-		free(st.peers);
-		st.peers = NULL;
+		st.has_peer_key = 0;
 		return;
 	}
 	st.node_index = nodeid;
-	st.peer_tag = syn__peer_tag(st.jobid, stepid);
 	slurm_info("synergy: job %u step %u: node %u of %u, peers %.200s", (unsigned)st.jobid,
 		   (unsigned)stepid, (unsigned)nodeid, (unsigned)nnodes, st.peers);
 }
@@ -522,9 +534,12 @@ int syn__remote_task_init(spank_t sp)
 		spank_setenv(sp, SYNERGY_ENV_PEERS, st.peers, 1);
 		snprintf(val, sizeof(val), "%" PRIu32, st.node_index);
 		spank_setenv(sp, SYNERGY_ENV_NODE_INDEX, val, 1);
+	}
+	/* A job that chose its wire-up itself keeps a key and tag of its own. */
+	if (st.has_peer_key) {
 		snprintf(val, sizeof(val), "%" PRIu64, st.peer_tag);
-		spank_setenv(sp, SYNERGY_ENV_PEER_TAG, val, 1);
-		spank_setenv(sp, SYNERGY_ENV_PEER_KEY, st.peer_key, 1);
+		spank_setenv(sp, SYNERGY_ENV_PEER_TAG, val, st.peers != NULL);
+		spank_setenv(sp, SYNERGY_ENV_PEER_KEY, st.peer_key, st.peers != NULL);
 	}
 	/* Profile on first run: the step's first task profiles, its report
 	 * going where root looks for it (inplace.h). One process per job
@@ -590,6 +605,7 @@ int syn__remote_exit(spank_t sp)
 	free(st.peers);
 	st.peers = NULL;
 	explicit_bzero(st.peer_key, sizeof(st.peer_key));
+	st.has_peer_key = 0;
 	explicit_bzero(st.rec.secret, sizeof(st.rec.secret));
 	batch = spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
 		stepid == SLURM_BATCH_SCRIPT;
