@@ -29,7 +29,7 @@
 
 #include <libcgroup.h>
 
-#include "cgroup_int.h"
+#include "plugin/cgroup_int.h"
 
 static const char *const child_ctls[] = { "cpuset", "memory" };
 #define NCTLS (sizeof(child_ctls) / sizeof(child_ctls[0]))
@@ -44,7 +44,7 @@ static int lib_init(char *err, size_t errlen)
 		return 0;
 	rc = cgroup_init();
 	if (rc)
-		return syn__cg_err(err, errlen, EIO, "cgroup_init: %s", cgroup_strerror(rc));
+		return syn_errbuf(err, errlen, EIO, "cgroup_init: %s", cgroup_strerror(rc));
 	cg_ready = 1;
 	return 0;
 }
@@ -60,7 +60,7 @@ static int child_rel(const char *job_rel, char *buf, size_t len)
 
 static int child_exists(const syn__cg_t *cg, const char *job_rel)
 {
-	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
 
 	return child_rel(job_rel, rel, sizeof(rel)) == 0 &&
 	       syn__cg_path(cg, "cpuset", rel, NULL, path, sizeof(path)) == 0 &&
@@ -70,7 +70,7 @@ static int child_exists(const syn__cg_t *cg, const char *job_rel)
 int syn__cg1_limits(const syn__cg_t *cg, const char *job_rel, char ***out)
 {
 	char **list = calloc(2, sizeof(*list));
-	char rel[SYN__PATH_MAX * 2];
+	char rel[SYN_PATH_MAX * 2];
 
 	if (!list) {
 		errno = ENOMEM;
@@ -99,13 +99,13 @@ static struct cgroup *child_cgroup(const char *job_rel, char *rel, size_t len,
 	if (lib_init(err, errlen) < 0)
 		return NULL;
 	if (child_rel(job_rel, rel, len) < 0) {
-		syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
 		return NULL;
 	}
 	c = cgroup_new_cgroup(rel);
 	if (!c || !(*cs = cgroup_add_controller(c, "cpuset")) ||
 	    !(*mem = cgroup_add_controller(c, "memory"))) {
-		syn__cg_err(err, errlen, ENOMEM, "cgroup_new_cgroup(%s) failed", rel);
+		syn_errbuf(err, errlen, ENOMEM, "cgroup_new_cgroup(%s) failed", rel);
 		if (c)
 			cgroup_free(&c);
 		return NULL;
@@ -118,7 +118,7 @@ static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_b
 {
 	struct cgroup *c = NULL;
 	struct cgroup_controller *cs, *mem;
-	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
 	char *mems = NULL, *cpus = NULL;
 	int rc, rv = -1;
 
@@ -127,12 +127,12 @@ static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_b
 		goto out;
 	if (syn__cg_path(cg, "cpuset", job_rel, "cpuset.mems", path, sizeof(path)) < 0 ||
 	    !(mems = syn__cg_read_file(path)) || !mems[0]) {
-		syn__cg_err(err, errlen, ENOENT, "cannot read cpuset.mems of %s", job_rel);
+		syn_errbuf(err, errlen, ENOENT, "cannot read cpuset.mems of %s", job_rel);
 		goto out;
 	}
 	cpus = syn__cg_get_cpus_text(cg, job_rel);
 	if (!cpus || !cpus[0]) {
-		syn__cg_err(err, errlen, ENOENT, "cannot read cpuset.cpus of %s", job_rel);
+		syn_errbuf(err, errlen, ENOENT, "cannot read cpuset.cpus of %s", job_rel);
 		goto out;
 	}
 	/* mems before cpus: the kernel wants both set before tasks join. */
@@ -142,14 +142,14 @@ static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_b
 	if (!rc && mem_bytes)
 		rc = cgroup_set_value_uint64(mem, "memory.limit_in_bytes", mem_bytes);
 	if (rc) {
-		syn__cg_err(err, errlen, EINVAL, "setting values of %s: %s", rel,
-			    cgroup_strerror(rc));
+		syn_errbuf(err, errlen, EINVAL, "setting values of %s: %s", rel,
+			   cgroup_strerror(rc));
 		goto out;
 	}
 	/* ignore_ownership=0: root owns it; the job can read but not change it. */
 	rc = cgroup_create_cgroup(c, 0);
 	if (rc) {
-		syn__cg_err(err, errlen, EIO, "creating %s: %s", rel, cgroup_strerror(rc));
+		syn_errbuf(err, errlen, EIO, "creating %s: %s", rel, cgroup_strerror(rc));
 		goto out;
 	}
 	rv = 0;
@@ -166,7 +166,7 @@ int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 {
 	struct cgroup *c = NULL;
 	struct cgroup_controller *cs, *mem;
-	char rel[SYN__PATH_MAX * 2];
+	char rel[SYN_PATH_MAX * 2];
 	int rc, rv = -1;
 
 	if (!child_exists(cg, job_rel) && create_child(cg, job_rel, mem_bytes, err, errlen) < 0) {
@@ -180,12 +180,12 @@ int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 		goto out;
 	rc = cgroup_attach_task_pid(c, pid);
 	if (rc) {
-		syn__cg_err(err, errlen, EIO, "attaching pid %d to %s: %s", (int)pid, rel,
-			    cgroup_strerror(rc));
+		syn_errbuf(err, errlen, EIO, "attaching pid %d to %s: %s", (int)pid, rel,
+			   cgroup_strerror(rc));
 		goto out;
 	}
 	if (syn__cg_get_cpus(cg, rel, set) < 0) {
-		syn__cg_err(err, errlen, errno, "cannot read the CPUs of %s", rel);
+		syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the CPUs of %s", rel);
 		goto out;
 	}
 	rv = 0;
@@ -198,7 +198,7 @@ out:
 /* 1 if cgroup rel of controller ctl lists a process. */
 static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 {
-	char path[SYN__PATH_MAX * 3];
+	char path[SYN_PATH_MAX * 3];
 	char *text;
 	int has;
 
@@ -212,15 +212,15 @@ static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 
 int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen)
 {
-	char rel[SYN__PATH_MAX * 2], dir[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], dir[SYN_PATH_MAX * 3];
 	size_t i;
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
 	for (i = 0; i < NCTLS; i++) {
 		if (has_procs(cg, child_ctls[i], rel))
-			return syn__cg_err(err, errlen, EBUSY, "%s/%s still has tasks",
-					   child_ctls[i], rel);
+			return syn_errbuf(err, errlen, EBUSY, "%s/%s still has tasks",
+					  child_ctls[i], rel);
 	}
 	/* rmdir directly: libcgroup's delete would migrate stray tasks to the
 	 * parent, and an empty v1 cgroup needs nothing but rmdir. */
@@ -229,7 +229,7 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
 			continue;
 		if (rmdir(dir) < 0 && errno != ENOENT)
-			return syn__cg_err(err, errlen, errno, "rmdir %s: %s", dir, strerror(errno));
+			return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", dir, strerror(errno));
 	}
 	return 0;
 }
@@ -237,7 +237,7 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 /* 1 if pid's freezer cgroup is <...>/job_<jobid>/<step_dir> or below it. */
 static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
 {
-	char path[64], job[SYN__PATH_MAX * 2], own[SYN__PATH_MAX * 2];
+	char path[64], job[SYN_PATH_MAX * 2], own[SYN_PATH_MAX * 2];
 	char *text;
 	size_t jl, sl = strlen(step_dir);
 	int rv = 0;
@@ -259,7 +259,7 @@ static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
 
 static int write_pid(const syn__cg_t *cg, const char *ctl, const char *rel, pid_t pid)
 {
-	char path[SYN__PATH_MAX * 3], val[24];
+	char path[SYN_PATH_MAX * 3], val[24];
 
 	if (syn__cg_path(cg, ctl, rel, "cgroup.procs", path, sizeof(path)) < 0)
 		return -1;
@@ -270,18 +270,18 @@ static int write_pid(const syn__cg_t *cg, const char *ctl, const char *rel, pid_
 int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
 			const char *step_dir, char *err, size_t errlen)
 {
-	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
 	char *text, *p, *end;
 	int moved = 0;
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0 ||
 	    syn__cg_path(cg, "cpuset", rel, "cgroup.procs", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
 	text = syn__cg_read_file(path);
 	if (!text) {
 		if (errno == ENOENT)
 			return 0;
-		return syn__cg_err(err, errlen, errno, "open %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path, strerror(errno));
 	}
 	for (p = text; *p; p = end) {
 		long pid = strtol(p, &end, 10);
@@ -295,8 +295,8 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 		    (write_pid(cg, "memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
 			int e = errno;
 			free(text);
-			return syn__cg_err(err, errlen, e, "moving pid %ld back to %s: %s", pid,
-					   job_rel, strerror(e));
+			return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %ld back to %s: %s", pid,
+					  job_rel, strerror(e));
 		}
 		moved++;
 	}
@@ -389,7 +389,7 @@ static pid_t *read_pids(const char *path)
 
 static int move_cpu(const syn__cg_t *cg, const char *rel, pid_t pid)
 {
-	char path[SYN__PATH_MAX * 3], val[24];
+	char path[SYN_PATH_MAX * 3], val[24];
 
 	if (cpu_file(cg, rel, "cgroup.procs", path, sizeof(path)) < 0)
 		return -1;
@@ -401,24 +401,24 @@ static int move_cpu(const syn__cg_t *cg, const char *rel, pid_t pid)
 
 int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen)
 {
-	char lim[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3], name[SYN__KEY_MAX + 48];
-	char own[SYN__PATH_MAX * 2], home[SYN__PATH_MAX * 2], xrel[SYN__PATH_MAX * 2 + 64];
+	char lim[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3], name[SYN_KEY_MAX + 48];
+	char own[SYN_PATH_MAX * 2], home[SYN_PATH_MAX * 2], xrel[SYN_PATH_MAX * 2 + 64];
 	pid_t *pids = NULL;
 	int i, pass, moved = 0, k;
 
 	if (idle_name(cg, job_rel, name, sizeof(name)) < 0)
-		return syn__cg_err(err, errlen, EINVAL, "%s is not a job cgroup", job_rel);
+		return syn_errbuf(err, errlen, EINVAL, "%s is not a job cgroup", job_rel);
 	if (idle && (cpu_file(cg, "", "cgroup.procs", path, sizeof(path)) < 0 ||
 		     access(path, F_OK) != 0))
-		return syn__cg_err(err, errlen, ENOTSUP, "no cgroup v1 cpu hierarchy at %s/cpu",
-				   syn__cg_mountpoint(cg));
+		return syn_errbuf(err, errlen, ENOTSUP, "no cgroup v1 cpu hierarchy at %s/cpu",
+				  syn__cg_mountpoint(cg));
 	if (child_rel(job_rel, lim, sizeof(lim)) < 0 ||
 	    syn__cg_path(cg, "cpuset", lim, "cgroup.procs", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
 	pids = read_pids(path);
 	if (!pids)
-		return errno == ENOENT ? 0 : syn__cg_err(err, errlen, errno, "%s: %s", path,
-							  strerror(errno));
+		return errno == ENOENT ? 0 : syn_errbuf(err, errlen, errno ? errno : EIO, "%s: %s", path,
+							strerror(errno));
 	/* Where the job's processes are (the parent of ours if moved). */
 	home[0] = '\0';
 	for (i = 0; pids[i]; i++)
@@ -444,8 +444,8 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 			int e = errno;
 
 			free(pids);
-			return syn__cg_err(err, errlen, e == ENOENT ? ENOTSUP : e,
-					   "cannot make cpu cgroup %s: %s", path, strerror(e));
+			return syn_errbuf(err, errlen, e == ENOENT ? ENOTSUP : e,
+					  "cannot make cpu cgroup %s: %s", path, strerror(e));
 		}
 		if (cpu_file(cg, xrel, "cpu.idle", path, sizeof(path)) < 0 ||
 		    syn__cg_write_file(path, "1", NULL, 0) < 0) {
@@ -454,16 +454,16 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 			cpu_file(cg, xrel, NULL, path, sizeof(path));
 			rmdir(path);
 			free(pids);
-			return syn__cg_err(err, errlen, ENOTSUP, "cannot set cpu.idle of %s: %s",
-					   xrel, strerror(e));
+			return syn_errbuf(err, errlen, ENOTSUP, "cannot set cpu.idle of %s: %s",
+					  xrel, strerror(e));
 		}
 	} else {
 		/* Move back what is in ours: its own list, not the job's. */
 		free(pids);
 		if (cpu_file(cg, xrel, "cgroup.procs", path, sizeof(path)) < 0 ||
 		    !(pids = read_pids(path)))
-			return errno == ENOENT ? 0 : syn__cg_err(err, errlen, errno, "%s: %s", path,
-								  strerror(errno));
+			return errno == ENOENT ? 0 : syn_errbuf(err, errlen, errno ? errno : EIO, "%s: %s", path,
+								strerror(errno));
 	}
 	/* Processes forked meanwhile follow their parent's cgroup: walk again
 	 * until a walk moves nothing. */
@@ -479,8 +479,8 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 				int e = errno, bad = (int)pids[i];
 
 				free(pids);
-				return syn__cg_err(err, errlen, e, "moving pid %d to cpu cgroup /%s: %s",
-						   bad, idle ? xrel : home, strerror(e));
+				return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %d to cpu cgroup /%s: %s",
+						  bad, idle ? xrel : home, strerror(e));
 			}
 			n += k;
 		}
@@ -497,7 +497,7 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 	free(pids);
 	if (!idle && cpu_file(cg, xrel, NULL, path, sizeof(path)) == 0 && rmdir(path) < 0 &&
 	    errno != ENOENT)
-		return syn__cg_err(err, errlen, errno, "rmdir %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", path, strerror(errno));
 	return moved;
 }
 
@@ -505,7 +505,7 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
  * below dir. */
 static void remove_idle(const char *dir, const char *name, int depth)
 {
-	char sub[SYN__PATH_MAX * 3];
+	char sub[SYN_PATH_MAX * 3];
 	struct dirent *d;
 	DIR *dp;
 
@@ -526,7 +526,7 @@ static void remove_idle(const char *dir, const char *name, int depth)
 
 void syn__cg1_idle_cleanup(const syn__cg_t *cg, const char *job_rel)
 {
-	char name[SYN__KEY_MAX + 48], top[SYN__PATH_MAX * 3];
+	char name[SYN_KEY_MAX + 48], top[SYN_PATH_MAX * 3];
 
 	if (idle_name(cg, job_rel, name, sizeof(name)) < 0 ||
 	    cpu_file(cg, "", NULL, top, sizeof(top)) < 0)

@@ -15,7 +15,7 @@
 
 #include <hwloc.h>
 
-#include "cores.h"
+#include "plugin/cores.h"
 
 /* The cpuset of the non-I/O ancestor of GPU gpu, or NULL if unknown. */
 static hwloc_const_cpuset_t gpu_locality(hwloc_topology_t topo, int gpu)

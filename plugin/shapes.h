@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "util.h"
+#include "plugin/util.h"
 
 #define SYN__SHAPES_MAGIC "synergy-node-shapes 1"
 /* Partition names as Slurm allows them, bounded. */

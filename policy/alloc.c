@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 struct syn__ctx {
 	syn_node_t *nodes;

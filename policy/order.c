@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 struct key {
 	double k, arrival;

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synergy_profile.h"
-#include "model.h"
+#include "common/profile.h"
+#include "profiler/model.h"
 
 /* The most points a report may hold (the loader records at most 64). */
 #define SYN__REPORT_MAX_POINTS 64

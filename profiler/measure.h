@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "model.h"
+#include "profiler/model.h"
 
 enum syn__cold {
 	SYN__COLD_AUTO = 0, /* drop the page cache if root, else evict the dataset's pages */

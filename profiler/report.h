@@ -27,7 +27,7 @@
 #ifndef SYN_PROFILER_REPORT_H
 #define SYN_PROFILER_REPORT_H
 
-#include "synergy_profile.h"
+#include "common/profile.h"
 
 #define SYN__REPORT_EPS 0.01
 

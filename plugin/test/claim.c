@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "claim.h"
-#include "jobrec.h"
+#include "tests/tap.h"
+#include "plugin/claim.h"
+#include "plugin/jobrec.h"
 
 static char store[256];
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
-#include "cores.h"
+#include "tests/tap.h"
+#include "plugin/cores.h"
 
 int main(void)
 {

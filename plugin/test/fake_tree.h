@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "tests/tap.h"
 
 static char top[64];
 

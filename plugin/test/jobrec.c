@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "cgroup.h"
-#include "jobrec.h"
-#include "submit.h"
+#include "tests/tap.h"
+#include "plugin/cgroup.h"
+#include "plugin/jobrec.h"
+#include "plugin/submit.h"
 
 static void test_grant(void)
 {

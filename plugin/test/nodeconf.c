@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tap.h"
-#include "nodeconf.h"
+#include "tests/tap.h"
+#include "plugin/nodeconf.h"
 
 static void test_hostlist(void)
 {

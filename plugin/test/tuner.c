@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tap.h"
-#include "tuner.h"
+#include "tests/tap.h"
+#include "plugin/tuner.h"
 
 int main(void)
 {

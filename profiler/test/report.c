@@ -12,8 +12,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "report.h"
-#include "tap.h"
+#include "profiler/report.h"
+#include "tests/tap.h"
 
 /*
  * Grid (normalised, 1.0 = 2 cpus, 1 GiB), dataset 2 GiB, base 100/s, GPU

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "tests/tap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
