@@ -79,8 +79,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "util.h"
+#include "loader/cache.h"
+#include "loader/util.h"
 
 #define CACHE_MAGIC 0x636f6f72646c4d32ULL /* "coordlM2" */
 #define CACHE_VERSION 3

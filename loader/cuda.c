@@ -13,8 +13,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda.h"
-#include "util.h"
+#include "loader/cuda.h"
+#include "loader/util.h"
 
 struct coordl__cuda {
 	cudaStream_t stream;

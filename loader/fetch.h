@@ -31,8 +31,8 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "source.h"
+#include "loader/cache.h"
+#include "loader/source.h"
 
 typedef struct coordl__fetch coordl__fetch_t;
 

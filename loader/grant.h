@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 
 /* Time between two reads of the grant file, in seconds. */
 #define COORDL__GRANT_PERIOD 0.1

@@ -76,9 +76,9 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "env.h"
-#include "fetch.h"
+#include "loader/cache.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
 
 typedef struct coordl__peer coordl__peer_t;
 

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "prep.h"
+#include "loader/prep.h"
 
 /* Limits on the images prep accepts (larger ones are rejected as absurd). */
 #define COORDL__PREP_MAX_SIDE 16384

@@ -30,7 +30,7 @@
 #include <curl/curl.h>
 
 #include "coordl.h"
-#include "source.h"
+#include "loader/source.h"
 
 typedef struct coordl__remote coordl__remote_t;
 

@@ -3,7 +3,8 @@
  *
  * coordl__errprintf() fills an optional caller-owned coordl_error_t, sets
  * errno and returns -1, so that a failing function can report and return in
- * one statement. coordl__now() is the monotonic clock every statistic of the
+ * one statement: common/error.h's helper for libcoordl's public error type
+ * (the same layout as syn_error_t). coordl__now() is the monotonic clock every statistic of the
  * loader is measured with.
  */
 #ifndef COORDL_UTIL_H

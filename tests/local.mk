@@ -37,8 +37,7 @@ FUZZ_REPLAY = tests/fuzz/replay-prep.t tests/fuzz/replay-profile.t \
 	tests/fuzz/replay-cache.t tests/fuzz/replay-remote.t
 check_PROGRAMS += $(FUZZ_REPLAY)
 UNIT_TESTS += $(FUZZ_REPLAY)
-FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/loader $(LIBJPEG_CFLAGS) \
-	$(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
+FUZZ_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 tests_fuzz_replay_prep_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_prep.c
 tests_fuzz_replay_prep_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/prep"'
 tests_fuzz_replay_prep_t_LDADD = loader/libcoordl-core.la

@@ -37,10 +37,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static int exists(const char *p)
 {

@@ -17,8 +17,8 @@
 #endif
 
 #include "coordl.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static char root[1024];
 

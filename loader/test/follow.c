@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "follow.h"
+#include "loader/follow.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 16

@@ -20,8 +20,8 @@
 
 #include <curl/curl.h>
 
-#include "remote.h"
-#include "source.h"
+#include "loader/remote.h"
+#include "loader/source.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "source.h"
+#include "loader/source.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

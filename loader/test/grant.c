@@ -22,12 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 #include "coordl.h"
-#include "grant.h"
+#include "loader/grant.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 20

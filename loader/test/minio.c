@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "tap.h"
-#include "testdata.h"
+#include "loader/cache.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 5
 #define NPER 12

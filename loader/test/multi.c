@@ -25,8 +25,8 @@
 
 #include "coordl.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define GRANT (4 << 20)
 

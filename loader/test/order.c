@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 13

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "source.h"
-#include "tap.h"
-#include "testdata.h"
+#include "loader/source.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static int sh(const char *cmd)
 {

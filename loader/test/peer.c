@@ -37,19 +37,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 #include "coordl.h"
-#include "env.h"
+#include "loader/env.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #ifdef HAVE_UCX
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include "coordl_peerwire.h"
-#include "source.h"
+#include "loader/source.h"
 
 #define NNODES 3
 #define EPOCHS 4

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "coordl.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define N 40
 

@@ -29,7 +29,7 @@
 #include "loader/prep.h"
 #include "loader/prep_internal.h"
 #include "loader/test/prep_jpeg.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 /* Mean absolute error over all samples and channels, in 8-bit units, and
  * the largest single difference the fast path may show against the

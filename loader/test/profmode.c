@@ -28,8 +28,8 @@
 
 #include "coordl.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 24

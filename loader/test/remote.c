@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "remote.h"
-#include "source.h"
-#include "tap.h"
+#include "loader/remote.h"
+#include "loader/source.h"
+#include "tests/tap.h"
 
 static char tmpdir[] = "/tmp/remote-t.XXXXXX";
 

@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "source.h"
-#include "tap.h"
-#include "testdata.h"
+#include "loader/source.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static char *slurp(const char *path, size_t *len)
 {

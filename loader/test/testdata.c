@@ -16,8 +16,8 @@
 
 #include <jpeglib.h>
 
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 char *td_tmpdir(const char *tag)
 {
