@@ -138,7 +138,8 @@ int main(int argc, char **argv)
 		case 't':
 			if (syn_parse_u64(optarg, opt == 't' ? 0 : 1,
 					  opt == 'r' ? 64 : opt == 't' ? 16 : 1 << 20, &v) < 0) {
-				fprintf(stderr, "cache-shrink: -s, -i 1..1048576, -r 1..64, -t 0..16\n");
+				fprintf(stderr,
+					"cache-shrink: -s, -i 1..1048576, -r 1..64, -t 0..16\n");
 				return 2;
 			}
 			if (opt == 's')

@@ -18,20 +18,20 @@
 #include "common/kv.h"
 
 enum conf_type {
-	T_BOOL,    /* int: common/parse.h's boolean */
-	T_NUMBER,  /* uint32_t or uint64_t by the field's size: an integer in [min, max] */
-	T_FRACTION,/* double: a real in [0, 1) */
-	T_PATH,    /* char[SYN_PATH_MAX]: syn_path_ok() */
-	T_USER,    /* char[]: syn_user_valid() */
-	T_COMMAND, /* char[]: a command line starting with an absolute path */
+	T_BOOL,     /* int: common/parse.h's boolean */
+	T_NUMBER,   /* uint32_t or uint64_t by the field's size: an integer in [min, max] */
+	T_FRACTION, /* double: a real in [0, 1) */
+	T_PATH,     /* char[SYN_PATH_MAX]: syn_path_ok() */
+	T_USER,     /* char[]: syn_user_valid() */
+	T_COMMAND,  /* char[]: a command line starting with an absolute path */
 };
 
 struct conf_key {
-	const char *key;      /* as synergy.conf(5) spells it */
+	const char *key; /* as synergy.conf(5) spells it */
 	enum conf_type type;
-	uint64_t min, max;    /* T_NUMBER: the range */
-	const char *what;     /* T_NUMBER: what a message calls a value ("a number of MB") */
-	size_t offset, size;  /* the field in syn_conf_t */
+	uint64_t min, max;   /* T_NUMBER: the range */
+	const char *what;    /* T_NUMBER: what a message calls a value ("a number of MB") */
+	size_t offset, size; /* the field in syn_conf_t */
 };
 
 #define FIELD(f) offsetof(syn_conf_t, f), sizeof(((syn_conf_t *)0)->f)
@@ -125,13 +125,14 @@ static int set_one(const struct conf_key *k, char *field, const char *value, syn
 	switch (k->type) {
 	case T_BOOL:
 		if (syn_parse_bool(value, &b) < 0)
-			return syn_errprintf(err, EINVAL, "%s: '%.60s' is not yes or no", k->key, value);
+			return syn_errprintf(err, EINVAL, "%s: '%.60s' is not yes or no", k->key,
+					     value);
 		*(int *)(void *)field = b;
 		return 0;
 	case T_NUMBER:
 		if (syn_parse_u64(value, k->min, k->max, &v) < 0)
-			return syn_errprintf(err, errno, "%s: '%.60s' is not %s in %llu..%llu", k->key,
-					     value, k->what, (unsigned long long)k->min,
+			return syn_errprintf(err, errno, "%s: '%.60s' is not %s in %llu..%llu",
+					     k->key, value, k->what, (unsigned long long)k->min,
 					     (unsigned long long)k->max);
 		if (k->size == sizeof(uint32_t))
 			*(uint32_t *)(void *)field = (uint32_t)v;
@@ -140,27 +141,30 @@ static int set_one(const struct conf_key *k, char *field, const char *value, syn
 		return 0;
 	case T_FRACTION:
 		if (syn_parse_double(value, 0.0, 1.0, &d) < 0 || d >= 1.0)
-			return syn_errprintf(err, EINVAL, "%s: '%.60s' is not a number in [0, 1)", k->key,
-					     value);
+			return syn_errprintf(err, EINVAL, "%s: '%.60s' is not a number in [0, 1)",
+					     k->key, value);
 		*(double *)(void *)field = d;
 		return 0;
 	case T_PATH:
 		if (!syn_path_ok(value))
-			return syn_errprintf(err, EINVAL, "%s: '%.60s' is not an absolute path without "
-					     "'..' (at most %d bytes)", k->key, value, SYN_PATH_MAX - 1);
+			return syn_errprintf(err, EINVAL,
+					     "%s: '%.60s' is not an absolute path without "
+					     "'..' (at most %d bytes)",
+					     k->key, value, SYN_PATH_MAX - 1);
 		break;
 	case T_USER:
 		if (!syn_user_valid(value))
-			return syn_errprintf(err, EINVAL, "%s: '%.40s' is not an account name", k->key,
-					     value);
+			return syn_errprintf(err, EINVAL, "%s: '%.40s' is not an account name",
+					     k->key, value);
 		break;
 	case T_COMMAND:
 		/* An admin's command line, run by synergyd in a batch job: it
 		 * must start with an absolute path and fit, nothing more. */
 		if (value[0] != '/' || strlen(value) >= k->size || strpbrk(value, "\n\r"))
-			return syn_errprintf(err, EINVAL, "%s: '%.60s' must be a command line starting "
-					     "with an absolute path, under %zu bytes", k->key, value,
-					     k->size);
+			return syn_errprintf(err, EINVAL,
+					     "%s: '%.60s' must be a command line starting "
+					     "with an absolute path, under %zu bytes",
+					     k->key, value, k->size);
 		break;
 	}
 	snprintf(field, k->size, "%s", value);
@@ -184,7 +188,8 @@ int syn_conf_arg(syn_conf_t *c, const char *arg, syn_error_t *err)
 	size_t klen;
 
 	if (!eq || eq == arg)
-		return syn_errprintf(err, EINVAL, "argument '%.60s' is not key=value", arg ? arg : "");
+		return syn_errprintf(err, EINVAL, "argument '%.60s' is not key=value",
+				     arg ? arg : "");
 	klen = (size_t)(eq - arg);
 	if (klen >= sizeof(key))
 		return syn_errprintf(err, EINVAL, "argument '%.32s...': key too long", arg);
@@ -192,7 +197,8 @@ int syn_conf_arg(syn_conf_t *c, const char *arg, syn_error_t *err)
 	key[klen] = '\0';
 	if (strcasecmp(key, "conf") == 0) {
 		if (!syn_path_ok(eq + 1))
-			return syn_errprintf(err, EINVAL, "conf: '%.60s' is not an absolute path", eq + 1);
+			return syn_errprintf(err, EINVAL, "conf: '%.60s' is not an absolute path",
+					     eq + 1);
 		return syn_conf_load(c, eq + 1, err);
 	}
 	return syn_conf_set(c, key, eq + 1, err);

@@ -51,36 +51,37 @@
 
 /* The configuration (see synergy.conf(5) for each key). */
 typedef struct syn_conf {
-	int enabled;                        /* Enabled: master switch */
-	char store_dir[SYN_PATH_MAX];       /* ProfileStore (common/store.h) */
-	char request_dir[SYN_PATH_MAX];     /* RequestDir: profiling requests for the tuner */
-	char cache_dir[SYN_PATH_MAX];       /* CacheDir: parent of the per-job cache dirs */
-	char group_dir[SYN_PATH_MAX];       /* GroupDir: parent of the per-group staging dirs */
-	uint64_t group_staging_mb;          /* GroupStagingMB (SYNERGY_GROUP_BYTES) */
-	uint32_t group_window;              /* GroupWindow (SYNERGY_GROUP_WINDOW) */
-	uint64_t process_mem_mb;            /* ProcessMemMB: memory kept beside the cache */
-	uint64_t max_cache_mb;              /* MaxCacheMB: one job's cache grant per node */
-	double eps;                         /* Eps: best-case tolerance for the policy */
-	uint64_t node_gpus, node_cpus, node_mem_mb; /* NodeGPUs...: the node shape job_submit
-	                                       sizes for (0: unknown) */
-	char profile_command[512];          /* ProfileCommand: synergyd's batch job ("": none) */
-	int lend_idle;                      /* LendIdleCores: lend idle cores */
-	int harvest;                        /* HarvestIdleCycles: let jobs harvest the idle
-	                                       cycles of others' cores */
-	uint32_t harvest_interval;          /* HarvestInterval: seconds between the agent's
-	                                       looks at a node while jobs run (0: none) */
-	char state_dir[SYN_PATH_MAX];       /* StateDir: root-only per-node records and locks */
-	char cgroup_conf[SYN_PATH_MAX];     /* CgroupConf ("": beside slurm.conf) */
-	char cgroup_root[SYN_PATH_MAX];     /* CgroupRoot, %n/%h ("": Slurm's layouts) */
-	char shapes_file[SYN_PATH_MAX];     /* NodeShapesFile: the shapes synergyd exports */
-	char profile_user[33];              /* ProfileUser: account profiling jobs run as */
-	uint64_t max_requests;              /* MaxProfileRequests: queued at most */
-	uint64_t max_requests_per_user;     /* MaxProfileRequestsPerUser */
-	uint64_t max_profiling_jobs;        /* MaxProfilingJobs: in flight at most */
-	uint64_t shapes_max_age;            /* NodeShapesMaxAge: seconds before stale */
-	int profile_in_place;               /* ProfileInPlace: a key's first job profiles itself */
-	uint64_t claim_max_age;             /* ProfileClaimMaxAge: seconds a first job's claim
-	                                       lasts before another may take it over */
+	int enabled;                    /* Enabled: master switch */
+	char store_dir[SYN_PATH_MAX];   /* ProfileStore (common/store.h) */
+	char request_dir[SYN_PATH_MAX]; /* RequestDir: profiling requests for the tuner */
+	char cache_dir[SYN_PATH_MAX];   /* CacheDir: parent of the per-job cache dirs */
+	char group_dir[SYN_PATH_MAX];   /* GroupDir: parent of the per-group staging dirs */
+	uint64_t group_staging_mb;      /* GroupStagingMB (SYNERGY_GROUP_BYTES) */
+	uint32_t group_window;          /* GroupWindow (SYNERGY_GROUP_WINDOW) */
+	uint64_t process_mem_mb;        /* ProcessMemMB: memory kept beside the cache */
+	uint64_t max_cache_mb;          /* MaxCacheMB: one job's cache grant per node */
+	double eps;                     /* Eps: best-case tolerance for the policy */
+	/* NodeGPUs, NodeCPUs, NodeMemMB: the node shape job_submit sizes for
+	 * (0: unknown). */
+	uint64_t node_gpus, node_cpus, node_mem_mb;
+	char profile_command[512];      /* ProfileCommand: synergyd's batch job ("": none) */
+	int lend_idle;                  /* LendIdleCores: lend idle cores */
+	int harvest;                    /* HarvestIdleCycles: let jobs harvest the idle
+	                                   cycles of others' cores */
+	uint32_t harvest_interval;      /* HarvestInterval: seconds between the agent's
+	                                   looks at a node while jobs run (0: none) */
+	char state_dir[SYN_PATH_MAX];   /* StateDir: root-only per-node records and locks */
+	char cgroup_conf[SYN_PATH_MAX]; /* CgroupConf ("": beside slurm.conf) */
+	char cgroup_root[SYN_PATH_MAX]; /* CgroupRoot, %n/%h ("": Slurm's layouts) */
+	char shapes_file[SYN_PATH_MAX]; /* NodeShapesFile: the shapes synergyd exports */
+	char profile_user[33];          /* ProfileUser: account profiling jobs run as */
+	uint64_t max_requests;          /* MaxProfileRequests: queued at most */
+	uint64_t max_requests_per_user; /* MaxProfileRequestsPerUser */
+	uint64_t max_profiling_jobs;    /* MaxProfilingJobs: in flight at most */
+	uint64_t shapes_max_age;        /* NodeShapesMaxAge: seconds before stale */
+	int profile_in_place;           /* ProfileInPlace: a key's first job profiles itself */
+	uint64_t claim_max_age;         /* ProfileClaimMaxAge: seconds a first job's claim
+	                                   lasts before another may take it over */
 	uint32_t peer_port_min, peer_port_max; /* PeerPortMin..PeerPortMax */
 } syn_conf_t;
 

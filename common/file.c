@@ -134,8 +134,8 @@ static void tmp_name(char *buf, size_t len, const char *name)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^
-	    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED) * 0xBF58476D1CE4E5B9ull ^
-	    (uint64_t)ts.tv_sec;
+		__atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED) * 0xBF58476D1CE4E5B9ull ^
+		(uint64_t)ts.tv_sec;
 	for (int i = 0; i < 6; i++) {
 		sfx[i] = digits[x % 36];
 		x /= 36;

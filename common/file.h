@@ -62,12 +62,12 @@ int syn_file_write_all(int fd, const void *buf, size_t len);
  * everything (the descriptor, the stream, the directory).
  */
 typedef struct syn_atomic {
-	int fd;          /* the temporary file, open for writing */
-	FILE *f;         /* its stream, once syn_atomic_stream() made one */
-	int dfd;         /* the target's directory */
-	int own_dfd;     /* 1: dfd was opened here and is closed at the end */
-	char tmp[272];   /* the temporary file's name in dfd */
-	char name[256];  /* the target's name in dfd */
+	int fd;         /* the temporary file, open for writing */
+	FILE *f;        /* its stream, once syn_atomic_stream() made one */
+	int dfd;        /* the target's directory */
+	int own_dfd;    /* 1: dfd was opened here and is closed at the end */
+	char tmp[272];  /* the temporary file's name in dfd */
+	char name[256]; /* the target's name in dfd */
 } syn_atomic_t;
 
 /*

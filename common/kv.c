@@ -104,7 +104,8 @@ syn_kv_t *syn_kv_parse(const char *text, const char *name, unsigned flags, syn_e
 		syn_errprintf(err, EINVAL, "%s: no text", nm);
 		return NULL;
 	}
-	if (!(kv = calloc(1, sizeof(*kv))) || !(kv->name = strdup(nm)) || !(kv->text = strdup(text)))
+	if (!(kv = calloc(1, sizeof(*kv))) || !(kv->name = strdup(nm)) ||
+	    !(kv->text = strdup(text)))
 		goto nomem;
 	kv->len = strlen(text);
 	/* strtok_r would merge empty lines and so miscount them: split by hand. */
@@ -123,7 +124,8 @@ syn_kv_t *syn_kv_parse(const char *text, const char *name, unsigned flags, syn_e
 			char *e = strchr(l, ']');
 			/* Not quoted: the file may hold secrets. */
 			if (!e) {
-				syn_errprintf(err, EINVAL, "%s:%d: expected '[section]'", nm, lineno);
+				syn_errprintf(err, EINVAL, "%s:%d: expected '[section]'", nm,
+					      lineno);
 				goto fail;
 			}
 			*e = '\0';
@@ -134,8 +136,8 @@ syn_kv_t *syn_kv_parse(const char *text, const char *name, unsigned flags, syn_e
 		}
 		if (!(eq = strchr(l, '='))) {
 			if (strict) {
-				syn_errprintf(err, EINVAL, "%s:%d: expected Key=Value, got '%.60s'", nm,
-					      lineno, ini ? "..." : l);
+				syn_errprintf(err, EINVAL, "%s:%d: expected Key=Value, got '%.60s'",
+					      nm, lineno, ini ? "..." : l);
 				goto fail;
 			}
 			if (add(kv, section, l, NULL, lineno) < 0)
@@ -146,15 +148,16 @@ syn_kv_t *syn_kv_parse(const char *text, const char *name, unsigned flags, syn_e
 		k = trim(l);
 		v = trim(eq + 1);
 		if (strict && !key_ok(k)) {
-			syn_errprintf(err, EINVAL, "%s:%d: invalid key '%.60s' (letters, digits, _ - . only)",
+			syn_errprintf(err, EINVAL,
+				      "%s:%d: invalid key '%.60s' (letters, digits, _ - . only)",
 				      nm, lineno, k);
 			goto fail;
 		}
 		for (int i = 0; strict && i < kv->n; i++) {
 			if (kv->ent[i].key && same_section(kv->ent[i].section, section) &&
 			    strcasecmp(kv->ent[i].key, k) == 0) {
-				syn_errprintf(err, EINVAL, "%s:%d: key '%s' already set on line %d", nm,
-					      lineno, k, kv->ent[i].line);
+				syn_errprintf(err, EINVAL, "%s:%d: key '%s' already set on line %d",
+					      nm, lineno, k, kv->ent[i].line);
 				goto fail;
 			}
 		}
@@ -181,7 +184,8 @@ syn_kv_t *syn_kv_load(const char *path, unsigned flags, syn_error_t *err)
 	}
 	if (!(buf = syn_file_read(AT_FDCWD, path, SYN_KV_FILE_MAX, SYN_FILE_FOLLOW, &n))) {
 		if (errno == EFBIG)
-			syn_errprintf(err, EFBIG, "%s: larger than %d bytes", path, SYN_KV_FILE_MAX);
+			syn_errprintf(err, EFBIG, "%s: larger than %d bytes", path,
+				      SYN_KV_FILE_MAX);
 		else
 			syn_errprintf(err, errno, "%s: %s", path, strerror(errno));
 		return NULL;
@@ -209,7 +213,8 @@ const char *syn_kv_get(const syn_kv_t *kv, const char *section, const char *key)
 	if (!kv || !key)
 		return NULL;
 	for (int i = kv->n - 1; i >= 0; i--)
-		if (kv->ent[i].key && kv->ent[i].value && same_section(kv->ent[i].section, section) &&
+		if (kv->ent[i].key && kv->ent[i].value &&
+		    same_section(kv->ent[i].section, section) &&
 		    strcasecmp(kv->ent[i].key, key) == 0)
 			return kv->ent[i].value;
 	return NULL;
@@ -223,7 +228,8 @@ int syn_kv_foreach(const syn_kv_t *kv,
 	if (!kv || !fn)
 		return 0;
 	for (int i = 0; i < kv->n; i++) {
-		int rc = fn(kv->ent[i].section, kv->ent[i].key, kv->ent[i].value, kv->ent[i].line, arg);
+		int rc = fn(kv->ent[i].section, kv->ent[i].key, kv->ent[i].value, kv->ent[i].line,
+			    arg);
 		if (rc)
 			return rc;
 	}

@@ -203,11 +203,24 @@ static int scan_size(const char *s, size_t *len, int *plain, int *shift)
 	u = s + *len;
 	*shift = 0;
 	switch (*u) {
-	case 'K': case 'k': *shift = 10; break;
-	case 'M': case 'm': *shift = 20; break;
-	case 'G': case 'g': *shift = 30; break;
-	case 'T': case 't': *shift = 40; break;
-	default: break;
+	case 'K':
+	case 'k':
+		*shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		*shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		*shift = 30;
+		break;
+	case 'T':
+	case 't':
+		*shift = 40;
+		break;
+	default:
+		break;
 	}
 	if (*shift) {
 		u++;
@@ -310,7 +323,8 @@ int syn_parse_bool(const char *s, int *out)
 
 /* One pass over a CPU list: checks it and, when fn is set, reports each
  * range. Returns 0, fn's non-zero return, or -1 (EINVAL). */
-static int walk_cpus(const char *s, unsigned limit, int (*fn)(unsigned, unsigned, void *), void *arg)
+static int walk_cpus(const char *s, unsigned limit, int (*fn)(unsigned, unsigned, void *),
+		     void *arg)
 {
 	const char *p = s;
 
@@ -395,7 +409,8 @@ int syn_path_ok(const char *path)
 			comp++;
 		slash = strchr(comp, '/');
 		clen = slash ? (size_t)(slash - comp) : strlen(comp);
-		if ((clen == 1 && comp[0] == '.') || (clen == 2 && comp[0] == '.' && comp[1] == '.'))
+		if ((clen == 1 && comp[0] == '.') ||
+		    (clen == 2 && comp[0] == '.' && comp[1] == '.'))
 			return 0;
 		comp = slash;
 	}
@@ -410,8 +425,8 @@ int syn_user_valid(const char *name)
 		return 0;
 	for (n = 0; name[n]; n++) {
 		char c = name[n];
-		if (n >= 32 || !((c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-' ||
-				 c == '.'))
+		if (n >= 32 ||
+		    !((c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-' || c == '.'))
 			return 0;
 	}
 	return 1;

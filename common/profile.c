@@ -26,8 +26,8 @@ static int check_axis(const double *v, int n, const char *name, double lo, int s
 		if (!isfinite(v[i]))
 			return syn_errprintf(err, EINVAL, "%s[%d] is not a finite number", name, i);
 		if (strict ? !(v[i] > lo) : !(v[i] >= lo))
-			return syn_errprintf(err, EINVAL, "%s[%d] = %g must be %s %g", name, i, v[i],
-					     strict ? ">" : ">=", lo);
+			return syn_errprintf(err, EINVAL, "%s[%d] = %g must be %s %g", name, i,
+					     v[i], strict ? ">" : ">=", lo);
 		if (i > 0 && !(v[i] > v[i - 1]))
 			return syn_errprintf(err, EINVAL, "%s[%d] = %g is not greater than "
 					     "%s[%d] = %g (axis must be strictly increasing)",

@@ -40,15 +40,18 @@ static int get_number(json_t *obj, const char *field, const char *where, int req
 	json_t *v = json_object_get(obj, field);
 	if (!v) {
 		if (required)
-			return syn_errprintf(err, EINVAL, "%s: missing field '%s%s'", nm(name), where, field);
+			return syn_errprintf(err, EINVAL, "%s: missing field '%s%s'", nm(name),
+					     where, field);
 		return 0;
 	}
 	if (!json_is_number(v))
-		return syn_errprintf(err, EINVAL, "%s: field '%s%s' must be a number", nm(name), where, field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s%s' must be a number", nm(name),
+				     where, field);
 	double d = json_number_value(v);
 	if (!isfinite(d) || d < 0)
-		return syn_errprintf(err, EINVAL, "%s: field '%s%s' must be finite and >= 0, got %g",
-				     nm(name), where, field, d);
+		return syn_errprintf(err, EINVAL,
+				     "%s: field '%s%s' must be finite and >= 0, got %g", nm(name),
+				     where, field, d);
 	*out = d;
 	return 0;
 }
@@ -59,15 +62,18 @@ static int get_string(json_t *obj, const char *field, int required, char *out, s
 	json_t *v = json_object_get(obj, field);
 	if (!v) {
 		if (required)
-			return syn_errprintf(err, EINVAL, "%s: missing field '%s'", nm(name), field);
+			return syn_errprintf(err, EINVAL, "%s: missing field '%s'", nm(name),
+					     field);
 		return 0;
 	}
 	if (!json_is_string(v))
-		return syn_errprintf(err, EINVAL, "%s: field '%s' must be a string", nm(name), field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s' must be a string", nm(name),
+				     field);
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	if (n >= outlen || strlen(s) != n)
-		return syn_errprintf(err, EINVAL, "%s: field '%s' is longer than %zu bytes or contains NUL",
+		return syn_errprintf(err, EINVAL,
+				     "%s: field '%s' is longer than %zu bytes or contains NUL",
 				     nm(name), field, outlen - 1);
 	memcpy(out, s, n + 1);
 	return 0;
@@ -81,7 +87,8 @@ static int get_axis(json_t *obj, const char *field, int max, double *out,
 	if (!a)
 		return syn_errprintf(err, EINVAL, "%s: missing field '%s'", nm(name), field);
 	if (!json_is_array(a))
-		return syn_errprintf(err, EINVAL, "%s: field '%s' must be an array", nm(name), field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s' must be an array", nm(name),
+				     field);
 	size_t n = json_array_size(a);
 	if (n < 1 || n > (size_t)max)
 		return syn_errprintf(err, EINVAL, "%s: field '%s' must have 1..%d entries, has %zu",
@@ -89,14 +96,16 @@ static int get_axis(json_t *obj, const char *field, int max, double *out,
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(a, i);
 		if (!json_is_number(v))
-			return syn_errprintf(err, EINVAL, "%s: field '%s[%zu]' must be a number", nm(name), field, i);
+			return syn_errprintf(err, EINVAL, "%s: field '%s[%zu]' must be a number",
+					     nm(name), field, i);
 		out[i] = json_number_value(v);
 		if (!isfinite(out[i]) || out[i] < 0)
-			return syn_errprintf(err, EINVAL, "%s: field '%s[%zu]' must be finite and >= 0",
+			return syn_errprintf(err, EINVAL,
+					     "%s: field '%s[%zu]' must be finite and >= 0",
 					     nm(name), field, i);
 		if (i > 0 && out[i] <= out[i - 1])
-			return syn_errprintf(err, EINVAL, "%s: field '%s' must be strictly increasing (entry %zu)",
-					     nm(name), field, i);
+			return syn_errprintf(err, EINVAL, "%s: field '%s' must be strictly "
+					     "increasing (entry %zu)", nm(name), field, i);
 	}
 	return (int)n;
 }
@@ -123,17 +132,20 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_erro
 	if (!schema)
 		return syn_errprintf(err, EINVAL, "%s: missing field 'schema'", nm(name));
 	if (!json_is_integer(schema))
-		return syn_errprintf(err, EINVAL, "%s: field 'schema' must be an integer", nm(name));
+		return syn_errprintf(err, EINVAL, "%s: field 'schema' must be an integer",
+				     nm(name));
 	if (json_integer_value(schema) != SYN_PROFILE_SCHEMA)
-		return syn_errprintf(err, EPROTONOSUPPORT,
-				     "%s: schema version %lld is not supported (this build reads %d)",
-				     nm(name), (long long)json_integer_value(schema), SYN_PROFILE_SCHEMA);
+		return syn_errprintf(err, EPROTONOSUPPORT, "%s: schema version %lld is not "
+				     "supported (this build reads %d)", nm(name),
+				     (long long)json_integer_value(schema), SYN_PROFILE_SCHEMA);
 
 	if (get_string(root, "key", 1, p->key, sizeof(p->key), name, err) < 0)
 		return -1;
 	if (!syn_key_valid(p->key))
-		return syn_errprintf(err, EINVAL, "%s: field 'key' (\"%s\") must be 1..%d of [A-Za-z0-9_.-], "
-				     "not starting with '.'", nm(name), p->key, SYN_PROFILE_KEY_MAX);
+		return syn_errprintf(err, EINVAL,
+				     "%s: field 'key' (\"%s\") must be 1..%d of [A-Za-z0-9_.-], "
+				     "not starting with '.'",
+				     nm(name), p->key, SYN_PROFILE_KEY_MAX);
 	if (get_string(root, "model", 0, p->model, sizeof(p->model), name, err) < 0 ||
 	    get_string(root, "machine", 0, p->machine, sizeof(p->machine), name, err) < 0 ||
 	    get_string(root, "date", 0, p->date, sizeof(p->date), name, err) < 0 ||
@@ -151,19 +163,21 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_erro
 	if (!t)
 		return syn_errprintf(err, EINVAL, "%s: missing field 'tput'", nm(name));
 	if (!json_is_array(t) || json_array_size(t) != (size_t)p->n_cpu)
-		return syn_errprintf(err, EINVAL, "%s: field 'tput' must be an array of %d rows (one per cpus entry)",
-				     nm(name), p->n_cpu);
+		return syn_errprintf(err, EINVAL, "%s: field 'tput' must be an array of %d rows "
+				     "(one per cpus entry)", nm(name), p->n_cpu);
 	for (int i = 0; i < p->n_cpu; i++) {
 		json_t *row = json_array_get(t, (size_t)i);
 		if (!json_is_array(row) || json_array_size(row) != (size_t)p->n_mem)
-			return syn_errprintf(err, EINVAL, "%s: field 'tput[%d]' must be an array of %d numbers "
-					     "(one per mem_gb entry)", nm(name), i, p->n_mem);
+			return syn_errprintf(err, EINVAL,
+					     "%s: field 'tput[%d]' must be an array of %d numbers "
+					     "(one per mem_gb entry)",
+					     nm(name), i, p->n_mem);
 		for (int j = 0; j < p->n_mem; j++) {
 			json_t *v = json_array_get(row, (size_t)j);
 			double d = json_is_number(v) ? json_number_value(v) : -1;
 			if (!json_is_number(v) || !isfinite(d) || d < 0)
-				return syn_errprintf(err, EINVAL, "%s: field 'tput[%d][%d]' must be a number >= 0",
-						     nm(name), i, j);
+				return syn_errprintf(err, EINVAL, "%s: field 'tput[%d][%d]' must "
+						     "be a number >= 0", nm(name), i, j);
 			p->tput[i][j] = d;
 		}
 	}
@@ -176,7 +190,8 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_erro
 	json_t *rates = json_object_get(root, "rates");
 	if (rates) {
 		if (!json_is_object(rates))
-			return syn_errprintf(err, EINVAL, "%s: field 'rates' must be an object", nm(name));
+			return syn_errprintf(err, EINVAL, "%s: field 'rates' must be an object",
+					     nm(name));
 		if (get_number(rates, "gpu", "rates.", 0, &p->gpu_rate, name, err) < 0 ||
 		    get_number(rates, "prep_per_core", "rates.", 0, &p->prep_rate_per_core, name, err) < 0 ||
 		    get_number(rates, "fetch_storage_bps", "rates.", 0, &p->fetch_storage_bps, name, err) < 0 ||
@@ -187,22 +202,27 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_erro
 		    get_number(rates, "fetch_miss_s", "rates.", 0, &p->fetch_miss_s, name, err) < 0)
 			return -1;
 		if (p->fetch_overlap > 1)
-			return syn_errprintf(err, EINVAL, "%s: field 'rates.fetch_overlap' must be a number "
-					     "in 0..1", nm(name));
+			return syn_errprintf(err, EINVAL,
+					     "%s: field 'rates.fetch_overlap' must be a number "
+					     "in 0..1",
+					     nm(name));
 	}
 	json_t *owner = json_object_get(root, "owner");
 	if (owner) {
 		if (!json_is_integer(owner) || json_integer_value(owner) < 0 ||
 		    json_integer_value(owner) > (json_int_t)UINT32_MAX)
-			return syn_errprintf(err, EINVAL, "%s: field 'owner' must be a uid (an integer "
-					     "in 0..%u)", nm(name), (unsigned)UINT32_MAX);
+			return syn_errprintf(err, EINVAL,
+					     "%s: field 'owner' must be a uid (an integer "
+					     "in 0..%u)",
+					     nm(name), (unsigned)UINT32_MAX);
 		p->has_owner = 1;
 		p->owner = (uint32_t)json_integer_value(owner);
 	}
 	json_t *ds = json_object_get(root, "dataset");
 	if (ds) {
 		if (!json_is_object(ds))
-			return syn_errprintf(err, EINVAL, "%s: field 'dataset' must be an object", nm(name));
+			return syn_errprintf(err, EINVAL, "%s: field 'dataset' must be an object",
+					     nm(name));
 		if (get_count(ds, "bytes", "dataset.", &p->dataset_bytes, name, err) < 0 ||
 		    get_count(ds, "items", "dataset.", &p->dataset_items, name, err) < 0)
 			return -1;
@@ -263,8 +283,8 @@ int syn_profile_read_file(const char *path, syn_profile_t *p, syn_error_t *err)
 	if (!(buf = syn_file_read(AT_FDCWD, path, SYN_PROFILE_FILE_MAX,
 				  SYN_FILE_FOLLOW | SYN_FILE_REGULAR, &len))) {
 		if (errno == EFBIG)
-			return syn_errprintf(err, EFBIG, "%s: larger than any profile (%d bytes)", path,
-					     SYN_PROFILE_FILE_MAX);
+			return syn_errprintf(err, EFBIG, "%s: larger than any profile (%d bytes)",
+					     path, SYN_PROFILE_FILE_MAX);
 		if (errno == EINVAL)
 			return syn_errprintf(err, EINVAL, "%s: not a regular file", path);
 		return syn_errprintf(err, errno, "%s: %s", path, strerror(errno));
@@ -340,7 +360,8 @@ char *syn_profile_format(const syn_profile_t *p, syn_error_t *err)
 	}
 	const char *bad = bad_string(p);
 	if (bad) {
-		syn_errprintf(err, EINVAL, "profile '%.64s': field '%s' is not NUL-terminated UTF-8 text",
+		syn_errprintf(err, EINVAL,
+			      "profile '%.64s': field '%s' is not NUL-terminated UTF-8 text",
 			      p->key, bad);
 		goto out;
 	}

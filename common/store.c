@@ -73,7 +73,8 @@ syn_store_t *syn_store_create(const char *dir, int flags, syn_error_t *err)
 		return NULL;
 	}
 	if ((flags & SYN_STORE_CREATE) && mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		syn_errprintf(err, errno, "profile store %s: cannot create: %s", dir, strerror(errno));
+		syn_errprintf(err, errno, "profile store %s: cannot create: %s", dir,
+			      strerror(errno));
 		return NULL;
 	}
 	if (stat(dir, &st) < 0) {
@@ -116,8 +117,8 @@ int syn_store_path(const syn_store_t *s, const char *key, char *buf, size_t len,
 				     SYN_PROFILE_KEY_MAX);
 	int n = snprintf(buf, len, "%s/%s.json", s->dir, key);
 	if (n < 0 || (size_t)n >= len)
-		return syn_errprintf(err, ENAMETOOLONG, "profile store %s: path for key '%s' too long",
-				     s->dir, key);
+		return syn_errprintf(err, ENAMETOOLONG,
+				     "profile store %s: path for key '%s' too long", s->dir, key);
 	return 0;
 }
 
@@ -134,8 +135,9 @@ int syn_store_get(syn_store_t *s, const char *key, syn_profile_t *p, syn_error_t
 	if (syn_profile_read_file(path, tmp, err) < 0)
 		goto out;
 	if (strcmp(tmp->key, key) != 0) {
-		syn_errprintf(err, EINVAL, "%s: field 'key' is \"%s\", expected \"%s\" from the file name",
-			      path, tmp->key, key);
+		syn_errprintf(err, EINVAL,
+			      "%s: field 'key' is \"%s\", expected \"%s\" from the file name", path,
+			      tmp->key, key);
 		goto out;
 	}
 	*p = *tmp;
@@ -156,13 +158,16 @@ static int user_path(const syn_store_t *s, uint32_t uid, const char *key, char *
 	int n;
 
 	if (key && !syn_key_valid(key))
-		return syn_errprintf(err, EINVAL, "invalid profile key '%.80s': expected 1..%d of "
-				     "[A-Za-z0-9_.-], not starting with '.'", key, SYN_PROFILE_KEY_MAX);
+		return syn_errprintf(err, EINVAL,
+				     "invalid profile key '%.80s': expected 1..%d of "
+				     "[A-Za-z0-9_.-], not starting with '.'",
+				     key, SYN_PROFILE_KEY_MAX);
 	n = snprintf(buf, len, "%s/" SYN_STORE_USER_DIR "/%u%s%s%s", s->dir, (unsigned)uid,
 	             key ? "/" : "", key ? key : "", key ? ".json" : "");
 	if (n < 0 || (size_t)n >= len)
-		return syn_errprintf(err, ENAMETOOLONG, "profile store %s: path for uid %u too long",
-				     s->dir, (unsigned)uid);
+		return syn_errprintf(err, ENAMETOOLONG,
+				     "profile store %s: path for uid %u too long", s->dir,
+				     (unsigned)uid);
 	return 0;
 }
 
@@ -191,13 +196,15 @@ int syn_store_get_for(syn_store_t *s, const char *key, uint32_t uid, syn_profile
 	    syn_profile_read_file(path, tmp, err) < 0)
 		goto out;
 	if (strcmp(tmp->key, key) != 0) {
-		syn_errprintf(err, EINVAL, "%s: field 'key' is \"%s\", expected \"%s\" from the file name",
-			      path, tmp->key, key);
+		syn_errprintf(err, EINVAL,
+			      "%s: field 'key' is \"%s\", expected \"%s\" from the file name", path,
+			      tmp->key, key);
 		goto out;
 	}
 	if (!tmp->has_owner || tmp->owner != uid) {
-		syn_errprintf(err, EINVAL, "%s: field 'owner' must be %u, the uid it is filed under",
-			      path, (unsigned)uid);
+		syn_errprintf(err, EINVAL,
+			      "%s: field 'owner' must be %u, the uid it is filed under", path,
+			      (unsigned)uid);
 		goto out;
 	}
 	*p = *tmp;

@@ -588,7 +588,8 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 	    || ci->image_height > COORDL__PREP_MAX_SIDE
 	    || (long)ci->image_width * (long)ci->image_height > COORDL__PREP_MAX_PIXELS) {
 		jpeg_abort_decompress(ci);
-		return syn_errbuf(why, whylen, EINVAL, "image %ux%u is beyond the %dx%d / %ld pixel limit",
+		return syn_errbuf(why, whylen, EINVAL,
+				  "image %ux%u is beyond the %dx%d / %ld pixel limit",
 				  ci->image_width, ci->image_height, COORDL__PREP_MAX_SIDE,
 				  COORDL__PREP_MAX_SIDE, COORDL__PREP_MAX_PIXELS);
 	}
@@ -606,10 +607,11 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		}
 		if (need > (uint64_t)COORDL__PREP_MAX_MEMORY) {
 			jpeg_abort_decompress(ci);
-			return syn_errbuf(why, whylen, EINVAL,
-					  "%s JPEG of %ux%u needs %llu MiB to decode, beyond the %ld MiB limit",
-					  ci->progressive_mode ? "progressive" : "multi-scan", ci->image_width,
-					  ci->image_height, (unsigned long long)(need >> 20),
+			return syn_errbuf(why, whylen, EINVAL, "%s JPEG of %ux%u needs %llu MiB "
+					  "to decode, beyond the %ld MiB limit",
+					  ci->progressive_mode ? "progressive" : "multi-scan",
+					  ci->image_width, ci->image_height,
+					  (unsigned long long)(need >> 20),
 					  COORDL__PREP_MAX_MEMORY >> 20);
 		}
 	}
@@ -703,7 +705,8 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 			JSAMPROW rp = ctx->row + PREP_ROW_SKEW;
 			if (jpeg_read_scanlines(ci, &rp, 1) != 1) {
 				jpeg_abort_decompress(ci);
-				return syn_errbuf(why, whylen, EINVAL, "jpeg: no data for row %d", row);
+				return syn_errbuf(why, whylen, EINVAL, "jpeg: no data for row %d",
+						  row);
 			}
 			if (cmyk)
 				cmyk_to_rgbx(rp, (int)ci->output_width, inverted);

@@ -134,13 +134,15 @@ static int read_cred_file(coordl__s3conf_t *c, const char *path, const char *pro
 	size_t n;
 	int rv = -1;
 
-	if (!(data = syn_file_read(AT_FDCWD, path, CRED_FILE_MAX, SYN_FILE_FOLLOW | SYN_FILE_REGULAR,
-				   &n))) {
+	if (!(data = syn_file_read(AT_FDCWD, path, CRED_FILE_MAX,
+				   SYN_FILE_FOLLOW | SYN_FILE_REGULAR, &n))) {
 		if (errno == ENOENT && !explicit)
 			return 0; /* no file: anonymous requests */
 		if (errno == EINVAL || errno == EFBIG)
-			return coordl__errprintf(err, EINVAL, "AWS credentials file %s: not a regular "
-						 "file of at most %d bytes", path, CRED_FILE_MAX);
+			return coordl__errprintf(err, EINVAL,
+						 "AWS credentials file %s: not a regular "
+						 "file of at most %d bytes",
+						 path, CRED_FILE_MAX);
 		return coordl__errprintf(err, errno == ENOENT ? ENOENT : EACCES,
 					 "AWS credentials file %s: %s", path, strerror(errno));
 	}

@@ -77,7 +77,8 @@ int syn__cg_write_file(const char *path, const char *s, char *err, size_t errlen
 
 	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path,
+				  strerror(errno));
 	w = write(fd, s, n);
 	e = errno;
 	close(fd);
@@ -190,8 +191,8 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 	}
 	mnt = o->mountpoint && *o->mountpoint ? o->mountpoint : "/sys/fs/cgroup";
 	if (!syn_path_ok(mnt)) {
-		syn_errbuf(err, errlen, EINVAL, "cgroup: mountpoint '%.100s' is not an absolute path",
-			   mnt);
+		syn_errbuf(err, errlen, EINVAL,
+			   "cgroup: mountpoint '%.100s' is not an absolute path", mnt);
 		return NULL;
 	}
 	if (o->root && *o->root) {
@@ -209,9 +210,8 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 		else if (strcasecmp(o->plugin, "cgroup/v2") == 0)
 			want = 2;
 		else {
-			syn_errbuf(err, errlen, ENOTSUP,
-				   "cgroup: CgroupPlugin=%.40s is not cgroup/v1, cgroup/v2 or autodetect",
-				   o->plugin);
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup: CgroupPlugin=%.40s is not "
+				   "cgroup/v1, cgroup/v2 or autodetect", o->plugin);
 			return NULL;
 		}
 	}
@@ -235,12 +235,14 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 	case 1:
 		snprintf(path, sizeof(path), "%s/cpuset", cg->mnt);
 		if (!is_dir(path)) {
-			syn_errbuf(err, errlen, ENOTSUP, "cgroup v1: no cpuset hierarchy at %s", path);
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup v1: no cpuset hierarchy at %s",
+				   path);
 			goto fail;
 		}
 		snprintf(path, sizeof(path), "%s/memory", cg->mnt);
 		if (!is_dir(path)) {
-			syn_errbuf(err, errlen, ENOTSUP, "cgroup v1: no memory hierarchy at %s", path);
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup v1: no memory hierarchy at %s",
+				   path);
 			goto fail;
 		}
 		break;
@@ -295,7 +297,8 @@ syn__cg_t *syn__cg_open_conf(const struct syn_conf *conf, const char *node, char
 		snprintf(used_conf, used_len, "%s", file);
 	if (syn__cg_read_slurm_conf(file, plugin, sizeof(plugin), mnt, sizeof(mnt), prepend,
 				    sizeof(prepend)) < 0 && errno != ENOENT) {
-		syn_errbuf(err, errlen, errno ? errno : EIO, "cgroup: cannot read %s: %s", file, strerror(errno));
+		syn_errbuf(err, errlen, errno ? errno : EIO, "cgroup: cannot read %s: %s", file,
+			   strerror(errno));
 		return NULL;
 	}
 	memset(&o, 0, sizeof(o));
@@ -876,10 +879,11 @@ int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set
 	int rv = -1;
 
 	if (syn__cg_get_cpus(cg, job_rel, &held) < 0)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the CPUs of %s", job_rel);
-	if (job_limits(cg, job_rel, &lim) < 0)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot list the limit cgroups of %s",
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the CPUs of %s",
 				  job_rel);
+	if (job_limits(cg, job_rel, &lim) < 0)
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot list the limit cgroups of %s", job_rel);
 	CPU_AND(&keep, &held, target);
 	CPU_OR(&gain, &held, target);
 	CPU_XOR(&gain, &gain, &held);
@@ -911,8 +915,8 @@ int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set
 			if (slash) {
 				*slash = '\0';
 				if (syn__cg_get_cpus(cg, parent, &cur) < 0) {
-					syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the CPUs of %s",
-						   parent);
+					syn_errbuf(err, errlen, errno ? errno : EIO,
+						   "cannot read the CPUs of %s", parent);
 					goto out;
 				}
 				CPU_OR(&want, &cur, target);
@@ -979,7 +983,8 @@ int syn__cg_job_sched_idle(const syn__cg_t *cg, const char *job_rel, int idle, c
 					syn__cg2_job_idle(cg, job_rel, 1, err, errlen)) < 0)
 		return -1;
 	if (job_limits(cg, job_rel, &lim) < 0)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot list the limit cgroups of %s", job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot list the limit cgroups of %s", job_rel);
 	/* A thread a not yet visited thread creates meanwhile inherits the
 	 * old policy: walk again until a walk changes nothing. */
 	for (pass = 0; pass < 8; pass++) {
@@ -1120,11 +1125,11 @@ int syn__cg_job_set_mem(const syn__cg_t *cg, const char *job_rel, uint64_t bytes
 	int rv = -1, raise;
 
 	if (syn__cg_get_mem(cg, job_rel, &cur) < 0)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the memory limit of %s",
-				  job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot read the memory limit of %s", job_rel);
 	if (job_limits(cg, job_rel, &lim) < 0)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot list the limit cgroups of %s",
-				  job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot list the limit cgroups of %s", job_rel);
 	raise = bytes >= cur;
 	if (raise && set_mem(cg, job_rel, bytes, err, errlen) < 0)
 		goto out;
@@ -1156,7 +1161,8 @@ int syn__cg_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 	(void)mem_bytes;
 	text = read_proc(pid);
 	if (!text)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read /proc/%d/cgroup", (int)pid);
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read /proc/%d/cgroup",
+				  (int)pid);
 	e = syn__cg_proc_path(text, NULL, own, sizeof(own));
 	free(text);
 	if (e < 0)

@@ -216,7 +216,8 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 	size_t i;
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0)
-		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	for (i = 0; i < NCTLS; i++) {
 		if (has_procs(cg, child_ctls[i], rel))
 			return syn_errbuf(err, errlen, EBUSY, "%s/%s still has tasks",
@@ -229,7 +230,8 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
 			continue;
 		if (rmdir(dir) < 0 && errno != ENOENT)
-			return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", dir, strerror(errno));
+			return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", dir,
+					  strerror(errno));
 	}
 	return 0;
 }
@@ -276,12 +278,14 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0 ||
 	    syn__cg_path(cg, "cpuset", rel, "cgroup.procs", path, sizeof(path)) < 0)
-		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	text = syn__cg_read_file(path);
 	if (!text) {
 		if (errno == ENOENT)
 			return 0;
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path,
+				  strerror(errno));
 	}
 	for (p = text; *p; p = end) {
 		long pid = strtol(p, &end, 10);
@@ -295,8 +299,8 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 		    (write_pid(cg, "memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
 			int e = errno;
 			free(text);
-			return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %ld back to %s: %s", pid,
-					  job_rel, strerror(e));
+			return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %ld back to %s: %s",
+					  pid, job_rel, strerror(e));
 		}
 		moved++;
 	}
@@ -414,11 +418,13 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 				  syn__cg_mountpoint(cg));
 	if (child_rel(job_rel, lim, sizeof(lim)) < 0 ||
 	    syn__cg_path(cg, "cpuset", lim, "cgroup.procs", path, sizeof(path)) < 0)
-		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	pids = read_pids(path);
 	if (!pids)
-		return errno == ENOENT ? 0 : syn_errbuf(err, errlen, errno ? errno : EIO, "%s: %s", path,
-							strerror(errno));
+		return errno == ENOENT ? 0
+				       : syn_errbuf(err, errlen, errno ? errno : EIO, "%s: %s",
+						    path, strerror(errno));
 	/* Where the job's processes are (the parent of ours if moved). */
 	home[0] = '\0';
 	for (i = 0; pids[i]; i++)
@@ -462,8 +468,9 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 		free(pids);
 		if (cpu_file(cg, xrel, "cgroup.procs", path, sizeof(path)) < 0 ||
 		    !(pids = read_pids(path)))
-			return errno == ENOENT ? 0 : syn_errbuf(err, errlen, errno ? errno : EIO, "%s: %s", path,
-								strerror(errno));
+			return errno == ENOENT ? 0
+					       : syn_errbuf(err, errlen, errno ? errno : EIO,
+							    "%s: %s", path, strerror(errno));
 	}
 	/* Processes forked meanwhile follow their parent's cgroup: walk again
 	 * until a walk moves nothing. */
@@ -479,8 +486,9 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 				int e = errno, bad = (int)pids[i];
 
 				free(pids);
-				return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %d to cpu cgroup /%s: %s",
-						  bad, idle ? xrel : home, strerror(e));
+				return syn_errbuf(err, errlen, e ? e : EIO,
+						  "moving pid %d to cpu cgroup /%s: %s", bad,
+						  idle ? xrel : home, strerror(e));
 			}
 			n += k;
 		}
@@ -497,7 +505,8 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 	free(pids);
 	if (!idle && cpu_file(cg, xrel, NULL, path, sizeof(path)) == 0 && rmdir(path) < 0 &&
 	    errno != ENOENT)
-		return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", path,
+				  strerror(errno));
 	return moved;
 }
 

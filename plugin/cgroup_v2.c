@@ -76,7 +76,8 @@ int syn__cg2_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 	char path[SYN_PATH_MAX * 3];
 
 	if (syn__cg_path(cg, NULL, job_rel, "cpu.idle", path, sizeof(path)) < 0)
-		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	if (access(path, F_OK) != 0) {
 		if (!idle)
 			return 0;

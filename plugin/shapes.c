@@ -117,25 +117,29 @@ static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int
 		char *eq = strchr(tok, '=');
 
 		if (!eq)
-			return syn_errbuf(err, errlen, EINVAL, "line %d: '%.40s' is not name=value", lineno, tok);
+			return syn_errbuf(err, errlen, EINVAL, "line %d: '%.40s' is not name=value",
+					  lineno, tok);
 		*eq++ = '\0';
 		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			if (strcmp(tok, names[i]) == 0)
 				break;
 		if (i == sizeof(names) / sizeof(names[0]) || (seen & (1u << i)))
-			return syn_errbuf(err, errlen, EINVAL, "line %d: field '%.40s' unknown or repeated",
-					  lineno, tok);
+			return syn_errbuf(err, errlen, EINVAL,
+					  "line %d: field '%.40s' unknown or repeated", lineno,
+					  tok);
 		seen |= 1u << i;
 		if (i == 0) {
 			if (!part_ok(eq))
-				return syn_errbuf(err, errlen, EINVAL, "line %d: bad partition name", lineno);
+				return syn_errbuf(err, errlen, EINVAL,
+						  "line %d: bad partition name", lineno);
 			snprintf(s->part, sizeof(s->part), "%s", eq);
 			continue;
 		}
 		if (syn_parse_u64(eq, (i == 1 || i == 2) ? 0 : 1,
 				   i == 1 ? 1 : i == 4 ? (1ULL << 40) : 1u << 20, &v) < 0)
-			return syn_errbuf(err, errlen, EINVAL, "line %d: %s: '%.30s' is not a number in range",
-					  lineno, tok, eq);
+			return syn_errbuf(err, errlen, EINVAL,
+					  "line %d: %s: '%.30s' is not a number in range", lineno,
+					  tok, eq);
 		switch (i) {
 		case 1: s->is_default = (int)v; break;
 		case 2: s->gpus = (uint32_t)v; break;
@@ -145,8 +149,10 @@ static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int
 		}
 	}
 	if (seen != 0x3fu)
-		return syn_errbuf(err, errlen, EINVAL, "line %d: needs partition, default, gpus, cpus, mem_mb and "
-				  "nodes", lineno);
+		return syn_errbuf(err, errlen, EINVAL,
+				  "line %d: needs partition, default, gpus, cpus, mem_mb and "
+				  "nodes",
+				  lineno);
 	return 0;
 }
 
@@ -171,7 +177,8 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		lineno++;
 		if (lineno == 1) {
 			if (strcmp(line, SYN__SHAPES_MAGIC) != 0) {
-				syn_errbuf(err, errlen, EINVAL, "line 1: not '%s'", SYN__SHAPES_MAGIC);
+				syn_errbuf(err, errlen, EINVAL, "line 1: not '%s'",
+					   SYN__SHAPES_MAGIC);
 				goto out;
 			}
 			continue;

@@ -318,7 +318,8 @@ int main(int argc, char **argv)
 	if (syn_conf_load(&conf, conf_path, &cerr) < 0) {
 		fprintf(stderr, "synergy-lend: %s\n", cerr.text);
 		if (action == 'k')
-			printf("FAIL  synergy.conf %s\nverdict: the plugin is disabled\n", cerr.text);
+			printf("FAIL  synergy.conf %s\nverdict: the plugin is disabled\n",
+			       cerr.text);
 		return 1;
 	}
 	if (!node)

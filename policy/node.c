@@ -237,8 +237,10 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		if (y->k > 1) {
 			one = y->q;
 			if (syn_profile_group(&one, y->k, &y->q) < 0) {
-				syn_errprintf(err, EINVAL, "job %llu: a group of %d members (at most %d)",
-					  (unsigned long long)jobs[y->i].id, y->k, SYN_MAX_GROUP);
+				syn_errprintf(err, EINVAL,
+					      "job %llu: a group of %d members (at most %d)",
+					      (unsigned long long)jobs[y->i].id, y->k,
+					      SYN_MAX_GROUP);
 				goto out;
 			}
 		}
@@ -391,7 +393,8 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 				gm -= (int64_t)jobs[i].cache_mb;
 			}
 		if (gc < 0 || gm < 0) {
-			syn_errprintf(err, EDOM, "job %llu: plan below its allotment (internal error)",
+			syn_errprintf(err, EDOM,
+				      "job %llu: plan below its allotment (internal error)",
 				      (unsigned long long)jobs[x[k].i].id);
 			goto out;
 		}
@@ -423,8 +426,9 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		}
 	}
 	if (st->granted_cores > st->free_cores || st->granted_cache_mb > st->free_mem_mb) {
-		syn_errprintf(err, EDOM, "plan grants %d cores, %llu MB of a pool of %d, %llu (internal error)",
-			  st->granted_cores, (unsigned long long)st->granted_cache_mb, st->free_cores,
+		syn_errprintf(err, EDOM, "plan grants %d cores, %llu MB of a pool of %d, %llu "
+			      "(internal error)", st->granted_cores,
+			      (unsigned long long)st->granted_cache_mb, st->free_cores,
 			      (unsigned long long)st->free_mem_mb);
 		goto out;
 	}

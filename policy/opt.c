@@ -187,7 +187,8 @@ int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double fre
 	glp_load_matrix(lp, nz, ia, ja, ar);
 	if (solve(lp, time_limit_s) < 0) {
 		if (errno == ETIME)
-			syn_errprintf(err, ETIME, "OPT phase 1 (%d jobs, %d cells): no solution within %g s",
+			syn_errprintf(err, ETIME,
+				      "OPT phase 1 (%d jobs, %d cells): no solution within %g s",
 				      n_sel, ncol, time_limit_s);
 		else
 			syn_errprintf(err, EDOM,

@@ -80,7 +80,8 @@ static int apply_pinned(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_j
 		}
 		if (a->n_place < 1 || a->n_place > SYN_MAX_SPAN || !(a->cpus_per_gpu >= 0) ||
 		    !(a->mem_per_gpu >= 0))
-			return syn_errprintf(err, EINVAL, "job %d (id %llu): pinned without a valid allocation",
+			return syn_errprintf(err, EINVAL,
+					     "job %d (id %llu): pinned without a valid allocation",
 					     i, (unsigned long long)jobs[i].id);
 		for (int k = 0; k < a->n_place; k++) {
 			const syn_place_t *p = &a->place[k];
@@ -94,13 +95,15 @@ static int apply_pinned(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_j
 			g += p->gpus;
 		}
 		if (g != jobs[i].gpus)
-			return syn_errprintf(err, EINVAL, "job %d (id %llu): pinned on %d GPUs, needs %d", i,
+			return syn_errprintf(err, EINVAL,
+					     "job %d (id %llu): pinned on %d GPUs, needs %d", i,
 					     (unsigned long long)jobs[i].id, g, jobs[i].gpus);
 		a->tput = syn_job_tput(jobs[i].profile, a->cpus_per_gpu, a->mem_per_gpu);
 	}
 	for (int i = 0; i < n_nodes; i++)
 		if (nodes[i].free_gpus < 0)
-			return syn_errprintf(err, EINVAL, "node %d: pinned jobs use more GPUs than it has", i);
+			return syn_errprintf(err, EINVAL,
+					     "node %d: pinned jobs use more GPUs than it has", i);
 	return 0;
 }
 

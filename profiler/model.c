@@ -215,12 +215,12 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
 				  n_cpu, n_mem, SYN_PROFILE_MAX_CPU, SYN_PROFILE_MAX_MEM);
 	for (int i = 0; i < n_cpu; i++)
 		if (!(cpus[i] > 0) || (i > 0 && !(cpus[i] > cpus[i - 1])))
-			return syn_errbuf(msg, (size_t)msglen, EINVAL,
-					  "cpus axis must be > 0 and strictly increasing (entry %d)", i);
+			return syn_errbuf(msg, (size_t)msglen, EINVAL, "cpus axis must be > 0 and "
+					  "strictly increasing (entry %d)", i);
 	for (int j = 0; j < n_mem; j++)
 		if (!(mem_gb[j] >= 0) || (j > 0 && !(mem_gb[j] > mem_gb[j - 1])))
-			return syn_errbuf(msg, (size_t)msglen, EINVAL,
-					  "mem axis must be >= 0 and strictly increasing (entry %d)", j);
+			return syn_errbuf(msg, (size_t)msglen, EINVAL, "mem axis must be >= 0 and "
+					  "strictly increasing (entry %d)", j);
 	if (r->n_prep < 1)
 		return syn_errbuf(msg, (size_t)msglen, EINVAL, "no measured prep rate");
 	if (!(prop_cpus > 0) || !(prop_mem_gb >= 0))

@@ -65,7 +65,8 @@ int syn__report(const syn_profile_t *p, double cpus, double mem_gb, syn__report_
 		return syn_errbuf(msg, (size_t)msglen, EINVAL, "report: no profile");
 	}
 	if (syn_profile_check(p, &why) < 0) {
-		return syn_errbuf(msg, (size_t)msglen, EINVAL, "profile '%s': %s", p->key, why.text);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL, "profile '%s': %s", p->key,
+				  why.text);
 	}
 	if (!(cpus > 0) || !isfinite(cpus) || !(mem_gb >= 0) || !isfinite(mem_gb)) {
 		return syn_errbuf(msg, (size_t)msglen, EINVAL,

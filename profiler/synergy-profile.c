@@ -269,8 +269,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_UINT8: a->mo.layout = COORDL_LAYOUT_NHWC_U8; break;
 		case OPT_SEED:
 			if (syn_parse_u64(optarg, 0, 9007199254740992ULL, &u) < 0) {
-				usage_error("--seed '%s': expected an integer in 0..9007199254740992",
-				            optarg);
+				usage_error("--seed '%s': expected an integer in "
+				            "0..9007199254740992", optarg);
 				return -1;
 			}
 			a->mo.seed = u;
@@ -958,7 +958,8 @@ static int read_job_report(const char *path, syn__job_point_t *pts, int max, uin
 	}
 	if (!(text = syn_file_read(AT_FDCWD, path, SYN__REPORT_MAX_BYTES, SYN_FILE_FOLLOW, &len))) {
 		if (errno == EFBIG)
-			errmsg("%s: longer than any report (%d bytes)", path, SYN__REPORT_MAX_BYTES);
+			errmsg("%s: longer than any report (%d bytes)", path,
+			       SYN__REPORT_MAX_BYTES);
 		else
 			errmsg("%s: %s", path, strerror(errno));
 		goto out;

@@ -298,7 +298,8 @@ int main(int argc, char **argv)
 		case 2: {
 			double a, b, c;
 			const char *s1 = strchr(optarg, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-			if (!s2 || syn_parse_doublen(optarg, (size_t)(s1 - optarg), 0, INFINITY, &a) < 0 ||
+			if (!s2 ||
+			    syn_parse_doublen(optarg, (size_t)(s1 - optarg), 0, INFINITY, &a) < 0 ||
 			    syn_parse_doublen(s1 + 1, (size_t)(s2 - s1 - 1), 0, INFINITY, &b) < 0 ||
 			    syn_parse_double(s2 + 1, 0, INFINITY, &c) < 0 || !(a + b + c > 0))
 				return die_usage("--split '%s': expected I/L/S percentages, e.g. 20/70/10",
@@ -350,7 +351,9 @@ int main(int argc, char **argv)
 		case 'w': {
 			const char *dash = strchr(optarg, '-');
 			uint64_t lo, hi;
-			if (!dash || syn_parse_u64n(optarg, (size_t)(dash - optarg), 0, UINT64_MAX, &lo) < 0 ||
+			if (!dash ||
+			    syn_parse_u64n(optarg, (size_t)(dash - optarg), 0, UINT64_MAX, &lo) <
+				    0 ||
 			    syn_parse_u64(dash + 1, lo, UINT64_MAX, &hi) < 0)
 				return die_usage("--window '%s': expected A-B with A <= B (job ids)", optarg);
 			cfg.win_lo = lo;
@@ -393,7 +396,8 @@ int main(int argc, char **argv)
 			uint64_t k;
 			double f;
 			if (!colon ||
-			    syn_parse_u64n(optarg, (size_t)(colon - optarg), 2, SYN_MAX_GROUP, &k) < 0 ||
+			    syn_parse_u64n(optarg, (size_t)(colon - optarg), 2, SYN_MAX_GROUP, &k) <
+				    0 ||
 			    syn_parse_double(colon + 1, 0, 1, &f) < 0)
 				return die_usage("--search '%s': expected K:FRAC, K trials 2..%d, FRAC 0..1 "
 						 "(e.g. 4:0.3)", optarg, SYN_MAX_GROUP);

@@ -250,11 +250,14 @@ int main(int argc, char **argv)
 		case 'R':
 		case 'I':
 			if (syn_parse_u64(optarg, 1, 1000000, &v) < 0) {
-				fprintf(stderr, "%s: -%c '%s': expected an integer 1..1000000\n", argv[0],
-					c, optarg);
+				fprintf(stderr, "%s: -%c '%s': expected an integer 1..1000000\n",
+					argv[0], c, optarg);
 				return 2;
 			}
-			*(c == 'n' ? &n_jobs : c == 'S' ? &n_srv : c == 'R' ? &reps : &inst) = (int)v;
+			*(c == 'n'           ? &n_jobs
+				  : c == 'S' ? &n_srv
+				  : c == 'R' ? &reps
+					     : &inst) = (int)v;
 			break;
 		default:
 			fprintf(stderr, "usage: %s [round|opt|all] [-n JOBS] [-S SERVERS] [-R REPS] [-I INSTANCES]\n",

@@ -79,7 +79,8 @@ static int write_manifest(const char *dir, int quiet)
 
 	if (!src)
 		die("%s", err.text);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, COORDL_MANIFEST_NAME) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, COORDL_MANIFEST_NAME) >=
+	    sizeof(path))
 		die("%s: path too long", dir);
 	if (syn_atomic_begin(&a, AT_FDCWD, path, 0644) < 0 || !(f = syn_atomic_stream(&a)))
 		die("%s: %s", path, strerror(errno));
@@ -132,7 +133,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:t:qmh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (syn_parse_size(optarg, 0, INT64_MAX, &shard_size) < 0 || shard_size == 0)
+			if (syn_parse_size(optarg, 0, INT64_MAX, &shard_size) < 0 ||
+			    shard_size == 0)
 				die("--shard-size '%s': expected bytes > 0 with optional K/M/G/T", optarg);
 			break;
 		case 't':

@@ -28,42 +28,48 @@ static void test_conf(void)
 	syn_conf_defaults(&c);
 	ok(c.enabled == 1 && c.process_mem_mb == 1024 && c.eps == 0.01, "defaults");
 	ok(syn_conf_arg(&c, "CacheDir=/dev/shm/x", &err) == 0 &&
-	   strcmp(c.cache_dir, "/dev/shm/x") == 0, "plugstack argument cache_dir=");
-	ok(syn_conf_arg(&c, "cachedir=../../etc", &err) == -1 &&
-	   strstr(err.text, "CacheDir") && strcmp(c.cache_dir, "/dev/shm/x") == 0,
+		   strcmp(c.cache_dir, "/dev/shm/x") == 0,
+	   "plugstack argument cache_dir=");
+	ok(syn_conf_arg(&c, "cachedir=../../etc", &err) == -1 && strstr(err.text, "CacheDir") &&
+		   strcmp(c.cache_dir, "/dev/shm/x") == 0,
 	   "relative cache_dir refused, names the key, keeps the old value");
 	ok(syn_conf_arg(&c, "nonsense", &err) == -1 && strstr(err.text, "key=value"),
 	   "argument without '=' refused");
 	ok(syn_conf_arg(&c, "colour=blue", &err) == -1 && strstr(err.text, "colour"),
 	   "unknown key refused by name");
 	ok(syn_conf_arg(&c, "ProcessMemMB=99999999999999999999", &err) == -1 &&
-	   c.process_mem_mb == 1024, "huge number refused");
+		   c.process_mem_mb == 1024,
+	   "huge number refused");
 	ok(syn_conf_arg(&c, "Eps=1.5", &err) == -1, "eps out of range refused");
 	ok(c.group_staging_mb == 512 && c.group_window == 256, "group defaults: the loader's");
 	ok(syn_conf_arg(&c, "GroupStagingMB=64", &err) == 0 &&
-	   syn_conf_arg(&c, "groupwindow=32", &err) == 0 && c.group_staging_mb == 64 &&
-	   c.group_window == 32, "GroupStagingMB, GroupWindow set");
+		   syn_conf_arg(&c, "groupwindow=32", &err) == 0 && c.group_staging_mb == 64 &&
+		   c.group_window == 32,
+	   "GroupStagingMB, GroupWindow set");
 	{
-		static const char *const bad[] = { "GroupStagingMB=0", "GroupStagingMB=1048577",
+		static const char *const bad[] = { "GroupStagingMB=0",   "GroupStagingMB=1048577",
 						   "GroupStagingMB=64M", "GroupStagingMB=-1",
-						   "GroupWindow=0", "GroupWindow=1000001",
+						   "GroupWindow=0",      "GroupWindow=1000001",
 						   "GroupWindow=x" };
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-			ok(syn_conf_arg(&c, bad[i], &err) == -1 &&
-			   strstr(err.text, "Group") && c.group_staging_mb == 64 && c.group_window == 32,
+			ok(syn_conf_arg(&c, bad[i], &err) == -1 && strstr(err.text, "Group") &&
+				   c.group_staging_mb == 64 && c.group_window == 32,
 			   "%s refused, names the key, keeps the old value: %s", bad[i], err.text);
 	}
-	ok(syn_conf_arg(&c, "ProfileCommand=/usr/bin/synergy-profile run --key %k /data/%k", &err) == 0 &&
-	   strcmp(c.profile_command, "/usr/bin/synergy-profile run --key %k /data/%k") == 0,
+	ok(syn_conf_arg(&c, "ProfileCommand=/usr/bin/synergy-profile run --key %k /data/%k",
+			&err) == 0 &&
+		   strcmp(c.profile_command, "/usr/bin/synergy-profile run --key %k /data/%k") == 0,
 	   "ProfileCommand with arguments");
 	ok(syn_conf_arg(&c, "ProfileCommand=synergy-profile run", &err) == -1 &&
-	   strstr(err.text, "absolute path"), "relative ProfileCommand refused");
+		   strstr(err.text, "absolute path"),
+	   "relative ProfileCommand refused");
 	ok(c.lend_idle == 0 && strcmp(c.state_dir, "/run/synergy") == 0,
 	   "lending is off by default, node state under /run/synergy");
 	ok(syn_conf_arg(&c, "LendIdleCores=yes", &err) == 0 && c.lend_idle == 1,
 	   "LendIdleCores=yes");
 	ok(syn_conf_arg(&c, "LendIdleCores=maybe", &err) == -1 &&
-	   strstr(err.text, "LendIdleCores") && c.lend_idle == 1, "LendIdleCores=maybe refused by name");
+		   strstr(err.text, "LendIdleCores") && c.lend_idle == 1,
+	   "LendIdleCores=maybe refused by name");
 	/* Harvesting idle cycles (issue 13). */
 	ok(c.harvest == 1 && c.harvest_interval == 5, "harvesting on by default, every 5 s");
 	ok(syn_conf_arg(&c, "HarvestIdleCycles=yes", &err) == 0 && c.harvest == 1 &&
@@ -86,36 +92,41 @@ static void test_conf(void)
 	ok(syn_conf_arg(&c, "ProfileInPlace=no", &err) == 0 && c.profile_in_place == 0,
 	   "ProfileInPlace=no");
 	ok(syn_conf_arg(&c, "ProfileInPlace=later", &err) == -1 &&
-	   strstr(err.text, "ProfileInPlace") && c.profile_in_place == 0,
+		   strstr(err.text, "ProfileInPlace") && c.profile_in_place == 0,
 	   "ProfileInPlace=later refused by name, value kept");
-	ok(syn_conf_arg(&c, "ProfileClaimMaxAge=600", &err) == 0 &&
-	   c.claim_max_age == 600, "ProfileClaimMaxAge=600");
+	ok(syn_conf_arg(&c, "ProfileClaimMaxAge=600", &err) == 0 && c.claim_max_age == 600,
+	   "ProfileClaimMaxAge=600");
 	ok(syn_conf_arg(&c, "ProfileClaimMaxAge=0", &err) == -1 &&
-	   strstr(err.text, "ProfileClaimMaxAge") && c.claim_max_age == 600,
+		   strstr(err.text, "ProfileClaimMaxAge") && c.claim_max_age == 600,
 	   "ProfileClaimMaxAge=0 refused by name, value kept");
 	ok(syn_conf_arg(&c, "LendStateDir=/var/run/x", &err) == 0 &&
-	   strcmp(c.state_dir, "/var/run/x") == 0, "LendStateDir is the old name of StateDir");
+		   strcmp(c.state_dir, "/var/run/x") == 0,
+	   "LendStateDir is the old name of StateDir");
 	ok(syn_conf_arg(&c, "StateDir=/var/run/y", &err) == 0 &&
-	   strcmp(c.state_dir, "/var/run/y") == 0, "StateDir");
+		   strcmp(c.state_dir, "/var/run/y") == 0,
+	   "StateDir");
 	ok(syn_conf_arg(&c, "CgroupRoot=/slurm_%n", &err) == 0 &&
-	   strcmp(c.cgroup_root, "/slurm_%n") == 0, "CgroupRoot with %%n");
-	ok(syn_conf_arg(&c, "CgroupRoot=slurm", &err) == -1 &&
-	   strstr(err.text, "CgroupRoot"), "a relative CgroupRoot refused by name");
+		   strcmp(c.cgroup_root, "/slurm_%n") == 0,
+	   "CgroupRoot with %%n");
+	ok(syn_conf_arg(&c, "CgroupRoot=slurm", &err) == -1 && strstr(err.text, "CgroupRoot"),
+	   "a relative CgroupRoot refused by name");
 	ok(syn_conf_arg(&c, "CgroupConf=/etc/slurm/cgroup.conf", &err) == 0 &&
-	   strcmp(c.cgroup_conf, "/etc/slurm/cgroup.conf") == 0, "CgroupConf");
-	ok(syn_conf_arg(&c, "LendStateDir=run/x", &err) == -1 &&
-	   strstr(err.text, "LendStateDir"), "relative LendStateDir refused");
+		   strcmp(c.cgroup_conf, "/etc/slurm/cgroup.conf") == 0,
+	   "CgroupConf");
+	ok(syn_conf_arg(&c, "LendStateDir=run/x", &err) == -1 && strstr(err.text, "LendStateDir"),
+	   "relative LendStateDir refused");
 
 	fd = mkstemp(path);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f)
 		bail_out("mkstemp");
 	fputs("# comment\n\nProfileStore = /srv/profiles   # trailing\nprocessmemmb=512\n"
-	      "Enabled = no\nNodeGPUs=4\n", f);
+	      "Enabled = no\nNodeGPUs=4\n",
+	      f);
 	fclose(f);
 	syn_conf_defaults(&c);
-	ok(syn_conf_load(&c, path, &err) == 0 &&
-	   strcmp(c.store_dir, "/srv/profiles") == 0 && c.process_mem_mb == 512 && !c.enabled && c.node_gpus == 4,
+	ok(syn_conf_load(&c, path, &err) == 0 && strcmp(c.store_dir, "/srv/profiles") == 0 &&
+		   c.process_mem_mb == 512 && !c.enabled && c.node_gpus == 4,
 	   "synergy.conf with comments and blanks");
 	f = fopen(path, "w");
 	fputs("ProfileStore=/srv\nbogus line\n", f);
@@ -139,8 +150,7 @@ static void test_conf(void)
 		   strstr(err.text, "ProcessMemMB"),
 	   "a line over 512 bytes is read; a bad value names its line and key: %s", err.text);
 	unlink(path);
-	ok(syn_conf_load(&c, path, &err) == -1 && errno == ENOENT,
-	   "missing file: ENOENT");
+	ok(syn_conf_load(&c, path, &err) == -1 && errno == ENOENT, "missing file: ENOENT");
 }
 
 /* The one search order of every Synergy program. */
@@ -186,20 +196,21 @@ static void test_one_grammar(void)
 
 	syn_conf_defaults(&c);
 	ok(syn_conf_set(&c, "ProfileStore", "store", &err) == -1 && errno == EINVAL &&
-	   strstr(err.text, "ProfileStore") &&
-	   strcmp(c.store_dir, SYN_CONF_PROFILE_STORE_DEFAULT) == 0,
+		   strstr(err.text, "ProfileStore") &&
+		   strcmp(c.store_dir, SYN_CONF_PROFILE_STORE_DEFAULT) == 0,
 	   "a relative ProfileStore is refused by name, the default kept");
 	ok(syn_conf_set(&c, "ProfileStore", "", &err) == -1 && strstr(err.text, "ProfileStore"),
 	   "an empty ProfileStore is refused");
 	ok(syn_conf_set(&c, "Eps", " 0.5", &err) == -1 &&
-	   syn_conf_set(&c, "Eps", "0x0.1", &err) == -1 &&
-	   syn_conf_set(&c, "Eps", "5e-2", &err) == 0 && c.eps == 0.05,
+		   syn_conf_set(&c, "Eps", "0x0.1", &err) == -1 &&
+		   syn_conf_set(&c, "Eps", "5e-2", &err) == 0 && c.eps == 0.05,
 	   "Eps is a real of the one grammar (no spaces, no hex)");
 	ok(syn_conf_set(&c, "Enabled", "TRUE", &err) == 0 && c.enabled == 1 &&
-	   syn_conf_set(&c, "Enabled", "0", &err) == 0 && c.enabled == 0,
+		   syn_conf_set(&c, "Enabled", "0", &err) == 0 && c.enabled == 0,
 	   "booleans of the one grammar");
 	ok(syn_conf_set(&c, "PeerPortMin", "65536", &err) == -1 && errno == ERANGE &&
-	   strstr(err.text, "PeerPortMin") && c.peer_port_min == SYN_CONF_PEER_PORT_MIN_DEFAULT,
+		   strstr(err.text, "PeerPortMin") &&
+		   c.peer_port_min == SYN_CONF_PEER_PORT_MIN_DEFAULT,
 	   "a number out of range is ERANGE, by name, value kept");
 }
 

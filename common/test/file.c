@@ -56,7 +56,8 @@ static void test_errors(void)
 	   "syn_errprintf fills the text, sets errno, returns -1");
 	ok(syn_errprintf(NULL, EPERM, "ignored") == -1 && errno == EPERM, "a NULL struct is fine");
 	ok(syn_errbuf(buf, sizeof(buf), EIO, "%s", "a longer text") == -1 && errno == EIO &&
-	   strcmp(buf, "a longe") == 0, "syn_errbuf truncates to its buffer");
+		   strcmp(buf, "a longe") == 0,
+	   "syn_errbuf truncates to its buffer");
 	ok(syn_errbuf(NULL, 0, EINVAL, "x") == -1 && errno == EINVAL, "and takes no buffer");
 	errno = ENOSPC;
 	ok(syn_errprintf(&err, errno, "%s", "text") == -1 && errno == ENOSPC,
@@ -132,7 +133,7 @@ static void test_atomic(void)
 	ok(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644,
 	   "with exactly its mode, whatever the umask (%04o)", (unsigned)(st.st_mode & 07777));
 	ok(syn_file_write_atomic(AT_FDCWD, path, "second\n", 7, 0600) == 0 &&
-	   (t = syn_file_read(AT_FDCWD, path, 100, 0, NULL)) && strcmp(t, "second\n") == 0,
+		   (t = syn_file_read(AT_FDCWD, path, 100, 0, NULL)) && strcmp(t, "second\n") == 0,
 	   "replace it");
 	free(t);
 	is_int(leftovers(), 0, "no temporary file is left");
@@ -141,7 +142,7 @@ static void test_atomic(void)
 	/* Relative to a directory descriptor, a plain name. */
 	fd = open(top, O_RDONLY | O_DIRECTORY);
 	ok(syn_file_write_atomic(fd, "rel", "x", 1, 0600) == 0 &&
-	   (t = syn_file_read(fd, "rel", 10, 0, NULL)) && strcmp(t, "x") == 0,
+		   (t = syn_file_read(fd, "rel", 10, 0, NULL)) && strcmp(t, "x") == 0,
 	   "write beside a directory descriptor");
 	free(t);
 
@@ -156,8 +157,9 @@ static void test_atomic(void)
 
 	/* A stream. */
 	ok(syn_atomic_begin(&a, AT_FDCWD, path, 0644) == 0 && (f = syn_atomic_stream(&a)) &&
-	   fprintf(f, "%s %d\n", "stream", 3) > 0 && syn_atomic_commit(&a) == 0 &&
-	   (t = syn_file_read(AT_FDCWD, path, 100, 0, NULL)) && strcmp(t, "stream 3\n") == 0,
+		   fprintf(f, "%s %d\n", "stream", 3) > 0 && syn_atomic_commit(&a) == 0 &&
+		   (t = syn_file_read(AT_FDCWD, path, 100, 0, NULL)) &&
+		   strcmp(t, "stream 3\n") == 0,
 	   "a stdio stream on the temporary file");
 	free(t);
 
@@ -171,8 +173,9 @@ static void test_atomic(void)
 		if (symlinkat(target, fd, "linked") < 0)
 			bail_out("symlink");
 		ok(syn_file_write_atomic(fd, "linked", "new", 3, 0644) == 0 &&
-		   fstatat(fd, "linked", &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(lst.st_mode) &&
-		   (t = syn_file_read(fd, "victim", 10, 0, NULL)) && strcmp(t, "safe") == 0,
+			   fstatat(fd, "linked", &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   S_ISREG(lst.st_mode) && (t = syn_file_read(fd, "victim", 10, 0, NULL)) &&
+			   strcmp(t, "safe") == 0,
 		   "a link at the target is replaced by the file; its target is untouched");
 		free(t);
 	}
@@ -180,7 +183,8 @@ static void test_atomic(void)
 	/* Failures leave nothing. */
 	errno = 0;
 	ok(syn_file_write_atomic(AT_FDCWD, "/nonexistent-dir/x", "x", 1, 0644) == -1 &&
-	   errno == ENOENT, "a missing directory is ENOENT");
+		   errno == ENOENT,
+	   "a missing directory is ENOENT");
 	ok(syn_file_write_atomic(fd, "", "x", 1, 0644) == -1 && errno == EINVAL,
 	   "an empty name is EINVAL");
 	ok(syn_file_write_atomic(fd, "a/", "x", 1, 0644) == -1 && errno == EINVAL,
@@ -209,7 +213,11 @@ static void test_concurrent(void)
 	}
 	for (int i = 0; i < 400; i++) {
 		t = syn_file_read(AT_FDCWD, path, 100, 0, NULL);
-		if (!t || strlen(t) != 8 || strspn(t, t[0] == 'A' ? "A" : t[0] == 'B' ? "B" : "C") != 8)
+		if (!t || strlen(t) != 8 ||
+		    strspn(t,
+			   t[0] == 'A'           ? "A"
+				   : t[0] == 'B' ? "B"
+						 : "C") != 8)
 			bad++;
 		free(t);
 	}

@@ -26,7 +26,8 @@ static void test_ini(void)
 {
 	syn_error_t err;
 	syn_kv_t *c = syn_kv_parse("# top\n[default]\nkey = a#b\n; semicolon comment\n"
-				   "[ other ]\nkey=c\n", "ini", SYN_KV_INI, &err);
+				   "[ other ]\nkey=c\n",
+				   "ini", SYN_KV_INI, &err);
 
 	ok(c != NULL, "parse an INI file");
 	is_str(syn_kv_get(c, "default", "key"), "a#b", "a '#' inside a value is kept");
@@ -48,11 +49,12 @@ static void test_lenient(void)
 	syn_error_t err;
 	int n = 0;
 	syn_kv_t *c = syn_kv_parse("Include /etc/slurm/more.conf\nCgroupPlugin=cgroup/v1 # c\n"
-				   "Odd Key = 1\ncgroupplugin=cgroup/v2\n", "cgroup.conf",
-				   SYN_KV_LENIENT, &err);
+				   "Odd Key = 1\ncgroupplugin=cgroup/v2\n",
+				   "cgroup.conf", SYN_KV_LENIENT, &err);
 
 	ok(c != NULL, "a lenient parse takes what a strict one refuses");
-	is_str(syn_kv_get(c, NULL, "CgroupPlugin"), "cgroup/v2", "a key given again: the last wins");
+	is_str(syn_kv_get(c, NULL, "CgroupPlugin"), "cgroup/v2",
+	       "a key given again: the last wins");
 	is_str(syn_kv_get(c, NULL, "Odd Key"), "1", "a key outside the strict charset is kept");
 	is_str(syn_kv_get(c, NULL, "Include /etc/slurm/more.conf"), NULL,
 	       "a line without '=' has no value to look up");
@@ -63,16 +65,17 @@ static void test_lenient(void)
 int main(void)
 {
 	syn_error_t err;
-	const char *text =
-		"# Synergy configuration\n"
-		"\n"
-		"ProfileStore = /var/lib/synergy/profiles   # where profiles live\n"
-		"  Policy=tune\n"
-		"Empty=\n";
+	const char *text = "# Synergy configuration\n"
+			   "\n"
+			   "ProfileStore = /var/lib/synergy/profiles   # where profiles live\n"
+			   "  Policy=tune\n"
+			   "Empty=\n";
 	syn_kv_t *c = syn_kv_parse(text, "t.conf", 0, &err);
 	ok(c != NULL, "parse a configuration");
-	is_str(syn_kv_get(c, NULL, "ProfileStore"), "/var/lib/synergy/profiles", "value trimmed, comment cut");
-	is_str(syn_kv_get(c, NULL, "profilestore"), "/var/lib/synergy/profiles", "keys are case-insensitive");
+	is_str(syn_kv_get(c, NULL, "ProfileStore"), "/var/lib/synergy/profiles",
+	       "value trimmed, comment cut");
+	is_str(syn_kv_get(c, NULL, "profilestore"), "/var/lib/synergy/profiles",
+	       "keys are case-insensitive");
 	is_str(syn_kv_get(c, NULL, "Policy"), "tune", "leading spaces ignored");
 	is_str(syn_kv_get(c, NULL, "Empty"), "", "an empty value is allowed");
 	ok(syn_kv_get(c, NULL, "Missing") == NULL, "a missing key is NULL");
@@ -90,7 +93,8 @@ int main(void)
 	ok(!c && errno == EINVAL && strstr(err.text, "bad.conf:2") && strstr(err.text, "Key=Value"),
 	   "a line without '=' is rejected with file:line");
 	c = syn_kv_parse("Bad Key=1\n", "k.conf", 0, &err);
-	ok(!c && strstr(err.text, "k.conf:1") && strstr(err.text, "invalid key"), "a key with a space is rejected");
+	ok(!c && strstr(err.text, "k.conf:1") && strstr(err.text, "invalid key"),
+	   "a key with a space is rejected");
 
 	char path[] = "/tmp/syn-conf-test.XXXXXX";
 	int fd = mkstemp(path);

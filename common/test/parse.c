@@ -22,11 +22,28 @@
 
 static void test_keys(void)
 {
-	static const struct { const char *key; int valid; } t[] = {
-		{ "resnet18", 1 }, { "a", 1 }, { "gnmt-v2_big.1", 1 }, { "A-b_c.9", 1 },
-		{ "", 0 }, { ".hidden", 0 }, { "..", 0 }, { "../../etc/passwd", 0 },
-		{ "a/b", 0 }, { "slash/x", 0 }, { "a b", 0 }, { "sp ace", 0 }, { "x;rm -rf /", 0 },
-		{ "$(id)", 0 }, { "`id`", 0 }, { "k\n", 0 }, { "caf\xc3\xa9", 0 }, { "ü", 0 },
+	static const struct {
+		const char *key;
+		int valid;
+	} t[] = {
+		{ "resnet18", 1 },
+		{ "a", 1 },
+		{ "gnmt-v2_big.1", 1 },
+		{ "A-b_c.9", 1 },
+		{ "", 0 },
+		{ ".hidden", 0 },
+		{ "..", 0 },
+		{ "../../etc/passwd", 0 },
+		{ "a/b", 0 },
+		{ "slash/x", 0 },
+		{ "a b", 0 },
+		{ "sp ace", 0 },
+		{ "x;rm -rf /", 0 },
+		{ "$(id)", 0 },
+		{ "`id`", 0 },
+		{ "k\n", 0 },
+		{ "caf\xc3\xa9", 0 },
+		{ "ü", 0 },
 		{ "0123456789012345678901234567890123456789012345678901234567890123", 1 },
 		{ "01234567890123456789012345678901234567890123456789012345678901234", 0 },
 	};
@@ -39,11 +56,20 @@ static void test_keys(void)
 
 static void test_u64(void)
 {
-	static const struct { const char *s; uint64_t min, max; int rv, err; uint64_t v; } t[] = {
-		{ "0", 0, 10, 0, 0, 0 }, { "10", 0, 10, 0, 0, 10 },
-		{ "11", 0, 10, -1, ERANGE, 0 }, { "-1", 0, 10, -1, EINVAL, 0 },
-		{ " 1", 0, 10, -1, EINVAL, 0 }, { "1k", 0, 10, -1, EINVAL, 0 },
-		{ "0x10", 0, 100, -1, EINVAL, 0 }, { "", 0, 10, -1, EINVAL, 0 },
+	static const struct {
+		const char *s;
+		uint64_t min, max;
+		int rv, err;
+		uint64_t v;
+	} t[] = {
+		{ "0", 0, 10, 0, 0, 0 },
+		{ "10", 0, 10, 0, 0, 10 },
+		{ "11", 0, 10, -1, ERANGE, 0 },
+		{ "-1", 0, 10, -1, EINVAL, 0 },
+		{ " 1", 0, 10, -1, EINVAL, 0 },
+		{ "1k", 0, 10, -1, EINVAL, 0 },
+		{ "0x10", 0, 100, -1, EINVAL, 0 },
+		{ "", 0, 10, -1, EINVAL, 0 },
 		{ "18446744073709551615", 0, UINT64_MAX, 0, 0, UINT64_MAX },
 		{ "18446744073709551616", 0, UINT64_MAX, -1, ERANGE, 0 },
 		{ "99999999999999999999999", 0, UINT64_MAX, -1, ERANGE, 0 },
@@ -104,7 +130,8 @@ static void test_i64(void)
 		int64_t v = -1;
 		int rc = syn_parse_i64(t[i].s, t[i].min, t[i].max, &v);
 		if (t[i].ok)
-			ok(rc == 0 && v == t[i].want, "i64 '%s' = %lld", t[i].s, (long long)t[i].want);
+			ok(rc == 0 && v == t[i].want, "i64 '%s' = %lld", t[i].s,
+			   (long long)t[i].want);
 		else
 			ok(rc == -1 && (errno == EINVAL || errno == ERANGE) && v == -1,
 			   "i64 '%s' rejected", t[i].s);
@@ -113,16 +140,25 @@ static void test_i64(void)
 
 static void test_double(void)
 {
-	static const struct { const char *s; double min, max; int ok; double want; } t[] = {
-		{ "0.5", 0, 1, 1, 0.5 }, { "1", 0, 1, 1, 1 }, { "-1.5", -2, 0, 1, -1.5 },
-		{ ".5", 0, 1, 1, 0.5 }, { "5.", 0, 10, 1, 5 }, { "1e3", 0, 1e4, 1, 1000 },
-		{ "2.5E-2", 0, 1, 1, 0.025 }, { "1e+2", 0, 1e3, 1, 100 }, { "007.50", 0, 10, 1, 7.5 },
-		{ "1.5", 0, 1, 0, 0 }, { "-0.1", 0, 1, 0, 0 },
-		{ "", 0, 1, 0, 0 }, { " 1", 0, 10, 0, 0 }, { "1 ", 0, 10, 0, 0 }, { "+1", 0, 10, 0, 0 },
-		{ "inf", 0, INFINITY, 0, 0 }, { "nan", -1, 1, 0, 0 }, { "0x10", 0, 100, 0, 0 },
-		{ "1e", 0, 10, 0, 0 }, { "1e+", 0, 10, 0, 0 }, { "-", -1, 1, 0, 0 }, { ".", 0, 1, 0, 0 },
-		{ "1.2.3", 0, 10, 0, 0 }, { "1,5", 0, 10, 0, 0 }, { "1e999", 0, INFINITY, 0, 0 },
-		{ "3x", 0, 10, 0, 0 },
+	static const struct {
+		const char *s;
+		double min, max;
+		int ok;
+		double want;
+	} t[] = {
+		{ "0.5", 0, 1, 1, 0.5 },        { "1", 0, 1, 1, 1 },
+		{ "-1.5", -2, 0, 1, -1.5 },     { ".5", 0, 1, 1, 0.5 },
+		{ "5.", 0, 10, 1, 5 },          { "1e3", 0, 1e4, 1, 1000 },
+		{ "2.5E-2", 0, 1, 1, 0.025 },   { "1e+2", 0, 1e3, 1, 100 },
+		{ "007.50", 0, 10, 1, 7.5 },    { "1.5", 0, 1, 0, 0 },
+		{ "-0.1", 0, 1, 0, 0 },         { "", 0, 1, 0, 0 },
+		{ " 1", 0, 10, 0, 0 },          { "1 ", 0, 10, 0, 0 },
+		{ "+1", 0, 10, 0, 0 },          { "inf", 0, INFINITY, 0, 0 },
+		{ "nan", -1, 1, 0, 0 },         { "0x10", 0, 100, 0, 0 },
+		{ "1e", 0, 10, 0, 0 },          { "1e+", 0, 10, 0, 0 },
+		{ "-", -1, 1, 0, 0 },           { ".", 0, 1, 0, 0 },
+		{ "1.2.3", 0, 10, 0, 0 },       { "1,5", 0, 10, 0, 0 },
+		{ "1e999", 0, INFINITY, 0, 0 }, { "3x", 0, 10, 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		double v = -7;
@@ -210,22 +246,25 @@ static void test_sizes(void)
 		ok(syn_parse_size_real("20.8G", 0, INFINITY, &d) == 0 && d == 20.8 * 1073741824.0,
 		   "a size as a real keeps its fraction of a byte");
 		ok(syn_parse_size_real("1.5GiB", 0, INFINITY, &d) == 0 && d == 1.5 * 1073741824.0 &&
-		   syn_parse_size_real("1000", 0, INFINITY, &d) == 0 && d == 1000,
+			   syn_parse_size_real("1000", 0, INFINITY, &d) == 0 && d == 1000,
 		   "the same grammar as syn_parse_size");
 		ok(syn_parse_size_real("12X", 0, INFINITY, &d) == -1 && errno == EINVAL &&
-		   syn_parse_size_real("", 0, INFINITY, &d) == -1 &&
-		   syn_parse_size_real("2K", 0, 1024, &d) == -1 && errno == ERANGE,
+			   syn_parse_size_real("", 0, INFINITY, &d) == -1 &&
+			   syn_parse_size_real("2K", 0, 1024, &d) == -1 && errno == ERANGE,
 		   "and the same refusals");
 	}
 }
 
 static void test_bool(void)
 {
-	static const struct { const char *s; int rv, v; } t[] = {
-		{ "off", 0, 0 }, { "ON", 0, 1 }, { "no", 0, 0 }, { "yes", 0, 1 }, { "Yes", 0, 1 },
-		{ "true", 0, 1 }, { "FALSE", 0, 0 }, { "1", 0, 1 }, { "0", 0, 0 },
-		{ "maybe", -1, 0 }, { "off;reboot", -1, 0 }, { "", -1, 0 }, { " on", -1, 0 },
-		{ "2", -1, 0 }, { "y", -1, 0 },
+	static const struct {
+		const char *s;
+		int rv, v;
+	} t[] = {
+		{ "off", 0, 0 },  { "ON", 0, 1 },     { "no", 0, 0 },          { "yes", 0, 1 },
+		{ "Yes", 0, 1 },  { "true", 0, 1 },   { "FALSE", 0, 0 },       { "1", 0, 1 },
+		{ "0", 0, 0 },    { "maybe", -1, 0 }, { "off;reboot", -1, 0 }, { "", -1, 0 },
+		{ " on", -1, 0 }, { "2", -1, 0 },     { "y", -1, 0 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		int v = 7;
@@ -233,17 +272,27 @@ static void test_bool(void)
 		if (t[i].rv == 0)
 			ok(rv == 0 && v == t[i].v, "boolean '%s' is %d", t[i].s, t[i].v);
 		else
-			ok(rv == -1 && errno == EINVAL && v == 7, "boolean '%s' refused, output untouched",
-			   t[i].s);
+			ok(rv == -1 && errno == EINVAL && v == 7,
+			   "boolean '%s' refused, output untouched", t[i].s);
 	}
 }
 
 static void test_paths(void)
 {
-	static const struct { const char *p; int ok; } t[] = {
-		{ "/var/lib/synergy", 1 }, { "/", 1 }, { "relative/dir", 0 },
-		{ "/a/../etc", 0 }, { "/a/..", 0 }, { "/a/./b", 0 }, { "/a b", 0 },
-		{ "/a\tb", 0 }, { "/a/..b", 1 }, { "", 0 },
+	static const struct {
+		const char *p;
+		int ok;
+	} t[] = {
+		{ "/var/lib/synergy", 1 },
+		{ "/", 1 },
+		{ "relative/dir", 0 },
+		{ "/a/../etc", 0 },
+		{ "/a/..", 0 },
+		{ "/a/./b", 0 },
+		{ "/a b", 0 },
+		{ "/a\tb", 0 },
+		{ "/a/..b", 1 },
+		{ "", 0 },
 	};
 	size_t i;
 
@@ -273,11 +322,23 @@ static int stop_at_two(unsigned lo, unsigned hi, void *arg)
 
 static void test_cpu_lists(void)
 {
-	static const char *good[] = { "0", "0-3", "0-3,8", "1,3,5-7", "0-3\n", "", "\n",
-				      "3,1", "1048575" };
-	static const char *bad[] = { "a", "3-1", "0,", ",0", "0--3", "0-", "1 2", "0,,1",
-				     "1\n2", "1\n\n", " 1", "-1", "99999999999999999999",
-				     "1048576", "0x1" };
+	static const char *good[] = { "0", "0-3", "0-3,8", "1,3,5-7", "0-3\n",
+				      "",  "\n",  "3,1",   "1048575" };
+	static const char *bad[] = { "a",
+				     "3-1",
+				     "0,",
+				     ",0",
+				     "0--3",
+				     "0-",
+				     "1 2",
+				     "0,,1",
+				     "1\n2",
+				     "1\n\n",
+				     " 1",
+				     "-1",
+				     "99999999999999999999",
+				     "1048576",
+				     "0x1" };
 	struct ranges r = { "", 0 };
 	int calls = 0;
 
@@ -288,7 +349,8 @@ static void test_cpu_lists(void)
 		ok(syn_parse_cpus(bad[i], 1u << 20, NULL, NULL) == -1 && errno == EINVAL,
 		   "cpu list '%.20s' rejected", bad[i]);
 	ok(syn_parse_cpus("0-3,8,10-11\n", 64, collect, &r) == 0 && r.n == 3 &&
-	   strcmp(r.text, "[0,3][8,8][10,11]") == 0, "ranges reported in order: %s", r.text);
+		   strcmp(r.text, "[0,3][8,8][10,11]") == 0,
+	   "ranges reported in order: %s", r.text);
 	r.text[0] = '\0';
 	r.n = 0;
 	ok(syn_parse_cpus("0-3,x", 64, collect, &r) == -1 && r.n == 0,
@@ -336,9 +398,18 @@ static void test_cpu_sets(void)
 
 static void test_users(void)
 {
-	static const struct { const char *u; int ok; } t[] = {
-		{ "nobody", 1 }, { "_svc", 1 }, { "a.b-c_9", 1 }, { "Root", 0 }, { "9lives", 0 },
-		{ "", 0 }, { "a b", 0 }, { "abcdefghijklmnopqrstuvwxyz012345", 1 },
+	static const struct {
+		const char *u;
+		int ok;
+	} t[] = {
+		{ "nobody", 1 },
+		{ "_svc", 1 },
+		{ "a.b-c_9", 1 },
+		{ "Root", 0 },
+		{ "9lives", 0 },
+		{ "", 0 },
+		{ "a b", 0 },
+		{ "abcdefghijklmnopqrstuvwxyz012345", 1 },
 		{ "abcdefghijklmnopqrstuvwxyz0123456", 0 },
 	};
 

@@ -33,8 +33,7 @@ static void test_check(void)
 
 	is_int(syn_profile_check(&p, &err), 0, "valid profile passes");
 	q = p, q.cpus[1] = 2;
-	ok(syn_profile_check(&q, &err) == -1 && errno == EINVAL &&
-		   strstr(err.text, "cpus[1]"),
+	ok(syn_profile_check(&q, &err) == -1 && errno == EINVAL && strstr(err.text, "cpus[1]"),
 	   "non-increasing cpus named: %s", err.text);
 	q = p, q.mem_gb[0] = -1;
 	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "mem_gb[0]"),
@@ -43,14 +42,14 @@ static void test_check(void)
 	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "tput[1][0]"),
 	   "NaN tput named: %s", err.text);
 	q = p, q.n_cpu = 0;
-	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "cpus"),
-	   "empty axis named: %s", err.text);
+	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "cpus"), "empty axis named: %s",
+	   err.text);
 	q = p, q.n_mem = SYN_PROFILE_MAX_MEM + 1;
 	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "mem_gb"),
 	   "oversized axis named: %s", err.text);
 	q = p, strcpy(q.key, "bad key");
-	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "key"),
-	   "bad key named: %s", err.text);
+	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "key"), "bad key named: %s",
+	   err.text);
 	q = p, q.prop_cpus = 0;
 	ok(syn_profile_check(&q, &err) == -1 && strstr(err.text, "prop_cpus"),
 	   "zero prop_cpus named: %s", err.text);
@@ -67,8 +66,9 @@ static void test_eval(void)
 	is_near(syn_profile_eval(&p, 2, 20), 1.5, 1e-12, "midpoint on mem axis");
 	/* bilinear centre: (1+2+3+5)/4 */
 	is_near(syn_profile_eval(&p, 3, 20), 2.75, 1e-12, "bilinear centre");
-	is_near(syn_profile_eval(&p, 3.5, 25), 0.25 * (0.25 * 1 + 0.75 * 2) + 0.75 * (0.25 * 3 + 0.75 * 5),
-		1e-12, "bilinear off-centre");
+	is_near(syn_profile_eval(&p, 3.5, 25),
+		0.25 * (0.25 * 1 + 0.75 * 2) + 0.75 * (0.25 * 3 + 0.75 * 5), 1e-12,
+		"bilinear off-centre");
 	is_near(syn_profile_eval(&p, 100, 1000), 5.0, 1e-12, "clamped above");
 	is_near(syn_profile_eval(&p, 0.1, 0), 1.0, 1e-12, "clamped below");
 	ok(isnan(syn_profile_eval(NULL, 1, 1)), "NULL profile gives NaN");

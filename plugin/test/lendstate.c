@@ -632,8 +632,10 @@ int main(void)
 
 			snprintf(sa, sizeof(sa), "%s", held("8", 1));
 			ok(rv == 0 && syn_cpus_parse(sa, &a) == 0 &&
-			   syn_cpus_parse(held("9", 1), &b) == 0 && CPU_COUNT(&a) + CPU_COUNT(&b) == 5,
-			   "apart, the same jobs borrow all 3 idle cores (%s and %s)", sa, held("9", 1));
+				   syn_cpus_parse(held("9", 1), &b) == 0 &&
+				   CPU_COUNT(&a) + CPU_COUNT(&b) == 5,
+			   "apart, the same jobs borrow all 3 idle cores (%s and %s)", sa,
+			   held("9", 1));
 		}
 	}
 	test_harvest(dfd, &agent);

@@ -32,10 +32,14 @@ static void test_builtins(void)
 	ok(syn_builtin_find("nope") == NULL && errno == ENOENT, "unknown key");
 
 	/* The points the paper reports. */
-	is_near(syn_profile_eval(syn_builtin_find("resnet18"), 9, 62.5), 2.4, 1e-9, "resnet18 2.4x at 9 cores");
-	is_near(syn_profile_eval(syn_builtin_find("alexnet"), 12, 125), 2.94, 1e-9, "alexnet 2.94x at 12c/125GB");
-	is_near(syn_profile_eval(syn_builtin_find("resnet50"), 4, 62.5), 1.15, 1e-9, "resnet50 1.15x at 4 cores");
-	is_near(syn_profile_eval(syn_builtin_find("m5"), 6, 187.5), 2.5, 1e-9, "m5 2.5x at 6c/187.5GB");
+	is_near(syn_profile_eval(syn_builtin_find("resnet18"), 9, 62.5), 2.4, 1e-9,
+		"resnet18 2.4x at 9 cores");
+	is_near(syn_profile_eval(syn_builtin_find("alexnet"), 12, 125), 2.94, 1e-9,
+		"alexnet 2.94x at 12c/125GB");
+	is_near(syn_profile_eval(syn_builtin_find("resnet50"), 4, 62.5), 1.15, 1e-9,
+		"resnet50 1.15x at 4 cores");
+	is_near(syn_profile_eval(syn_builtin_find("m5"), 6, 187.5), 2.5, 1e-9,
+		"m5 2.5x at 6c/187.5GB");
 	is_near(syn_profile_eval(syn_builtin_find("gnmt"), 24, 250), 1.0, 1e-9, "gnmt flat");
 
 	/* Best-case demand: the cheapest cell within 1% of the peak. */
@@ -45,13 +49,14 @@ static void test_builtins(void)
 	};
 	for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
 		int rc = syn_best_case(syn_builtin_find(bc[i].k), 0.01, 0, 0, &c, &m);
-		ok(rc == 0 && c == bc[i].c && m == bc[i].m, "best case of %s is (%g, %g): got (%g, %g)",
-		   bc[i].k, bc[i].c, bc[i].m, c, m);
+		ok(rc == 0 && c == bc[i].c && m == bc[i].m,
+		   "best case of %s is (%g, %g): got (%g, %g)", bc[i].k, bc[i].c, bc[i].m, c, m);
 	}
 	/* AlexNet at 9 cores (2.6) is 12% short of its peak: a 15% tolerance
 	 * accepts it, the default 1% does not. */
 	int rc = syn_best_case(syn_builtin_find("alexnet"), 0.15, 0, 0, &c, &m);
-	ok(rc == 0 && c == 9 && m == 125, "15%% tolerance lets alexnet take 9 cores: got (%g, %g)", c, m);
+	ok(rc == 0 && c == 9 && m == 125, "15%% tolerance lets alexnet take 9 cores: got (%g, %g)",
+	   c, m);
 	rc = syn_best_case(syn_builtin_find("alexnet"), 0.01, 6, 0, &c, &m);
 	ok(rc == 0 && c == 6 && m == 62.5, "limit of 6 cores per GPU: got (%g, %g)", c, m);
 	ok(syn_best_case(syn_builtin_find("alexnet"), 1.5, 0, 0, &c, &m) == -1 && errno == EINVAL,
