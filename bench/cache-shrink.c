@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache-shrink: how long a live shrink of a shared MinIO cache takes to give
  * its memory back, with reader threads using the cache meanwhile.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl-bench: run libcoordl over a dataset for a few epochs and print one
  * table row per epoch: throughput, throughput per core, the consumer's stall

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench: build rules (included from the top Makefile.am)
 
 # python bench

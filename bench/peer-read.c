@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer-read: what the partitioned cache's peer tier (loader/peer.h)
  * delivers when one process reads items out of another process's cache,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # peer-read.sh: the partitioned cache's peer reads (issue 14) beside what UCX
 # itself does for the same item size over the same transport, interleaved.
 #

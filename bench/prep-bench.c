@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep-bench: per-core throughput of the JPEG prep stage.
  *

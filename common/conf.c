@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/conf.c: the synergy.conf schema and its loader (see conf.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/conf.h: synergy.conf, Synergy's own Key=Value file, and its one
  * loader: every Synergy program (the Slurm plugins, synergyd, synergy-lend,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/cpus.c: CPU lists and cpu_set_t (see cpus.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/cpus.h: CPU lists (the grammar of common/parse.h, "0-3,8") to and
  * from cpu_set_t, for the cgroup layer, lending and the node records. The

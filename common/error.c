@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/error.c: the error helper of the internal libraries (see error.h).
  */

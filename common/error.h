@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/error.h: the one error type of Synergy's internal libraries and
  * the one helper that fills it.

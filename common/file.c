@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/file.c: bounded reads, safe opens and atomic writes (see file.h).
  */

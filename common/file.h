@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/file.h: reading and writing the small files Synergy keeps (the
  * configuration, profiles, job records, reports, indexes) safely.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/kv.c: the Key=Value reader (see kv.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/kv.h: the one reader of Key=Value files: synergy.conf (through
  * common/conf.h), Slurm's cgroup.conf and the AWS credentials file.

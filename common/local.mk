@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # common: the bottom of the build graph (included from the top Makefile.am).
 #
 # libsyncommon: the error type and helper, the parsers (numbers, sizes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/parse.c: the strict parsers of common/parse.h.
  *

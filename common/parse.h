@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/parse.h: the one grammar for the numbers, sizes, booleans, CPU
  * lists and names that Synergy's programs and libraries take from users,

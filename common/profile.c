@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/profile.c: validation and evaluation of sensitivity profiles
  * (common/profile.h), shared by the profiler, the store, the policy, the

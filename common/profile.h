@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/profile.h: the data-stall sensitivity profile, the one schema that
  * the profiler writes, the store keeps, and the policy, simulator and plugins

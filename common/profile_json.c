@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/profile_json.c: the JSON reader and writer of syn_profile_t (the
  * layout in common/profile.h), built on jansson.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/store.c: the profile store, one JSON file per key in a directory,
  * and the profile file write both it and `synergy-profile run --out` use.

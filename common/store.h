@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/store.h: the profile store, a directory of JSON profiles, and the
  * JSON form of a profile (common/profile.h).

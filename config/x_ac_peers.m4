@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_PEERS: the transports of libcoordl's partitioned cache (loader/peer.h).
 # --with-ucx=yes fails without UCX (libucx-dev); auto (default) uses it when
 # pkg-config finds it; no builds a loader whose multi-node jobs read their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy_conf.h: transitional. synergy.conf's reader moved to
  * common/conf.h (issue 25); this name stays only for the plugin files that

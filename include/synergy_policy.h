@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy_policy.h: the Synergy allocation core (libsynpolicy), free of Slurm.
  *

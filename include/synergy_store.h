@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy_store.h: transitional. The profile store moved to common/store.h
  * (issue 25); this name stays only for the plugin files that still include

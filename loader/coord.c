@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coord.c: coordinated prep across the loaders of a group (see coord.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cuda.c: pinned buffers and asynchronous copies (see cuda.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * env.c: strict parsing of the Synergy environment contract (see env.h).
  * Numbers, sizes and CPU lists are common/parse.h's, as every program

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * env.h: strict parsing of the Synergy environment contract (synergy_env.h).
  * Numbers, sizes (SYNERGY_CACHE_BYTES, SYNERGY_GROUP_BYTES) and CPU lists

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fetch.c: the fetch engine (see fetch.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fetch.h: the fetch engine of a loader over a remote dataset.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * follow.c: watch the process's CPU set so that the loader can follow it
  * (see follow.h). Relies on Linux: /proc/self/cpuset and /proc/self/cgroup

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grant.h: the loader follows its cache grant (internal to libcoordl).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * loader.c: the coordl pipeline (public API of coordl.h).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # loader: build rules (included from the top Makefile.am)
 #
 # libcoordl is built in two layers: a convenience library with every object

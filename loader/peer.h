@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.h: the partitioned cache of a multi-node job (CoorDL's second
  * technique): each node's MinIO cache holds a different part of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep.c: the JPEG prep stage: decode one encoded image with libjpeg-turbo
  * and write one augmented sample (RandomResizedCrop or eval resize + center

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep_internal.h: pieces of the prep stage that tests and benchmarks need
  * beyond loader/prep.h, chiefly the crop geometry, so that a reference

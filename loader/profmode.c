@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * profmode.c: profiling a real training job from inside its loader (see
  * profmode.h). Driven by the consumer's calls: every measurement is a

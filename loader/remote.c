@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote.c: HTTP(S) and S3 datasets (see remote.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote.h: datasets in HTTP(S) servers and S3 object stores (libcurl).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * s3.c: the S3 side of remote datasets (see remote.h): settings from the
  * AWS environment and the shared credentials file, signed requests, and

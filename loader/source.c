@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source.c: ImageFolder, file list and shard sources (see source.h).
  *

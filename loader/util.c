@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * util.c: libcoordl's face of the error helper, path formatting and the
  * private files and locks of the shared cache (see util.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup.c: the cgroup layer (cgroup.h): version detection, Slurm's layouts,
  * /proc/<pid>/cgroup, the node's jobs, and the operations that are the same

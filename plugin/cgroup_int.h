@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_int.h: what cgroup.c shares with its two backends (cgroup_v1.c,
  * cgroup_v2.c). Not for use outside the cgroup layer.

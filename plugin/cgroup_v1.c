@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_v1.c: what the cgroup v1 backend does that v2 does not (see
  * cgroup.h): the job's "synergy" child in the cpuset and memory

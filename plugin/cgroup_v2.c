@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_v2.c: what the cgroup v2 backend does that v1 does not (see
  * cgroup.h): a job's limit cgroups are the "user" cgroups of its running

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cores.c: core selection for the synergy cgroup (hwloc).
  *

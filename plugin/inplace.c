@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * inplace.c: file the profile a job measured on its first run (see
  * inplace.h). Root runs this on the node, over a file the job's user

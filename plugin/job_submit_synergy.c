@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * job_submit_synergy.c: job_submit/synergy, the controller side of Synergy.
  *

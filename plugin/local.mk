@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # plugin: build rules (included from the top Makefile.am)
 #
 # The Slurm adapters: spank_synergy.so (SPANK: options, cgroups, loader

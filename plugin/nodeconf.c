@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeconf.c: a node's GPUs, CPUs and memory from slurm.conf (nodeconf.h).
  *

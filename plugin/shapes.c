@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shapes.c: the node shapes table synergyd writes and job_submit reads
  * (see shapes.h). Parsed strictly: it passes between two root programs

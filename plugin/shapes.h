@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shapes.h: the node shapes of a cluster's partitions, as synergyd reads
  * them from slurmctld (libslurm) and job_submit/synergy sizes jobs for them.

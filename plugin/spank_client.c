@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank_client.c: the Synergy SPANK plugin in sbatch, salloc and srun.
  *

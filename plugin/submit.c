@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * submit.c: job_submit/synergy's decision, free of Slurm's types.
  *

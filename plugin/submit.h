@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * submit.h: the decision job_submit/synergy makes for one job, apart from
  * Slurm's structures so that it is unit-tested without slurmctld.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy-lend: look at Synergy on this machine (root, read-only).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tuner.c: parsing of Slurm's text fields for synergyd and job_submit
  * (GPUs in a job's TRES request and a node's GRES, partition job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * plugin/util.c: the plugins' own helpers (see util.h): the removal of a
  * tree that a job may have written into, and the old names of helpers that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * plugin/util.h: what the Synergy Slurm plugins share beyond common/: the
  * removal of a job's directory tree, and (for now) the old names of what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * alloc.c: the placement engine behind every allocator: best-fit on one
  * node, spanning several nodes under the multi-server rule (same cores and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * demand.c: what a job needs. The best-case demand rule (see
  * synergy_policy.h) and the throughput of a job with or without a profile.

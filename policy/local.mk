@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # policy: build rules (included from the top Makefile.am)
 # libsynpolicy: the allocation core, free of Slurm, built PIC through libtool
 # so that the Slurm plugins can link it. Depends on the profiles of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * node.c: node-level TUNE for live Slurm (syn_node_tune): the cores and
  * cache each Synergy job running on one node should hold now, its

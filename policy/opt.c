@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * opt.c: Synergy-OPT with GLPK, the upper bound the simulator compares TUNE
  * against.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy_int.h: internals of libsynpolicy shared between its source files
  * and its unit tests. Not installed; names carry the syn__ prefix.

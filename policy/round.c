@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * round.c: the public entry points of the policy: one scheduling round over
  * a cluster (syn_round), the check of its result (syn_check_round), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * size.c: sizing a job for live Slurm (syn_size_job): the cores and memory
  * job_submit asks Slurm for, never above the job's GPU share of the node in

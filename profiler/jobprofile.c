@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobprofile.c: parse, check and turn into a profile the report a job's own
  * loader wrote in profiling mode (see jobprofile.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobprofile.h: a profile from the report a training job's own loader
  * wrote in profiling mode (the format at SYNERGY_ENV_PROFILE_OUT in

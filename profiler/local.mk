@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # profiler: the DS-Analyzer model and measurement, a profile from a job's
 # own report, and the synergy-profile CLI. The profile, its JSON form, the
 # store and synergy.conf are common/libsynstore's.

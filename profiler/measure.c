@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * measure.c: the DS-Analyzer protocol on the embedded coordl loader (see
  * measure.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * measure.h: DS-Analyzer measurements with the embedded coordl loader,
  * internal to the profiler.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * model.c: the DS-Analyzer what-if model and the normalised grid (see
  * model.h for the formulas). Pure arithmetic, no I/O: unit tested in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * model.h: the DS-Analyzer what-if model, internal to the profiler.
  *

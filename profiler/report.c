@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * report.c: DS-Analyzer's stall report from a stored profile (see
  * report.h for the definitions). Pure arithmetic on the profile's grid:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy-profile: measure a job's data-stall sensitivity and manage the
  * profile store.

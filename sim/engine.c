@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * engine.c: the round-based discrete-event engine of synergy-sim.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * live.c: the live-Slurm engine of synergy-sim (--live): what Synergy can
  * do on a real Slurm cluster, where a running job's allocation never

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # sim: build rules (included from the top Makefile.am)
 # synergy-sim: the trace-driven simulator over the policy library. Measured
 # profiles come from the profile store (common/libsynstore.la, under the

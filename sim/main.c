@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * main.c: the synergy-sim command line. Loads or generates a trace, runs it
  * under each requested allocator x ordering, in rounds and/or in the

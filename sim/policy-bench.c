@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy-bench.c: timing and quality benchmarks of the policy core, printed
  * as tables (run by bench/sim-bench.sh; numbers go to BENCHMARKS.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * trace.c: job traces for synergy-sim. Reads and writes the trace CSV
  * (columns documented in synergy-sim(1)), generates the Philly-derived

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests: build rules (included from the top Makefile.am)
 # Integration tests: each starts its own throwaway Slurm cluster through
 # tests/lib/cluster.sh (root only; skipped otherwise). The profiling test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl-datagen: write a deterministic, ImageNet-like JPEG dataset as an
  * ImageFolder tree (DIR/classNNN/imgNNNNNNN.jpg), plus optional corrupt

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl-pack: convert an ImageFolder tree or a file list into coordl
  * shards: a few large .cds files holding the encoded items back to back,

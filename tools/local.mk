@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tools: dataset generator and converters (included from the top Makefile.am)
 
 # coordl-datagen (prep helper): deterministic ImageNet-like test data.

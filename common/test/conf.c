@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * conf.t: synergy.conf's schema and its one loader (common/conf.h), as
  * every Synergy program reads it: defaults, each key's type and range, the

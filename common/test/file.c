@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * file.t: bounded whole-file reads, safe opens and atomic writes
  * (common/file.h), and the error helper (common/error.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_profile.c: libFuzzer entry point for the profile reader and the
  * Key=Value reader, parsers of untrusted input (profile files in a store

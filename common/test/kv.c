@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * kv.t: the Key=Value reader (common/kv.h) that synergy.conf, cgroup.conf
  * and the AWS credentials file go through: comments, spacing,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * parse.t: the one grammar of every number, size, boolean, CPU list, key
  * and admin path (common/parse.h, common/cpus.h), tested once for every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * profile.t: profile validation and interpolation (common/profile.c).
  */

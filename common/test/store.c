@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store.c: tests of the profile JSON reader/writer and the profile store:
  * round trip (exact doubles), the checked-in golden profile, a table of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache.t: the MinIO cache. Bound never exceeded, no eviction, no item
  * stored twice, sharing between processes (fork) with one copy per item,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coord.t: issue 15, coordinated prep. Loaders of one group (SYNERGY_GROUP,
  * as the SPANK plugin sets it) on one dataset share a staging area:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cuda.t: CUDA ingestion. With a device: pinned batch buffers, an
  * asynchronous copy per batch whose device contents equal the host batch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * env.t: the environment contract parsers, table-driven, the precedence
  * API argument > environment > default, and (issue 12) which loader takes

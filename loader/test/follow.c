@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * follow.t: the loader follows its CPU set. A loader whose thread count
  * the caller left unset runs one worker per CPU it may use; when the

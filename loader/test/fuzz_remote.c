@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_remote.c: libFuzzer entry point for the parsers of what a remote
  * dataset's server sends at open: the manifest, the shard index and the

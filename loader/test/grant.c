@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grant.t: issue 13, the loader follows its live cache grant
  * (SYNERGY_CACHE_GRANT). The initial bound comes from the grant file; a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * minio.t: the MinIO property. With a cache of C bytes over a dataset of D
  * bytes, the first epoch reads D from storage and fills the cache; every

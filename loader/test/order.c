@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * order.t: sample order. The same (seed, epoch) gives the same indices and
  * the same pixels with 1, 2 or 4 threads; epochs differ; shards of a world

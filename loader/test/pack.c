@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pack.t: coordl-pack round trip. Packing an ImageFolder (with a small
  * shard size, so several shards) and opening the index gives the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.t: issue 14, the partitioned cache of a multi-node job (peer.h).
  *

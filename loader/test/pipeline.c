@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pipeline.t: corrupt and missing items are replaced deterministically and
  * counted; coordl_set_threads() works mid-epoch without changing the order;

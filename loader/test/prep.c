@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep.c (test): the JPEG prep stage against a straightforward reference.
  *

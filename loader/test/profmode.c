@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * profmode.t: the loader's profiling mode as a job profiled on its first
  * run uses it (issue 17). With SYNERGY_PROFILE_MODE=1 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote-client: the loader side of loader/test/remote-server.sh, which
  * starts the nginx these commands talk to and turns their exit status and

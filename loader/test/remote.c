@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote.t: the parts of remote datasets that need no server: URL checks
  * (nothing is sent for a bad URL), percent-encoding, the ListObjectsV2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source.t: ImageFolder scan (labels, sorting, extensions), file lists
  * (relative paths, comments, bad lines), shard indexes (good and damaged),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * testdata.c: writes the tiny test datasets (see testdata.h) with libjpeg.
  */

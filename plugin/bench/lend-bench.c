@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lend-bench: what one lending event costs a starting or ending job.
  *

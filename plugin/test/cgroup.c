@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup.t: the cgroup layer (plugin/cgroup.c) on fake trees.
  *

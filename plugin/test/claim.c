@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * claim.t: claims on profiling a key in place (plugin/claim.c): one per
  * user and key, taken once, renewed and released only by the nonce that

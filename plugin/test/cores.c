@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cores.t: choosing whole cores inside an allowed cpuset (plugin/cores.c),
  * on synthetic hwloc topologies so that the result does not depend on the

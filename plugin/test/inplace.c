@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * inplace.t: the node files the profile a job measured on its first run
  * (plugin/inplace.c). A valid, complete report in the job's cache

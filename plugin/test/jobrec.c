@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobrec.t: the grant job_submit hands the node and the node's per-job
  * records (plugin/jobrec.c): strict parsing of what passes through a

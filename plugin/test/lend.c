@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lend.t: which CPUs the node agent gives each job (plugin/lend.c,
  * syn__lend_place): the plan says how many, this says which. Table-driven

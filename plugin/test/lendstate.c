@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lendstate.t: idle-core lending's state layer (syn__lend_rebalance) on a
  * fake cgroup v1 tree and a real StateDir (issue 12): a newcomer's CPUs are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeconf.t: a node's shape from slurm.conf (plugin/nodeconf.c): Slurm
  * host list expressions, NodeName=DEFAULT, the last matching line, Gres,

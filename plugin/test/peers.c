@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peers.t: the partitioned cache's peers of a multi-node step (plugin/
  * peers.c, plugin/nodeconf.c): host list expansion in node index order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * submit.t: job_submit/synergy's decision (plugin/submit.c) against a real
  * profile store in a temporary directory: sized jobs (never above their GPU

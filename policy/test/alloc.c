@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * alloc.t: allocators on small clusters whose schedules were worked out by
  * hand (see the comments), the multi-server rule, pinned jobs, the live

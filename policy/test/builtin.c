@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * builtin.t: the built-in profiles' published points and the best-case
  * demand rule (profile validation and interpolation: common/test/profile.c).

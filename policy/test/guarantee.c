@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * guarantee.t: property tests. On random clusters, random profiles (monotone
  * and arbitrary), random job mixes and every allocator and ordering, no

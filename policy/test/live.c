@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * live.t: the live-Slurm entry points (issue 13). syn_size_job() on cases
  * worked by hand (the built-in profiles on the paper's node, the issue's

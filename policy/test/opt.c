@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * opt.t: Synergy-OPT against brute force. On tiny instances (a few jobs,
  * small grids) phase 1's objective must equal the best total throughput

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobprofile.t: the report a job's own loader writes in profiling mode, as
  * root reads it before filing a profile measured on a job's first run

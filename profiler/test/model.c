@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * model.c: tests of the DS-Analyzer what-if arithmetic: the prep curve
  * (interpolation, origin, linear extrapolation), the MinIO fetch model,

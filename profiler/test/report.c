@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * report.c: tests of the DS-Analyzer stall report (profiler/report.h) on a
  * small hand-made profile: the split of the time per sample into GPU, prep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_conf.c: libFuzzer entry point for the Key=Value reader that
  * synergy.conf goes through (syn_kv_parse in common/kv.c). The file is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_env.c: libFuzzer entry point for the loader's environment contract
  * (loader/env.c) and the parsers of common/parse.h it uses. The SYNERGY_*

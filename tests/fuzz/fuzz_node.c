@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_node.c: libFuzzer entry point for the parsers of node-side state the
  * root-run plugins read: the grant job_submit hands the node and the job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_spank.c: libFuzzer entry point for the Slurm plugins' input checks
  * (common/parse.c, common/conf.c, plugin/cgroup.c). These run as root on

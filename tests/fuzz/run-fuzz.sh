@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # run-fuzz.sh: build every libFuzzer target of the project with clang
 # (-fsanitize=fuzzer,address,undefined) straight from the sources, run each
 # for a fixed time from its checked-in seed corpus, and print a table
@@ -28,7 +29,7 @@ while getopts t:b:o:h opt; do
 	t) secs=$OPTARG ;;
 	b) builddir=$OPTARG ;;
 	o) work=$OPTARG ;;
-	h) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	h) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-fuzz.sh: see -h for usage" >&2; exit 2 ;;
 	esac
 done
