@@ -1040,32 +1040,33 @@ static int proc_ticks(pid_t pid, void *arg)
 int syn__cg_job_cpu_ns(const syn__cg_t *cg, const char *job_rel, uint64_t *ns)
 {
 	char path[SYN_PATH_MAX * 2], *text, *p;
-	unsigned long long v;
-	uint64_t sum = 0;
+	uint64_t v, sum = 0;
 
 	if (cg->version == 2) {
 		if (syn__cg_path(cg, "cpu", job_rel, "cpu.stat", path, sizeof(path)) < 0 ||
 		    !(text = syn__cg_read_file(path)))
 			return -1;
 		p = strstr(text, "usage_usec ");
-		if (!p || (p != text && p[-1] != '\n') || sscanf(p + 11, "%llu", &v) != 1) {
+		if (!p || (p != text && p[-1] != '\n') ||
+		    syn_parse_u64n(p + 11, strspn(p + 11, "0123456789"), 0, UINT64_MAX / 1000,
+				   &v) < 0) {
 			free(text);
 			errno = EPROTO;
 			return -1;
 		}
 		free(text);
-		*ns = (uint64_t)v * 1000;
+		*ns = v * 1000;
 		return 0;
 	}
 	/* v1: cpuacct when Slurm accounts the job there, else what the job's
 	 * processes used, with what they reaped of their children. */
 	if (syn__cg_path(cg, "cpuacct", job_rel, "cpuacct.usage", path, sizeof(path)) == 0 &&
 	    (text = syn__cg_read_file(path))) {
-		int got = sscanf(text, "%llu", &v) == 1;
+		int got = syn_parse_u64(text, 0, UINT64_MAX, &v) == 0;
 
 		free(text);
 		if (got) {
-			*ns = (uint64_t)v;
+			*ns = v;
 			return 0;
 		}
 	}

@@ -260,6 +260,23 @@ static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
 	return rv;
 }
 
+/* The next pid of a cgroup.procs text at *p (one per line, as the kernel
+ * writes them), advancing *p: 1, or 0 at the end or at a line that is not
+ * a pid (common/parse.h's integers). */
+static int next_pid(char **p, pid_t *pid)
+{
+	size_t len;
+	uint64_t v;
+
+	*p += strspn(*p, "\n");
+	len = strcspn(*p, "\n");
+	if (len == 0 || syn_parse_u64n(*p, len, 1, INT32_MAX, &v) < 0)
+		return 0;
+	*p += len;
+	*pid = (pid_t)v;
+	return 1;
+}
+
 static int write_pid(const syn__cg_t *cg, const char *ctl, const char *rel, pid_t pid)
 {
 	char path[SYN_PATH_MAX * 3], val[24];
@@ -274,8 +291,9 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 			const char *step_dir, char *err, size_t errlen)
 {
 	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
-	char *text, *p, *end;
+	char *text, *p;
 	int moved = 0;
+	pid_t pid;
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0 ||
 	    syn__cg_path(cg, "cpuset", rel, "cgroup.procs", path, sizeof(path)) < 0)
@@ -288,20 +306,16 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path,
 				  strerror(errno));
 	}
-	for (p = text; *p; p = end) {
-		long pid = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (pid <= 0 || !pid_in_step((pid_t)pid, jobid, step_dir))
+	for (p = text; next_pid(&p, &pid);) {
+		if (!pid_in_step(pid, jobid, step_dir))
 			continue;
 		/* A process that exits meanwhile is fine: ESRCH is ignored. */
 		if ((write_pid(cg, "cpuset", job_rel, (pid_t)pid) < 0 && errno != ESRCH) ||
 		    (write_pid(cg, "memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
 			int e = errno;
 			free(text);
-			return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %ld back to %s: %s",
-					  pid, job_rel, strerror(e));
+			return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %d back to %s: %s",
+					  (int)pid, job_rel, strerror(e));
 		}
 		moved++;
 	}
@@ -316,13 +330,12 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 static int idle_name(const syn__cg_t *cg, const char *job_rel, char *name, size_t len)
 {
 	const char *b = strrchr(job_rel, '/');
-	unsigned id;
-	char extra;
+	uint64_t id;
 
 	b = b ? b + 1 : job_rel;
-	if (sscanf(b, "job_%u%c", &id, &extra) != 1)
+	if (strncmp(b, "job_", 4) != 0 || syn_parse_u64(b + 4, 0, UINT32_MAX, &id) < 0)
 		return -1;
-	snprintf(name, len, SYN__CG_IDLE_FMT, syn__cg_node(cg), id);
+	snprintf(name, len, SYN__CG_IDLE_FMT, syn__cg_node(cg), (unsigned)id);
 	return 0;
 }
 
@@ -357,20 +370,14 @@ static int cpu_file(const syn__cg_t *cg, const char *rel, const char *file, char
 /* The pids listed in path (malloc'ed, 0-terminated), NULL with errno. */
 static pid_t *read_pids(const char *path)
 {
-	char *text = syn__cg_read_file(path), *p, *end;
+	char *text = syn__cg_read_file(path), *p;
 	size_t n = 0, cap = 16;
-	pid_t *v;
+	pid_t *v, pid;
 
 	if (!text)
 		return NULL;
 	v = malloc(cap * sizeof(*v));
-	for (p = text; v; p = end) {
-		long pid = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (pid <= 0 || pid > INT32_MAX)
-			continue;
+	for (p = text; v && next_pid(&p, &pid);) {
 		if (n + 1 >= cap) {
 			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
 
@@ -381,7 +388,7 @@ static pid_t *read_pids(const char *path)
 			}
 			v = nv;
 		}
-		v[n++] = (pid_t)pid;
+		v[n++] = pid;
 	}
 	free(text);
 	if (!v) {
