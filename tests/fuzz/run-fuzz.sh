@@ -90,9 +90,10 @@ sources() {
 	trace) echo "tests/fuzz/fuzz_trace.c sim/trace.c policy/builtin.c $STORE" ;;
 	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c $COMMON" ;;
 	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c" \
-		"plugin/cgroup_v2.c $STORE" ;;
-	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/shapes.c plugin/tuner.c" \
-		"plugin/util.c $STORE" ;;
+		"plugin/cgroup_v2.c plugin/jobrec.c $STORE" ;;
+	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/claim.c plugin/shapes.c" \
+		"plugin/tuner.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c plugin/cgroup_v2.c" \
+		"$STORE" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
 		"loader/env.c loader/util.c $COMMON" ;;
 	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c $COMMON" ;;
@@ -103,8 +104,8 @@ sources() {
 libs() {
 	case $1 in
 	prep) echo "-ljpeg -lm" ;;
-	profile|trace|conf|node) echo "-ljansson -lm" ;;
-	spank) echo "-lcgroup -ljansson -lm" ;;
+	profile|trace|conf) echo "-ljansson -lm" ;;
+	spank|node) echo "-lcgroup -ljansson -lm" ;;
 	cache) echo "-lpthread -lm" ;;
 	source|remote) echo "-lcurl -lm" ;;
 	*) echo "-lm" ;;
