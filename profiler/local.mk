@@ -46,6 +46,3 @@ profiler_synergy_profile_LDADD = profiler/libsynjob.la loader/libcoordl.la
 UNIT_TESTS += profiler/test/cli.sh profiler/test/run.sh profiler/test/runjob.sh
 EXTRA_DIST += profiler/test/cli.sh profiler/test/run.sh profiler/test/runjob.sh
 profiler/test/runjob.log: bench/coordl-bench$(EXEEXT) tools/coordl-datagen$(EXEEXT)
-# libFuzzer target for the profile and synergy.conf parsers; built on
-# demand with clang (see the comment at its top), not by make check.
-EXTRA_DIST += profiler/test/fuzz_profile.c
