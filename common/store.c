@@ -123,6 +123,18 @@ int syn_store_path(const syn_store_t *s, const char *key, char *buf, size_t len,
 	return 0;
 }
 
+/* Read the profile at path into p, which must be key's (the file's name says
+ * which key it holds). 0, or -1 with errno and err. */
+static int read_keyed(const char *path, const char *key, syn_profile_t *p, syn_error_t *err)
+{
+	if (syn_profile_read_file(path, p, err) < 0)
+		return -1;
+	if (strcmp(p->key, key) != 0)
+		return syn_errprintf(err, EINVAL, "%s: field 'key' is \"%s\", expected \"%s\" from "
+				     "the file name", path, p->key, key);
+	return 0;
+}
+
 int syn_store_get(syn_store_t *s, const char *key, syn_profile_t *p, syn_error_t *err)
 {
 	char path[PATH_MAX];
@@ -133,14 +145,8 @@ int syn_store_get(syn_store_t *s, const char *key, syn_profile_t *p, syn_error_t
 		return -1;
 	if (!(tmp = malloc(sizeof(*tmp))))
 		return syn_errprintf(err, ENOMEM, "%s: out of memory", path);
-	if (syn_profile_read_file(path, tmp, err) < 0)
+	if (read_keyed(path, key, tmp, err) < 0)
 		goto out;
-	if (strcmp(tmp->key, key) != 0) {
-		syn_errprintf(err, EINVAL,
-			      "%s: field 'key' is \"%s\", expected \"%s\" from the file name", path,
-			      tmp->key, key);
-		goto out;
-	}
 	*p = *tmp;
 	rv = 0;
 out:
@@ -194,14 +200,8 @@ int syn_store_get_for(syn_store_t *s, const char *key, uint32_t uid, syn_profile
 		goto out;
 	}
 	if (user_path(s, uid, key, path, sizeof(path), err) < 0 ||
-	    syn_profile_read_file(path, tmp, err) < 0)
+	    read_keyed(path, key, tmp, err) < 0)
 		goto out;
-	if (strcmp(tmp->key, key) != 0) {
-		syn_errprintf(err, EINVAL,
-			      "%s: field 'key' is \"%s\", expected \"%s\" from the file name", path,
-			      tmp->key, key);
-		goto out;
-	}
 	if (!tmp->has_owner || tmp->owner != uid) {
 		syn_errprintf(err, EINVAL,
 			      "%s: field 'owner' must be %u, the uid it is filed under", path,
