@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench: build rules (included from the top Makefile.am)
 
 # python bench
@@ -6,7 +7,6 @@ EXTRA_DIST += bench/pytorch_baseline.py bench/compare-pytorch.sh
 # coordl-bench (loader helper): per-epoch loader throughput, stall, hits.
 bin_PROGRAMS += bench/coordl-bench
 bench_coordl_bench_SOURCES = bench/coordl-bench.c
-bench_coordl_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_coordl_bench_LDADD = loader/libcoordl-core.la
 dist_man_MANS += doc/coordl-bench.1
 
@@ -15,7 +15,6 @@ dist_man_MANS += doc/coordl-bench.1
 # outside (st_blocks), with readers using the cache meanwhile.
 noinst_PROGRAMS += bench/cache-shrink
 bench_cache_shrink_SOURCES = bench/cache-shrink.c
-bench_cache_shrink_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_cache_shrink_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_cache_shrink_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
 # coordl-ab.sh: two coordl-bench builds (before/after a change), interleaved.
@@ -25,8 +24,8 @@ EXTRA_DIST += bench/coordl-ab.sh
 # naive full decode + resize, interleaved, per core.
 noinst_PROGRAMS += bench/prep-bench
 bench_prep_bench_SOURCES = bench/prep-bench.c loader/prep.c
-bench_prep_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) $(LIBJPEG_CFLAGS)
-bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
+bench_prep_bench_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS)
+bench_prep_bench_LDADD = common/libsyncommon.la $(LIBJPEG_LIBS) $(LIBM)
 
 # sim bench (policy helper)
 EXTRA_DIST += bench/sim-bench.sh
@@ -67,7 +66,6 @@ EXTRA_DIST += bench/coordprep.sh
 # the same transport, interleaved (bench/peer-read.sh BUILD_DIR).
 noinst_PROGRAMS += bench/peer-read
 bench_peer_read_SOURCES = bench/peer-read.c
-bench_peer_read_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_peer_read_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_peer_read_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
 EXTRA_DIST += bench/peer-read.sh

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # peer-bench.sh: the partitioned cache of a multi-node job (issues 14, 24) on
 # one machine. NODES coordl-bench processes on 127.0.0.1 act as the nodes of
 # one job (rank k of NODES on node k, each its own cache directory, one

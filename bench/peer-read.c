@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer-read: what the partitioned cache's peer tier (loader/peer.h)
  * delivers when one process reads items out of another process's cache,
@@ -49,11 +50,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "env.h"
-#include "fetch.h"
-#include "peer.h"
-#include "util.h"
+#include "common/parse.h"
+#include "loader/cache.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
+#include "loader/peer.h"
+#include "loader/util.h"
 
 #define SIGNATURE 0x5065657252656164ULL /* any value both ends share */
 #define WARMUP 2048 /* positions read before the timed passes */
@@ -135,33 +137,33 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->raw = 1;
 			break;
 		case 'n':
-			if (coordl__parse_int(optarg, 1, 1000000, &v) < 0)
+			if (syn_parse_i64(optarg, 1, 1000000, &v) < 0)
 				what = "--items (1..1000000)";
 			o->items = (size_t)v;
 			break;
 		case 's':
-			if (coordl__parse_int(optarg, 16, 64 << 20, &v) < 0)
+			if (syn_parse_i64(optarg, 16, 64 << 20, &v) < 0)
 				what = "--size (16..67108864)";
 			o->size = (size_t)v;
 			break;
 		case 'p':
-			if (coordl__parse_int(optarg, 1, 1000, &v) < 0)
+			if (syn_parse_i64(optarg, 1, 1000, &v) < 0)
 				what = "--passes (1..1000)";
 			o->passes = (int)v;
 			break;
 		case 't':
-			if (coordl__parse_int(optarg, 1, 64, &v) < 0)
+			if (syn_parse_i64(optarg, 1, 64, &v) < 0)
 				what = "--threads (1..64)";
 			o->threads = (int)v;
 			break;
 		case '0':
 		case '1':
-			if (coordl__parse_int(optarg, 1, 65535, &v) < 0)
+			if (syn_parse_i64(optarg, 1, 65535, &v) < 0)
 				what = c == '0' ? "--port0 (1..65535)" : "--port1 (1..65535)";
 			*(c == '0' ? &o->port0 : &o->port1) = (int)v;
 			break;
 		case 'T':
-			if (coordl__parse_int(optarg, 1, 600000, &v) < 0)
+			if (syn_parse_i64(optarg, 1, 600000, &v) < 0)
 				what = "--timeout-ms (1..600000)";
 			o->timeout_ms = (int)v;
 			break;

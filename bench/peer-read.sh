@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # peer-read.sh: the partitioned cache's peer reads (issues 14, 24) beside
 # what loopback TCP itself does for the same requests and item size,
 # interleaved.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_PEERS: libcoordl's partitioned cache (loader/peer.h) and its tests.
 # The peer tier runs over its own TCP connections, authenticated with
 # HMAC-SHA256 under the step's key: it needs OpenSSL's libcrypto

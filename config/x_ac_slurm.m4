@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_SLURM: the Slurm headers and libslurm (Debian's libslurm-dev ships no
 # pkg-config file). --with-slurm=DIR looks in DIR/include and DIR/lib.
 # Substitutes SLURM_CPPFLAGS, SLURM_LDFLAGS, SLURM_LIBS and SLURM_VERSION

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # doc: build rules (included from the top Makefile.am)
 
 # synergy-profile (profiler helper)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl.h: libcoordl, a CoorDL-style data loader for DNN training.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl_peerwire.h: what the nodes of a multi-node job tell each other
  * in libcoordl's partitioned cache (loader/peer.h). Defined once here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy_env.h: the plugin -> loader environment contract.
  *
@@ -22,8 +23,10 @@
 
 /*
  * The job's cache grant on this node, in bytes, at the time the task
- * started: a decimal integer >= 0, optional suffix K, M, G, T (powers of
- * 1024). 0: no cache.
+ * started: a size of the one grammar of every Synergy program (a number,
+ * optionally with a fraction, and an optional unit K, M, G or T, powers of
+ * 1024, optionally followed by "i" and "B"; see common/parse.h).
+ * 0: no cache.
  *
  * The grant is for the whole job on the node, not per loader or per task.
  * It goes to the job's cache, which the first training-mode loader of a
@@ -229,11 +232,11 @@
  * /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
 #define SYNERGY_ENV_GROUP_DIR "SYNERGY_GROUP_DIR"
 
-/* The group's staging area bound in bytes (decimal, optional K, M, G, T
- * suffix): prepared batches waiting for members never take more. Each
+/* The group's staging area bound in bytes (a size, as SYNERGY_CACHE_BYTES):
+ * prepared batches waiting for members never take more. Each
  * member's memory cgroup pays for the slots it reserved first. Unset:
  * 512M. The plugin sets it for every job of a group from synergy.conf's
- * GroupStagingMB (synergy_conf.h). */
+ * GroupStagingMB (common/conf.h). */
 #define SYNERGY_ENV_GROUP_BYTES "SYNERGY_GROUP_BYTES"
 
 /* How many batches a member may fall behind the fastest member of its

@@ -1,5 +1,8 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * env.h: strict parsing of the Synergy environment contract (synergy_env.h).
+ * Numbers, sizes (SYNERGY_CACHE_BYTES, SYNERGY_GROUP_BYTES) and CPU lists
+ * (SYNERGY_CPUS) are common/parse.h's grammar.
  *
  * The plugin exports the loader's knobs as environment variables; a user can
  * also set them by hand, so every value is validated: a malformed or
@@ -19,10 +22,6 @@
  * sized by it once at create time). */
 #define COORDL__MAX_THREADS 1024
 
-/* Parse a plain decimal integer in [min, max] (no sign unless min < 0, no
- * spaces, no trailing text). Returns 0 or -1 with errno EINVAL/ERANGE. */
-int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
-
 /* An index file's "<word> <count>" header line, count in [0, max].
  * Returns 0 or -1 (not that word, or not such a count). */
 int coordl__header_count(const char *line, const char *word, uint64_t max, uint64_t *out);
@@ -31,13 +30,6 @@ int coordl__header_count(const char *line, const char *word, uint64_t max, uint6
  * the space. The line is left as it was. Returns 0 or -1 (no space after
  * it, or not a number in [0, INT64_MAX]). */
 int coordl__field_u64(char **p, uint64_t *out);
-
-/* Parse a byte count: decimal with an optional K, M, G or T suffix (powers
- * of 1024, either case). Returns 0 or -1 with errno EINVAL/ERANGE. */
-int coordl__parse_bytes(const char *s, uint64_t *out);
-
-/* Validate a cpuset list such as "0-3,8". Returns 0 or -1 (EINVAL). */
-int coordl__parse_cpulist(const char *s);
 
 /* Validate a cache name: [A-Za-z0-9_.-], 1..64 characters, not "." or "..". */
 int coordl__valid_cache_name(const char *s);

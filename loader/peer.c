@@ -61,9 +61,9 @@
 #include <string.h>
 
 #include "coordl_peerwire.h"
-#include "peer.h"
 #include "synergy_env.h"
-#include "util.h"
+#include "loader/peer.h"
+#include "loader/util.h"
 
 #ifdef HAVE_PEERS
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.h: the partitioned cache of a multi-node job (CoorDL's second
  * technique): each node's MinIO cache holds a different part of the
@@ -83,9 +84,9 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "env.h"
-#include "fetch.h"
+#include "loader/cache.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
 
 typedef struct coordl__peer coordl__peer_t;
 

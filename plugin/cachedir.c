@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cachedir.h"
-#include "util.h"
+#include "plugin/cachedir.h"
+#include "plugin/util.h"
 
 static int64_t now_ms(void)
 {

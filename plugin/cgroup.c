@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup.c: the cgroup layer (cgroup.h): version detection, Slurm's layouts,
  * /proc/<pid>/cgroup, the node's jobs, and the operations that are the same
@@ -12,11 +13,9 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +24,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "cgroup_int.h"
+#include "common/kv.h"
+#include "plugin/cgroup_int.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -37,19 +37,6 @@
 #define CG_FILE_MAX (1 << 20)
 /* Depth of a job's subtree we walk (job/step/user/task is 3 below it). */
 #define CG_MAX_DEPTH 8
-
-int syn__cg_err(char *err, size_t errlen, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = errnum ? errnum : EIO;
-	return -1;
-}
 
 /* ---- files ---- */
 
@@ -74,7 +61,7 @@ int syn__cg_path(const syn__cg_t *cg, const char *ctl, const char *rel, const ch
 char *syn__cg_read_file(const char *path)
 {
 	size_t used;
-	char *buf = syn__read_file_at(AT_FDCWD, path, CG_FILE_MAX, &used);
+	char *buf = syn_file_read(AT_FDCWD, path, CG_FILE_MAX, 0, &used);
 
 	if (!buf)
 		return NULL;
@@ -91,13 +78,14 @@ int syn__cg_write_file(const char *path, const char *s, char *err, size_t errlen
 
 	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return syn__cg_err(err, errlen, errno, "open %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path,
+				  strerror(errno));
 	w = write(fd, s, n);
 	e = errno;
 	close(fd);
 	if (w != (ssize_t)n)
-		return syn__cg_err(err, errlen, w < 0 ? e : EIO, "writing '%.60s' to %s: %s", s,
-				   path, w < 0 ? strerror(e) : "short write");
+		return syn_errbuf(err, errlen, w < 0 ? e : EIO, "writing '%.60s' to %s: %s", s,
+				  path, w < 0 ? strerror(e) : "short write");
 	return 0;
 }
 
@@ -114,51 +102,30 @@ void syn__cg_free_list(char **list)
 
 /* ---- configuration and detection ---- */
 
-static void copy_trim(char *dst, size_t len, const char *s, size_t n)
-{
-	while (n && isspace((unsigned char)*s)) {
-		s++;
-		n--;
-	}
-	while (n && isspace((unsigned char)s[n - 1]))
-		n--;
-	if (n >= len)
-		n = len - 1;
-	memcpy(dst, s, n);
-	dst[n] = '\0';
-}
-
 int syn__cg_read_slurm_conf(const char *path, char *plugin, size_t plen, char *mnt,
 			    size_t mlen, char *prepend, size_t prelen)
 {
-	char *text, *line, *next;
+	const char *v;
+	syn_kv_t *kv;
+	char *text;
 
 	plugin[0] = mnt[0] = prepend[0] = '\0';
 	text = syn__cg_read_file(path);
 	if (!text)
 		return -1;
-	for (line = text; line; line = next) {
-		char *eq, *hash;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		hash = strchr(line, '#');
-		if (hash)
-			*hash = '\0';
-		eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		copy_trim(line, strlen(line) + 1, line, strlen(line));
-		if (strcasecmp(line, "CgroupPlugin") == 0)
-			copy_trim(plugin, plen, eq + 1, strlen(eq + 1));
-		else if (strcasecmp(line, "CgroupMountpoint") == 0)
-			copy_trim(mnt, mlen, eq + 1, strlen(eq + 1));
-		else if (strcasecmp(line, "CgroupPrepend") == 0)
-			copy_trim(prepend, prelen, eq + 1, strlen(eq + 1));
-	}
+	/* Slurm's file, read as Slurm reads it: lines this layer has no use
+	 * for ("Include", keys of later Slurm versions) are not errors. */
+	kv = syn_kv_parse(text, path, SYN_KV_LENIENT, NULL);
 	free(text);
+	if (!kv)
+		return -1;
+	if ((v = syn_kv_get(kv, NULL, "CgroupPlugin")))
+		snprintf(plugin, plen, "%s", v);
+	if ((v = syn_kv_get(kv, NULL, "CgroupMountpoint")))
+		snprintf(mnt, mlen, "%s", v);
+	if ((v = syn_kv_get(kv, NULL, "CgroupPrepend")))
+		snprintf(prepend, prelen, "%s", v);
+	syn_kv_destroy(kv);
 	return 0;
 }
 
@@ -189,7 +156,7 @@ static int has_word(const char *list, const char *word)
  * that is no cgroup filesystem (tests) by what is in it. 0: none. */
 static int detect_version(const char *mnt)
 {
-	char path[SYN__PATH_MAX + 32];
+	char path[SYN_PATH_MAX + 32];
 	struct statfs fs;
 
 	if (statfs(mnt, &fs) == 0 && (unsigned long)fs.f_type == CGROUP2_SUPER_MAGIC)
@@ -212,29 +179,29 @@ static int detect_version(const char *mnt)
 
 syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 {
-	char path[SYN__PATH_MAX + 64];
+	char path[SYN_PATH_MAX + 64];
 	syn__cg_t *cg;
 	const char *mnt;
 	char *ctl;
 	int want = 0, e;
 
-	if (!o || !o->node || !syn__key_valid(o->node)) {
-		syn__cg_err(err, errlen, EINVAL, "cgroup: node name '%.64s' is not a valid NodeName",
-			    o && o->node ? o->node : "");
+	if (!o || !o->node || !syn_key_valid(o->node)) {
+		syn_errbuf(err, errlen, EINVAL, "cgroup: node name '%.64s' is not a valid NodeName",
+			   o && o->node ? o->node : "");
 		return NULL;
 	}
 	mnt = o->mountpoint && *o->mountpoint ? o->mountpoint : "/sys/fs/cgroup";
-	if (!syn__path_ok(mnt)) {
-		syn__cg_err(err, errlen, EINVAL, "cgroup: mountpoint '%.100s' is not an absolute path",
-			    mnt);
+	if (!syn_path_ok(mnt)) {
+		syn_errbuf(err, errlen, EINVAL,
+			   "cgroup: mountpoint '%.100s' is not an absolute path", mnt);
 		return NULL;
 	}
 	if (o->root && *o->root) {
 		int n = snprintf(path, sizeof(path), "/%s", o->root + (o->root[0] == '/'));
 
-		if (n < 0 || (size_t)n >= sizeof(path) || !syn__path_ok(path)) {
-			syn__cg_err(err, errlen, EINVAL, "cgroup: root '%.100s' is not a clean path",
-				    o->root);
+		if (n < 0 || (size_t)n >= sizeof(path) || !syn_path_ok(path)) {
+			syn_errbuf(err, errlen, EINVAL, "cgroup: root '%.100s' is not a clean path",
+				   o->root);
 			return NULL;
 		}
 	}
@@ -244,15 +211,14 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 		else if (strcasecmp(o->plugin, "cgroup/v2") == 0)
 			want = 2;
 		else {
-			syn__cg_err(err, errlen, ENOTSUP,
-				    "cgroup: CgroupPlugin=%.40s is not cgroup/v1, cgroup/v2 or autodetect",
-				    o->plugin);
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup: CgroupPlugin=%.40s is not "
+				   "cgroup/v1, cgroup/v2 or autodetect", o->plugin);
 			return NULL;
 		}
 	}
 	cg = calloc(1, sizeof(*cg));
 	if (!cg) {
-		syn__cg_err(err, errlen, ENOMEM, "out of memory");
+		syn_errbuf(err, errlen, ENOMEM, "out of memory");
 		return NULL;
 	}
 	snprintf(cg->mnt, sizeof(cg->mnt), "%s", mnt);
@@ -270,12 +236,14 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 	case 1:
 		snprintf(path, sizeof(path), "%s/cpuset", cg->mnt);
 		if (!is_dir(path)) {
-			syn__cg_err(err, errlen, ENOTSUP, "cgroup v1: no cpuset hierarchy at %s", path);
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup v1: no cpuset hierarchy at %s",
+				   path);
 			goto fail;
 		}
 		snprintf(path, sizeof(path), "%s/memory", cg->mnt);
 		if (!is_dir(path)) {
-			syn__cg_err(err, errlen, ENOTSUP, "cgroup v1: no memory hierarchy at %s", path);
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup v1: no memory hierarchy at %s",
+				   path);
 			goto fail;
 		}
 		break;
@@ -283,22 +251,22 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%s/cgroup.controllers", cg->mnt);
 		ctl = syn__cg_read_file(path);
 		if (!ctl) {
-			syn__cg_err(err, errlen, ENOTSUP, "cgroup v2: cannot read %s: %s", path,
-				    strerror(errno));
+			syn_errbuf(err, errlen, ENOTSUP, "cgroup v2: cannot read %s: %s", path,
+				   strerror(errno));
 			goto fail;
 		}
 		if (!has_word(ctl, "cpuset") || !has_word(ctl, "memory")) {
-			syn__cg_err(err, errlen, ENOTSUP,
-				    "cgroup v2: %s offers '%.80s', not both cpuset and memory", path,
-				    ctl);
+			syn_errbuf(err, errlen, ENOTSUP,
+				   "cgroup v2: %s offers '%.80s', not both cpuset and memory", path,
+				   ctl);
 			free(ctl);
 			goto fail;
 		}
 		free(ctl);
 		break;
 	default:
-		syn__cg_err(err, errlen, ENOTSUP,
-			    "cgroup: neither a cgroup v2 nor a v1 cpuset hierarchy at %s", cg->mnt);
+		syn_errbuf(err, errlen, ENOTSUP,
+			   "cgroup: neither a cgroup v2 nor a v1 cpuset hierarchy at %s", cg->mnt);
 		goto fail;
 	}
 	return cg;
@@ -309,10 +277,10 @@ fail:
 	return NULL;
 }
 
-syn__cg_t *syn__cg_open_conf(const struct syn__conf *conf, const char *node, char *used_conf,
+syn__cg_t *syn__cg_open_conf(const struct syn_conf *conf, const char *node, char *used_conf,
 			     size_t used_len, char *err, size_t errlen)
 {
-	char path[SYN__PATH_MAX + 16], plugin[64], mnt[SYN__PATH_MAX], prepend[SYN__PATH_MAX];
+	char path[SYN_PATH_MAX + 16], plugin[64], mnt[SYN_PATH_MAX], prepend[SYN_PATH_MAX];
 	const char *file = conf->cgroup_conf, *slurm_conf, *slash;
 	syn__cg_opts_t o;
 
@@ -330,7 +298,8 @@ syn__cg_t *syn__cg_open_conf(const struct syn__conf *conf, const char *node, cha
 		snprintf(used_conf, used_len, "%s", file);
 	if (syn__cg_read_slurm_conf(file, plugin, sizeof(plugin), mnt, sizeof(mnt), prepend,
 				    sizeof(prepend)) < 0 && errno != ENOENT) {
-		syn__cg_err(err, errlen, errno, "cgroup: cannot read %s: %s", file, strerror(errno));
+		syn_errbuf(err, errlen, errno ? errno : EIO, "cgroup: cannot read %s: %s", file,
+			   strerror(errno));
 		return NULL;
 	}
 	memset(&o, 0, sizeof(o));
@@ -395,7 +364,7 @@ int syn__cg_node_path(const syn__cg_t *cg, char *out, size_t len)
 					  "system.slice/slurmstepd.scope", NULL };
 	const char *const *cand = cg->version == 1 ? v1 : v2;
 	const char *one[2] = { cg->root, NULL };
-	char dir[SYN__PATH_MAX + 64];
+	char dir[SYN_PATH_MAX + 64];
 	size_t i;
 
 	if (cg->root[0])
@@ -414,7 +383,7 @@ int syn__cg_node_path(const syn__cg_t *cg, char *out, size_t len)
 
 int syn__cg_job_path(const syn__cg_t *cg, uint32_t jobid, uid_t uid, char *out, size_t len)
 {
-	char node[SYN__PATH_MAX];
+	char node[SYN_PATH_MAX];
 	int n;
 
 	if (syn__cg_node_path(cg, node, sizeof(node)) < 0)
@@ -436,7 +405,7 @@ static int numbered(const char *name, const char *prefix, uint32_t *out)
 	size_t plen = strlen(prefix);
 	uint64_t v;
 
-	if (strncmp(name, prefix, plen) != 0 || syn__parse_u64(name + plen, 0, UINT32_MAX, &v) < 0)
+	if (strncmp(name, prefix, plen) != 0 || syn_parse_u64(name + plen, 0, UINT32_MAX, &v) < 0)
 		return 0;
 	*out = (uint32_t)v;
 	return 1;
@@ -603,7 +572,7 @@ int syn__cg_job_of_pid(const syn__cg_t *cg, pid_t pid, uint32_t jobid, char *out
 int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg)
 {
-	char path[SYN__PATH_MAX * 2], rel[SYN__PATH_MAX * 2];
+	char path[SYN_PATH_MAX * 2], rel[SYN_PATH_MAX * 2];
 	DIR *top = NULL, *ud;
 	struct dirent *u, *j;
 	uint32_t num;
@@ -652,7 +621,7 @@ int syn__cg_foreach_node(const syn__cg_t *cg,
 			 int (*fn)(const char *node_rel, const char *node_name, void *arg),
 			 void *arg)
 {
-	char dir[SYN__PATH_MAX + 64], rel[SYN__PATH_MAX + 64], name[SYN__KEY_MAX + 1];
+	char dir[SYN_PATH_MAX + 64], rel[SYN_PATH_MAX + 64], name[SYN_KEY_MAX + 1];
 	const char *base = cg->version == 1 ? "" : "system.slice";
 	struct dirent *d;
 	DIR *dp;
@@ -677,7 +646,7 @@ int syn__cg_foreach_node(const syn__cg_t *cg,
 		if (cg->version == 1) {
 			if (strcmp(n, "slurm") == 0)
 				snprintf(name, sizeof(name), "%s", cg->node);
-			else if (strncmp(n, "slurm_", 6) == 0 && syn__key_valid(n + 6))
+			else if (strncmp(n, "slurm_", 6) == 0 && syn_key_valid(n + 6))
 				snprintf(name, sizeof(name), "%s", n + 6);
 			else
 				continue;
@@ -689,10 +658,10 @@ int syn__cg_foreach_node(const syn__cg_t *cg,
 			if (strcmp(n, sfx) == 0) {
 				snprintf(name, sizeof(name), "%s", cg->node);
 			} else if (len > sl + 1 && strcmp(n + len - sl, sfx) == 0 &&
-				   n[len - sl - 1] == '_' && len - sl - 1 <= SYN__KEY_MAX) {
+				   n[len - sl - 1] == '_' && len - sl - 1 <= SYN_KEY_MAX) {
 				memcpy(name, n, len - sl - 1);
 				name[len - sl - 1] = '\0';
-				if (!syn__key_valid(name))
+				if (!syn_key_valid(name))
 					continue;
 			} else {
 				continue;
@@ -711,7 +680,7 @@ int syn__cg_foreach_node(const syn__cg_t *cg,
 
 char *syn__cg_get_cpus_text(const syn__cg_t *cg, const char *rel)
 {
-	char path[SYN__PATH_MAX * 2];
+	char path[SYN_PATH_MAX * 2];
 	char *text;
 
 	if (syn__cg_path(cg, "cpuset", rel, "cpuset.cpus", path, sizeof(path)) < 0)
@@ -734,7 +703,7 @@ int syn__cg_get_cpus(const syn__cg_t *cg, const char *rel, cpu_set_t *set)
 
 	if (!text)
 		return -1;
-	rv = syn__cpus_parse(text, set);
+	rv = syn_cpus_parse(text, set);
 	e = errno;
 	free(text);
 	errno = e;
@@ -744,21 +713,21 @@ int syn__cg_get_cpus(const syn__cg_t *cg, const char *rel, cpu_set_t *set)
 int syn__cg_set_cpus(const syn__cg_t *cg, const char *rel, const char *cpus, char *err,
 		     size_t errlen)
 {
-	char path[SYN__PATH_MAX * 2];
+	char path[SYN_PATH_MAX * 2];
 
 	if (syn__cg_path(cg, "cpuset", rel, "cpuset.cpus", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", rel);
 	return syn__cg_write_file(path, cpus, err, errlen);
 }
 
 static int set_cpu_set(const syn__cg_t *cg, const char *rel, const cpu_set_t *set, char *err,
 		       size_t errlen)
 {
-	char *list = syn__cpus_format_alloc(set);
+	char *list = syn_cpus_format_alloc(set);
 	int rv;
 
 	if (!list)
-		return syn__cg_err(err, errlen, errno, "out of memory");
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "out of memory");
 	rv = syn__cg_set_cpus(cg, rel, list, err, errlen);
 	free(list);
 	return rv;
@@ -769,9 +738,9 @@ static int set_cpu_set(const syn__cg_t *cg, const char *rel, const cpu_set_t *se
 static int foreach_id(const syn__cg_t *cg, const char *ctl, const char *rel, const char *threads,
 		      int (*fn)(pid_t tid, void *arg), void *arg)
 {
-	char path[SYN__PATH_MAX * 2], sub[SYN__PATH_MAX * 2];
+	char path[SYN_PATH_MAX * 2], sub[SYN_PATH_MAX * 2];
 	struct {
-		char rel[SYN__PATH_MAX * 2];
+		char rel[SYN_PATH_MAX * 2];
 		int depth;
 	} *stack;
 	int top = 0, n = 0, first = 1;
@@ -786,7 +755,7 @@ static int foreach_id(const syn__cg_t *cg, const char *ctl, const char *rel, con
 	stack[0].depth = 0;
 	top = 1;
 	while (top > 0) {
-		char cur[SYN__PATH_MAX * 2];
+		char cur[SYN_PATH_MAX * 2];
 		int depth;
 		FILE *f;
 		DIR *d;
@@ -911,10 +880,11 @@ int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set
 	int rv = -1;
 
 	if (syn__cg_get_cpus(cg, job_rel, &held) < 0)
-		return syn__cg_err(err, errlen, errno, "cannot read the CPUs of %s", job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the CPUs of %s",
+				  job_rel);
 	if (job_limits(cg, job_rel, &lim) < 0)
-		return syn__cg_err(err, errlen, errno, "cannot list the limit cgroups of %s",
-				   job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot list the limit cgroups of %s", job_rel);
 	CPU_AND(&keep, &held, target);
 	CPU_OR(&gain, &held, target);
 	CPU_XOR(&gain, &gain, &held);
@@ -939,15 +909,15 @@ int syn__cg_job_set_cpus(const syn__cg_t *cg, const char *job_rel, const cpu_set
 	 * limit cgroups, which gain what the job gains. */
 	if (CPU_COUNT(&gain) > 0) {
 		if (cg->version == 1) {
-			char parent[SYN__PATH_MAX * 2], *slash;
+			char parent[SYN_PATH_MAX * 2], *slash;
 
 			snprintf(parent, sizeof(parent), "%s", job_rel);
 			slash = strrchr(parent, '/');
 			if (slash) {
 				*slash = '\0';
 				if (syn__cg_get_cpus(cg, parent, &cur) < 0) {
-					syn__cg_err(err, errlen, errno, "cannot read the CPUs of %s",
-						    parent);
+					syn_errbuf(err, errlen, errno ? errno : EIO,
+						   "cannot read the CPUs of %s", parent);
 					goto out;
 				}
 				CPU_OR(&want, &cur, target);
@@ -1014,7 +984,8 @@ int syn__cg_job_sched_idle(const syn__cg_t *cg, const char *job_rel, int idle, c
 					syn__cg2_job_idle(cg, job_rel, 1, err, errlen)) < 0)
 		return -1;
 	if (job_limits(cg, job_rel, &lim) < 0)
-		return syn__cg_err(err, errlen, errno, "cannot list the limit cgroups of %s", job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot list the limit cgroups of %s", job_rel);
 	/* A thread a not yet visited thread creates meanwhile inherits the
 	 * old policy: walk again until a walk changes nothing. */
 	for (pass = 0; pass < 8; pass++) {
@@ -1031,9 +1002,9 @@ int syn__cg_job_sched_idle(const syn__cg_t *cg, const char *job_rel, int idle, c
 	}
 	syn__cg_free_list(lim);
 	if (idle && pass == 8)
-		return syn__cg_err(err, errlen, EAGAIN,
-				   "%s: threads still appearing at normal priority after 8 walks",
-				   job_rel);
+		return syn_errbuf(err, errlen, EAGAIN,
+				  "%s: threads still appearing at normal priority after 8 walks",
+				  job_rel);
 	if (!idle && (cg->version == 1 ? syn__cg1_job_idle(cg, job_rel, 0, err, errlen) :
 					 syn__cg2_job_idle(cg, job_rel, 0, err, errlen)) < 0)
 		return -1;
@@ -1068,33 +1039,34 @@ static int proc_ticks(pid_t pid, void *arg)
 
 int syn__cg_job_cpu_ns(const syn__cg_t *cg, const char *job_rel, uint64_t *ns)
 {
-	char path[SYN__PATH_MAX * 2], *text, *p;
-	unsigned long long v;
-	uint64_t sum = 0;
+	char path[SYN_PATH_MAX * 2], *text, *p;
+	uint64_t v, sum = 0;
 
 	if (cg->version == 2) {
 		if (syn__cg_path(cg, "cpu", job_rel, "cpu.stat", path, sizeof(path)) < 0 ||
 		    !(text = syn__cg_read_file(path)))
 			return -1;
 		p = strstr(text, "usage_usec ");
-		if (!p || (p != text && p[-1] != '\n') || sscanf(p + 11, "%llu", &v) != 1) {
+		if (!p || (p != text && p[-1] != '\n') ||
+		    syn_parse_u64n(p + 11, strspn(p + 11, "0123456789"), 0, UINT64_MAX / 1000,
+				   &v) < 0) {
 			free(text);
 			errno = EPROTO;
 			return -1;
 		}
 		free(text);
-		*ns = (uint64_t)v * 1000;
+		*ns = v * 1000;
 		return 0;
 	}
 	/* v1: cpuacct when Slurm accounts the job there, else what the job's
 	 * processes used, with what they reaped of their children. */
 	if (syn__cg_path(cg, "cpuacct", job_rel, "cpuacct.usage", path, sizeof(path)) == 0 &&
 	    (text = syn__cg_read_file(path))) {
-		int got = sscanf(text, "%llu", &v) == 1;
+		int got = syn_parse_u64(text, 0, UINT64_MAX, &v) == 0;
 
 		free(text);
 		if (got) {
-			*ns = (uint64_t)v;
+			*ns = v;
 			return 0;
 		}
 	}
@@ -1108,7 +1080,7 @@ int syn__cg_job_cpu_ns(const syn__cg_t *cg, const char *job_rel, uint64_t *ns)
 
 int syn__cg_get_mem(const syn__cg_t *cg, const char *rel, uint64_t *bytes)
 {
-	char path[SYN__PATH_MAX * 2];
+	char path[SYN_PATH_MAX * 2];
 	char *text;
 	int rv = 0;
 
@@ -1120,7 +1092,7 @@ int syn__cg_get_mem(const syn__cg_t *cg, const char *rel, uint64_t *bytes)
 		return -1;
 	if (strcmp(text, "max") == 0)
 		*bytes = UINT64_MAX;
-	else if (syn__parse_u64(text, 0, UINT64_MAX, bytes) < 0)
+	else if (syn_parse_u64(text, 0, UINT64_MAX, bytes) < 0)
 		rv = -1;
 	/* v1 reports "no limit" as a huge page-rounded number. */
 	if (rv == 0 && cg->version == 1 && *bytes >= (UINT64_MAX >> 2))
@@ -1169,11 +1141,11 @@ int syn__cg_mem_pinned(const syn__cg_t *cg, const char *rel, uint64_t *bytes)
 static int set_mem(const syn__cg_t *cg, const char *rel, uint64_t bytes, char *err,
 		   size_t errlen)
 {
-	char path[SYN__PATH_MAX * 2], val[32];
+	char path[SYN_PATH_MAX * 2], val[32];
 
 	if (syn__cg_path(cg, "memory", rel, cg->version == 1 ? "memory.limit_in_bytes" :
 			 "memory.max", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", rel);
 	if (bytes == UINT64_MAX)
 		snprintf(val, sizeof(val), "%s", cg->version == 1 ? "-1" : "max");
 	else
@@ -1190,11 +1162,11 @@ int syn__cg_job_set_mem(const syn__cg_t *cg, const char *job_rel, uint64_t bytes
 	int rv = -1, raise;
 
 	if (syn__cg_get_mem(cg, job_rel, &cur) < 0)
-		return syn__cg_err(err, errlen, errno, "cannot read the memory limit of %s",
-				   job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot read the memory limit of %s", job_rel);
 	if (job_limits(cg, job_rel, &lim) < 0)
-		return syn__cg_err(err, errlen, errno, "cannot list the limit cgroups of %s",
-				   job_rel);
+		return syn_errbuf(err, errlen, errno ? errno : EIO,
+				  "cannot list the limit cgroups of %s", job_rel);
 	raise = bytes >= cur;
 	if (raise && set_mem(cg, job_rel, bytes, err, errlen) < 0)
 		goto out;
@@ -1215,7 +1187,7 @@ out:
 int syn__cg_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 		       uint64_t mem_bytes, cpu_set_t *set, char *err, size_t errlen)
 {
-	char own[SYN__PATH_MAX * 2];
+	char own[SYN_PATH_MAX * 2];
 	char *text;
 	int e;
 
@@ -1226,24 +1198,25 @@ int syn__cg_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 	(void)mem_bytes;
 	text = read_proc(pid);
 	if (!text)
-		return syn__cg_err(err, errlen, errno, "cannot read /proc/%d/cgroup", (int)pid);
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read /proc/%d/cgroup",
+				  (int)pid);
 	e = syn__cg_proc_path(text, NULL, own, sizeof(own));
 	free(text);
 	if (e < 0)
-		return syn__cg_err(err, errlen, ENOENT, "task %d has no cgroup v2 path", (int)pid);
+		return syn_errbuf(err, errlen, ENOENT, "task %d has no cgroup v2 path", (int)pid);
 	if (strncmp(own, job_rel, strlen(job_rel)) != 0 || own[strlen(job_rel)] != '/')
-		return syn__cg_err(err, errlen, ENOENT, "task %d is not inside %s", (int)pid,
-				   job_rel);
+		return syn_errbuf(err, errlen, ENOENT, "task %d is not inside %s", (int)pid,
+				  job_rel);
 	if (syn__cg_get_cpus(cg, own, set) < 0) {
 		e = errno;
-		return syn__cg_err(err, errlen, e, "cannot read the CPUs of %s", own);
+		return syn_errbuf(err, errlen, e ? e : EIO, "cannot read the CPUs of %s", own);
 	}
 	return 0;
 }
 
 int syn__cg_self_in_limits(const syn__cg_t *cg, uint32_t jobid, cpu_set_t *set)
 {
-	char job[SYN__PATH_MAX * 2], own[SYN__PATH_MAX * 2];
+	char job[SYN_PATH_MAX * 2], own[SYN_PATH_MAX * 2];
 	const char *ctl = cg->version == 1 ? "cpuset" : NULL;
 	char *text;
 	size_t jl;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup.h: the one layer through which Synergy touches cgroups.
  *
@@ -40,7 +41,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cpulist.h"
+#include "common/cpus.h"
 
 /* The v1 child that holds a Synergy job's tasks. */
 #define SYN__CG_CHILD "synergy"
@@ -78,7 +79,7 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *opts, char *err, size_t errlen);
 /* Accepts NULL; preserves errno. */
 void syn__cg_close(syn__cg_t *cg);
 
-struct syn__conf;
+struct syn_conf;
 /*
  * Open the layer for node as Synergy's configuration and Slurm's say:
  * Slurm's cgroup.conf from CgroupConf, else beside $SLURM_CONF, else
@@ -86,7 +87,7 @@ struct syn__conf;
  * CgroupRoot over the file's CgroupPrepend. The cgroup.conf path used is
  * copied to used_conf when not NULL. Errors as syn__cg_open().
  */
-syn__cg_t *syn__cg_open_conf(const struct syn__conf *conf, const char *node, char *used_conf,
+syn__cg_t *syn__cg_open_conf(const struct syn_conf *conf, const char *node, char *used_conf,
 			     size_t used_len, char *err, size_t errlen);
 
 /* 1 or 2. */

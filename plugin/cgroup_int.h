@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_int.h: what cgroup.c shares with its two backends (cgroup_v1.c,
  * cgroup_v2.c). Not for use outside the cgroup layer.
@@ -7,20 +8,16 @@
 
 #include <limits.h>
 
-#include "cgroup.h"
-#include "util.h"
+#include "plugin/cgroup.h"
+#include "plugin/util.h"
 
 struct syn__cg {
 	int version;
-	char mnt[SYN__PATH_MAX];
-	char node[SYN__KEY_MAX + 1];
-	char host[SYN__KEY_MAX + 1];
-	char root[SYN__PATH_MAX];     /* the admin's pattern, "" for Slurm's layouts */
+	char mnt[SYN_PATH_MAX];
+	char node[SYN_KEY_MAX + 1];
+	char host[SYN_KEY_MAX + 1];
+	char root[SYN_PATH_MAX];     /* the admin's pattern, "" for Slurm's layouts */
 };
-
-/* errprintf-style: fill err (if any), keep or set errno, return -1. */
-int syn__cg_err(char *err, size_t errlen, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* The path of file in cgroup rel: v1 <mnt>/<ctl>/<rel>/<file>, v2
  * <mnt>/<rel>/<file> (ctl ignored); file NULL: the directory. Returns 0,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_v1.c: what the cgroup v1 backend does that v2 does not (see
  * cgroup.h): the job's "synergy" child in the cpuset and memory
@@ -29,7 +30,7 @@
 
 #include <libcgroup.h>
 
-#include "cgroup_int.h"
+#include "plugin/cgroup_int.h"
 
 static const char *const child_ctls[] = { "cpuset", "memory" };
 #define NCTLS (sizeof(child_ctls) / sizeof(child_ctls[0]))
@@ -44,7 +45,7 @@ static int lib_init(char *err, size_t errlen)
 		return 0;
 	rc = cgroup_init();
 	if (rc)
-		return syn__cg_err(err, errlen, EIO, "cgroup_init: %s", cgroup_strerror(rc));
+		return syn_errbuf(err, errlen, EIO, "cgroup_init: %s", cgroup_strerror(rc));
 	cg_ready = 1;
 	return 0;
 }
@@ -60,7 +61,7 @@ static int child_rel(const char *job_rel, char *buf, size_t len)
 
 static int child_exists(const syn__cg_t *cg, const char *job_rel)
 {
-	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
 
 	return child_rel(job_rel, rel, sizeof(rel)) == 0 &&
 	       syn__cg_path(cg, "cpuset", rel, NULL, path, sizeof(path)) == 0 &&
@@ -70,7 +71,7 @@ static int child_exists(const syn__cg_t *cg, const char *job_rel)
 int syn__cg1_limits(const syn__cg_t *cg, const char *job_rel, char ***out)
 {
 	char **list = calloc(2, sizeof(*list));
-	char rel[SYN__PATH_MAX * 2];
+	char rel[SYN_PATH_MAX * 2];
 
 	if (!list) {
 		errno = ENOMEM;
@@ -99,13 +100,13 @@ static struct cgroup *child_cgroup(const char *job_rel, char *rel, size_t len,
 	if (lib_init(err, errlen) < 0)
 		return NULL;
 	if (child_rel(job_rel, rel, len) < 0) {
-		syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
 		return NULL;
 	}
 	c = cgroup_new_cgroup(rel);
 	if (!c || !(*cs = cgroup_add_controller(c, "cpuset")) ||
 	    !(*mem = cgroup_add_controller(c, "memory"))) {
-		syn__cg_err(err, errlen, ENOMEM, "cgroup_new_cgroup(%s) failed", rel);
+		syn_errbuf(err, errlen, ENOMEM, "cgroup_new_cgroup(%s) failed", rel);
 		if (c)
 			cgroup_free(&c);
 		return NULL;
@@ -118,7 +119,7 @@ static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_b
 {
 	struct cgroup *c = NULL;
 	struct cgroup_controller *cs, *mem;
-	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
 	char *mems = NULL, *cpus = NULL;
 	int rc, rv = -1;
 
@@ -127,12 +128,12 @@ static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_b
 		goto out;
 	if (syn__cg_path(cg, "cpuset", job_rel, "cpuset.mems", path, sizeof(path)) < 0 ||
 	    !(mems = syn__cg_read_file(path)) || !mems[0]) {
-		syn__cg_err(err, errlen, ENOENT, "cannot read cpuset.mems of %s", job_rel);
+		syn_errbuf(err, errlen, ENOENT, "cannot read cpuset.mems of %s", job_rel);
 		goto out;
 	}
 	cpus = syn__cg_get_cpus_text(cg, job_rel);
 	if (!cpus || !cpus[0]) {
-		syn__cg_err(err, errlen, ENOENT, "cannot read cpuset.cpus of %s", job_rel);
+		syn_errbuf(err, errlen, ENOENT, "cannot read cpuset.cpus of %s", job_rel);
 		goto out;
 	}
 	/* mems before cpus: the kernel wants both set before tasks join. */
@@ -142,14 +143,14 @@ static int create_child(const syn__cg_t *cg, const char *job_rel, uint64_t mem_b
 	if (!rc && mem_bytes)
 		rc = cgroup_set_value_uint64(mem, "memory.limit_in_bytes", mem_bytes);
 	if (rc) {
-		syn__cg_err(err, errlen, EINVAL, "setting values of %s: %s", rel,
-			    cgroup_strerror(rc));
+		syn_errbuf(err, errlen, EINVAL, "setting values of %s: %s", rel,
+			   cgroup_strerror(rc));
 		goto out;
 	}
 	/* ignore_ownership=0: root owns it; the job can read but not change it. */
 	rc = cgroup_create_cgroup(c, 0);
 	if (rc) {
-		syn__cg_err(err, errlen, EIO, "creating %s: %s", rel, cgroup_strerror(rc));
+		syn_errbuf(err, errlen, EIO, "creating %s: %s", rel, cgroup_strerror(rc));
 		goto out;
 	}
 	rv = 0;
@@ -166,7 +167,7 @@ int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 {
 	struct cgroup *c = NULL;
 	struct cgroup_controller *cs, *mem;
-	char rel[SYN__PATH_MAX * 2];
+	char rel[SYN_PATH_MAX * 2];
 	int rc, rv = -1;
 
 	if (!child_exists(cg, job_rel) && create_child(cg, job_rel, mem_bytes, err, errlen) < 0) {
@@ -180,12 +181,12 @@ int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 		goto out;
 	rc = cgroup_attach_task_pid(c, pid);
 	if (rc) {
-		syn__cg_err(err, errlen, EIO, "attaching pid %d to %s: %s", (int)pid, rel,
-			    cgroup_strerror(rc));
+		syn_errbuf(err, errlen, EIO, "attaching pid %d to %s: %s", (int)pid, rel,
+			   cgroup_strerror(rc));
 		goto out;
 	}
 	if (syn__cg_get_cpus(cg, rel, set) < 0) {
-		syn__cg_err(err, errlen, errno, "cannot read the CPUs of %s", rel);
+		syn_errbuf(err, errlen, errno ? errno : EIO, "cannot read the CPUs of %s", rel);
 		goto out;
 	}
 	rv = 0;
@@ -198,7 +199,7 @@ out:
 /* 1 if cgroup rel of controller ctl lists a process. */
 static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 {
-	char path[SYN__PATH_MAX * 3];
+	char path[SYN_PATH_MAX * 3];
 	char *text;
 	int has;
 
@@ -212,15 +213,16 @@ static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 
 int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen)
 {
-	char rel[SYN__PATH_MAX * 2], dir[SYN__PATH_MAX * 3];
+	char rel[SYN_PATH_MAX * 2], dir[SYN_PATH_MAX * 3];
 	size_t i;
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	for (i = 0; i < NCTLS; i++) {
 		if (has_procs(cg, child_ctls[i], rel))
-			return syn__cg_err(err, errlen, EBUSY, "%s/%s still has tasks",
-					   child_ctls[i], rel);
+			return syn_errbuf(err, errlen, EBUSY, "%s/%s still has tasks",
+					  child_ctls[i], rel);
 	}
 	/* rmdir directly: libcgroup's delete would migrate stray tasks to the
 	 * parent, and an empty v1 cgroup needs nothing but rmdir. */
@@ -229,7 +231,8 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
 			continue;
 		if (rmdir(dir) < 0 && errno != ENOENT)
-			return syn__cg_err(err, errlen, errno, "rmdir %s: %s", dir, strerror(errno));
+			return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", dir,
+					  strerror(errno));
 	}
 	return 0;
 }
@@ -237,7 +240,7 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 /* 1 if pid's freezer cgroup is <...>/job_<jobid>/<step_dir> or below it. */
 static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
 {
-	char path[64], job[SYN__PATH_MAX * 2], own[SYN__PATH_MAX * 2];
+	char path[64], job[SYN_PATH_MAX * 2], own[SYN_PATH_MAX * 2];
 	char *text;
 	size_t jl, sl = strlen(step_dir);
 	int rv = 0;
@@ -257,9 +260,26 @@ static int pid_in_step(pid_t pid, uint32_t jobid, const char *step_dir)
 	return rv;
 }
 
+/* The next pid of a cgroup.procs text at *p (one per line, as the kernel
+ * writes them), advancing *p: 1, or 0 at the end or at a line that is not
+ * a pid (common/parse.h's integers). */
+static int next_pid(char **p, pid_t *pid)
+{
+	size_t len;
+	uint64_t v;
+
+	*p += strspn(*p, "\n");
+	len = strcspn(*p, "\n");
+	if (len == 0 || syn_parse_u64n(*p, len, 1, INT32_MAX, &v) < 0)
+		return 0;
+	*p += len;
+	*pid = (pid_t)v;
+	return 1;
+}
+
 static int write_pid(const syn__cg_t *cg, const char *ctl, const char *rel, pid_t pid)
 {
-	char path[SYN__PATH_MAX * 3], val[24];
+	char path[SYN_PATH_MAX * 3], val[24];
 
 	if (syn__cg_path(cg, ctl, rel, "cgroup.procs", path, sizeof(path)) < 0)
 		return -1;
@@ -270,33 +290,32 @@ static int write_pid(const syn__cg_t *cg, const char *ctl, const char *rel, pid_
 int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
 			const char *step_dir, char *err, size_t errlen)
 {
-	char rel[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3];
-	char *text, *p, *end;
+	char rel[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3];
+	char *text, *p;
 	int moved = 0;
+	pid_t pid;
 
 	if (child_rel(job_rel, rel, sizeof(rel)) < 0 ||
 	    syn__cg_path(cg, "cpuset", rel, "cgroup.procs", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	text = syn__cg_read_file(path);
 	if (!text) {
 		if (errno == ENOENT)
 			return 0;
-		return syn__cg_err(err, errlen, errno, "open %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "open %s: %s", path,
+				  strerror(errno));
 	}
-	for (p = text; *p; p = end) {
-		long pid = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (pid <= 0 || !pid_in_step((pid_t)pid, jobid, step_dir))
+	for (p = text; next_pid(&p, &pid);) {
+		if (!pid_in_step(pid, jobid, step_dir))
 			continue;
 		/* A process that exits meanwhile is fine: ESRCH is ignored. */
 		if ((write_pid(cg, "cpuset", job_rel, (pid_t)pid) < 0 && errno != ESRCH) ||
 		    (write_pid(cg, "memory", job_rel, (pid_t)pid) < 0 && errno != ESRCH)) {
 			int e = errno;
 			free(text);
-			return syn__cg_err(err, errlen, e, "moving pid %ld back to %s: %s", pid,
-					   job_rel, strerror(e));
+			return syn_errbuf(err, errlen, e ? e : EIO, "moving pid %d back to %s: %s",
+					  (int)pid, job_rel, strerror(e));
 		}
 		moved++;
 	}
@@ -311,13 +330,12 @@ int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid
 static int idle_name(const syn__cg_t *cg, const char *job_rel, char *name, size_t len)
 {
 	const char *b = strrchr(job_rel, '/');
-	unsigned id;
-	char extra;
+	uint64_t id;
 
 	b = b ? b + 1 : job_rel;
-	if (sscanf(b, "job_%u%c", &id, &extra) != 1)
+	if (strncmp(b, "job_", 4) != 0 || syn_parse_u64(b + 4, 0, UINT32_MAX, &id) < 0)
 		return -1;
-	snprintf(name, len, SYN__CG_IDLE_FMT, syn__cg_node(cg), id);
+	snprintf(name, len, SYN__CG_IDLE_FMT, syn__cg_node(cg), (unsigned)id);
 	return 0;
 }
 
@@ -352,20 +370,14 @@ static int cpu_file(const syn__cg_t *cg, const char *rel, const char *file, char
 /* The pids listed in path (malloc'ed, 0-terminated), NULL with errno. */
 static pid_t *read_pids(const char *path)
 {
-	char *text = syn__cg_read_file(path), *p, *end;
+	char *text = syn__cg_read_file(path), *p;
 	size_t n = 0, cap = 16;
-	pid_t *v;
+	pid_t *v, pid;
 
 	if (!text)
 		return NULL;
 	v = malloc(cap * sizeof(*v));
-	for (p = text; v; p = end) {
-		long pid = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (pid <= 0 || pid > INT32_MAX)
-			continue;
+	for (p = text; v && next_pid(&p, &pid);) {
 		if (n + 1 >= cap) {
 			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
 
@@ -376,7 +388,7 @@ static pid_t *read_pids(const char *path)
 			}
 			v = nv;
 		}
-		v[n++] = (pid_t)pid;
+		v[n++] = pid;
 	}
 	free(text);
 	if (!v) {
@@ -389,7 +401,7 @@ static pid_t *read_pids(const char *path)
 
 static int move_cpu(const syn__cg_t *cg, const char *rel, pid_t pid)
 {
-	char path[SYN__PATH_MAX * 3], val[24];
+	char path[SYN_PATH_MAX * 3], val[24];
 
 	if (cpu_file(cg, rel, "cgroup.procs", path, sizeof(path)) < 0)
 		return -1;
@@ -401,24 +413,26 @@ static int move_cpu(const syn__cg_t *cg, const char *rel, pid_t pid)
 
 int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen)
 {
-	char lim[SYN__PATH_MAX * 2], path[SYN__PATH_MAX * 3], name[SYN__KEY_MAX + 48];
-	char own[SYN__PATH_MAX * 2], home[SYN__PATH_MAX * 2], xrel[SYN__PATH_MAX * 2 + 64];
+	char lim[SYN_PATH_MAX * 2], path[SYN_PATH_MAX * 3], name[SYN_KEY_MAX + 48];
+	char own[SYN_PATH_MAX * 2], home[SYN_PATH_MAX * 2], xrel[SYN_PATH_MAX * 2 + 64];
 	pid_t *pids = NULL;
 	int i, pass, moved = 0, k;
 
 	if (idle_name(cg, job_rel, name, sizeof(name)) < 0)
-		return syn__cg_err(err, errlen, EINVAL, "%s is not a job cgroup", job_rel);
+		return syn_errbuf(err, errlen, EINVAL, "%s is not a job cgroup", job_rel);
 	if (idle && (cpu_file(cg, "", "cgroup.procs", path, sizeof(path)) < 0 ||
 		     access(path, F_OK) != 0))
-		return syn__cg_err(err, errlen, ENOTSUP, "no cgroup v1 cpu hierarchy at %s/cpu",
-				   syn__cg_mountpoint(cg));
+		return syn_errbuf(err, errlen, ENOTSUP, "no cgroup v1 cpu hierarchy at %s/cpu",
+				  syn__cg_mountpoint(cg));
 	if (child_rel(job_rel, lim, sizeof(lim)) < 0 ||
 	    syn__cg_path(cg, "cpuset", lim, "cgroup.procs", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	pids = read_pids(path);
 	if (!pids)
-		return errno == ENOENT ? 0 : syn__cg_err(err, errlen, errno, "%s: %s", path,
-							  strerror(errno));
+		return errno == ENOENT ? 0
+				       : syn_errbuf(err, errlen, errno ? errno : EIO, "%s: %s",
+						    path, strerror(errno));
 	/* Where the job's processes are (the parent of ours if moved). */
 	home[0] = '\0';
 	for (i = 0; pids[i]; i++)
@@ -444,8 +458,8 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 			int e = errno;
 
 			free(pids);
-			return syn__cg_err(err, errlen, e == ENOENT ? ENOTSUP : e,
-					   "cannot make cpu cgroup %s: %s", path, strerror(e));
+			return syn_errbuf(err, errlen, e == ENOENT ? ENOTSUP : e,
+					  "cannot make cpu cgroup %s: %s", path, strerror(e));
 		}
 		if (cpu_file(cg, xrel, "cpu.idle", path, sizeof(path)) < 0 ||
 		    syn__cg_write_file(path, "1", NULL, 0) < 0) {
@@ -454,16 +468,17 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 			cpu_file(cg, xrel, NULL, path, sizeof(path));
 			rmdir(path);
 			free(pids);
-			return syn__cg_err(err, errlen, ENOTSUP, "cannot set cpu.idle of %s: %s",
-					   xrel, strerror(e));
+			return syn_errbuf(err, errlen, ENOTSUP, "cannot set cpu.idle of %s: %s",
+					  xrel, strerror(e));
 		}
 	} else {
 		/* Move back what is in ours: its own list, not the job's. */
 		free(pids);
 		if (cpu_file(cg, xrel, "cgroup.procs", path, sizeof(path)) < 0 ||
 		    !(pids = read_pids(path)))
-			return errno == ENOENT ? 0 : syn__cg_err(err, errlen, errno, "%s: %s", path,
-								  strerror(errno));
+			return errno == ENOENT ? 0
+					       : syn_errbuf(err, errlen, errno ? errno : EIO,
+							    "%s: %s", path, strerror(errno));
 	}
 	/* Processes forked meanwhile follow their parent's cgroup: walk again
 	 * until a walk moves nothing. */
@@ -479,8 +494,9 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 				int e = errno, bad = (int)pids[i];
 
 				free(pids);
-				return syn__cg_err(err, errlen, e, "moving pid %d to cpu cgroup /%s: %s",
-						   bad, idle ? xrel : home, strerror(e));
+				return syn_errbuf(err, errlen, e ? e : EIO,
+						  "moving pid %d to cpu cgroup /%s: %s", bad,
+						  idle ? xrel : home, strerror(e));
 			}
 			n += k;
 		}
@@ -497,7 +513,8 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
 	free(pids);
 	if (!idle && cpu_file(cg, xrel, NULL, path, sizeof(path)) == 0 && rmdir(path) < 0 &&
 	    errno != ENOENT)
-		return syn__cg_err(err, errlen, errno, "rmdir %s: %s", path, strerror(errno));
+		return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", path,
+				  strerror(errno));
 	return moved;
 }
 
@@ -505,7 +522,7 @@ int syn__cg1_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *
  * below dir. */
 static void remove_idle(const char *dir, const char *name, int depth)
 {
-	char sub[SYN__PATH_MAX * 3];
+	char sub[SYN_PATH_MAX * 3];
 	struct dirent *d;
 	DIR *dp;
 
@@ -526,7 +543,7 @@ static void remove_idle(const char *dir, const char *name, int depth)
 
 void syn__cg1_idle_cleanup(const syn__cg_t *cg, const char *job_rel)
 {
-	char name[SYN__KEY_MAX + 48], top[SYN__PATH_MAX * 3];
+	char name[SYN_KEY_MAX + 48], top[SYN_PATH_MAX * 3];
 
 	if (idle_name(cg, job_rel, name, sizeof(name)) < 0 ||
 	    cpu_file(cg, "", NULL, top, sizeof(top)) < 0)

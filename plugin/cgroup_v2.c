@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_v2.c: what the cgroup v2 backend does that v1 does not (see
  * cgroup.h): a job's limit cgroups are the "user" cgroups of its running
@@ -15,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup_int.h"
+#include "plugin/cgroup_int.h"
 
 int syn__cg2_limits(const syn__cg_t *cg, const char *job_rel, char ***out)
 {
-	char path[SYN__PATH_MAX * 3], rel[SYN__PATH_MAX * 3];
+	char path[SYN_PATH_MAX * 3], rel[SYN_PATH_MAX * 3];
 	char **list = NULL, **nl;
 	size_t n = 0, cap = 0;
 	struct dirent *d;
@@ -73,16 +74,17 @@ nomem:
 
 int syn__cg2_job_idle(const syn__cg_t *cg, const char *job_rel, int idle, char *err, size_t errlen)
 {
-	char path[SYN__PATH_MAX * 3];
+	char path[SYN_PATH_MAX * 3];
 
 	if (syn__cg_path(cg, NULL, job_rel, "cpu.idle", path, sizeof(path)) < 0)
-		return syn__cg_err(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s", job_rel);
+		return syn_errbuf(err, errlen, ENAMETOOLONG, "cgroup path too long: %.80s",
+				  job_rel);
 	if (access(path, F_OK) != 0) {
 		if (!idle)
 			return 0;
-		return syn__cg_err(err, errlen, ENOTSUP,
-				   "%s has no cpu.idle (the cpu controller is not enabled there)",
-				   job_rel);
+		return syn_errbuf(err, errlen, ENOTSUP,
+				  "%s has no cpu.idle (the cpu controller is not enabled there)",
+				  job_rel);
 	}
 	if (syn__cg_write_file(path, idle ? "1" : "0", err, errlen) < 0)
 		return -1;

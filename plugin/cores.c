@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cores.c: core selection for the synergy cgroup (hwloc).
  *
@@ -15,7 +16,13 @@
 
 #include <hwloc.h>
 
-#include "cores.h"
+#include "common/parse.h"
+#include "plugin/cores.h"
+
+static int set_range(unsigned lo, unsigned hi, void *arg)
+{
+	return hwloc_bitmap_set_range(arg, lo, (int)hi) < 0 ? -1 : 0;
+}
 
 /* The cpuset of the non-I/O ancestor of GPU gpu, or NULL if unknown. */
 static hwloc_const_cpuset_t gpu_locality(hwloc_topology_t topo, int gpu)
@@ -58,7 +65,9 @@ int syn__pick_cores(const char *allowed, int n, int gpu, char *out, size_t outle
 		errno = ENOMEM;
 		goto out;
 	}
-	if (hwloc_bitmap_list_sscanf(allow, allowed) < 0 || hwloc_bitmap_iszero(allow)) {
+	/* The one CPU-list grammar (common/parse.h), not hwloc's (which takes
+	 * "0-" as every CPU from 0 on). */
+	if (syn_parse_cpus(allowed, 1u << 20, set_range, allow) < 0 || hwloc_bitmap_iszero(allow)) {
 		errno = EINVAL;
 		goto out;
 	}

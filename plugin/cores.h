@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cores.h: choose the cores of a job's synergy cgroup with hwloc.
  */

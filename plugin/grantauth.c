@@ -25,7 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "grantauth.h"
+#include "plugin/grantauth.h"
 
 /* Copy [s, s + n) into buf (len bytes); -1 with ERANGE when it does not fit. */
 static int copy_span(char *buf, size_t len, const char *s, size_t n)
@@ -91,7 +91,7 @@ int syn__grantauth_parse(const char *text, syn__grantauth_t *ga, char *err, size
 			return syn__errf(EINVAL, err, errlen, "slurm.conf: SlurmUser is too long");
 		snprintf(ga->slurm_user, sizeof(ga->slurm_user), "root");
 	}
-	if (!syn__user_valid(ga->slurm_user))
+	if (!syn_user_valid(ga->slurm_user))
 		return syn__errf(EINVAL, err, errlen, "slurm.conf: SlurmUser '%.40s' is not an account "
 				 "name", ga->slurm_user);
 	if (syn__slurm_conf_value(text, "AuthType", ga->auth_type, sizeof(ga->auth_type)) < 0 &&

@@ -50,8 +50,8 @@
 #include <time.h>
 
 #include "synergy_env.h"
-#include "jobrec.h"
-#include "util.h"
+#include "plugin/jobrec.h"
+#include "plugin/util.h"
 
 /* Default of synergy.conf's GrantMaxAge: 30 days, in seconds. */
 #define SYN__GRANT_MAX_AGE_DEFAULT (30ULL * 24 * 3600)

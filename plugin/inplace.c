@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * inplace.c: file the profile a job measured on its first run (see
  * inplace.h). Root runs this on the node, over a file the job's user
@@ -16,11 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "synergy_store.h"
-#include "claim.h"
-#include "inplace.h"
-#include "jobprofile.h"
-#include "jobrec.h"
+#include "common/store.h"
+#include "plugin/claim.h"
+#include "plugin/inplace.h"
+#include "profiler/jobprofile.h"
+#include "plugin/jobrec.h"
 
 int syn__inplace_report_path(const char *cache_dir, uint32_t jobid, char *buf, size_t len)
 {
@@ -74,7 +75,7 @@ static char *report_read(int jfd, uint32_t uid, size_t *len)
 	char *buf;
 	int fd, e;
 
-	fd = openat(jfd, SYN__REPORT_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = syn_file_open(jfd, SYN__REPORT_NAME, 0);
 	if (fd < 0)
 		return NULL; /* ENOENT, or ELOOP for a link */
 	if (fstat(fd, &st) < 0) {
@@ -84,7 +85,7 @@ static char *report_read(int jfd, uint32_t uid, size_t *len)
 		e = EPERM;
 		buf = NULL;
 	} else {
-		buf = syn__read_fd(fd, SYN__REPORT_MAX_BYTES, len);
+		buf = syn_file_read_fd(fd, SYN__REPORT_MAX_BYTES, len);
 		e = errno;
 	}
 	close(fd);
@@ -120,6 +121,7 @@ static int build(const syn__inplace_t *x, const syn__jobrec_t *r, const syn__job
 	struct tm tm;
 	int lo = rep->pt[0].threads;
 	char why[200];
+	syn_error_t perr;
 
 	share(x, r, &pc, &pm);
 	if (syn__job_report_profile(rep, pc, pm, p, why, sizeof(why)) < 0) {
@@ -138,8 +140,8 @@ static int build(const syn__inplace_t *x, const syn__jobrec_t *r, const syn__job
 	snprintf(p->tool, sizeof(p->tool), "spank_synergy %.40s", x->version ? x->version : "");
 	p->has_owner = 1;
 	p->owner = x->uid;
-	if (syn_profile_check(p, why, sizeof(why)) < 0) {
-		snprintf(msg, msglen, "the profile built from it is invalid: %s", why);
+	if (syn_profile_check(p, &perr) < 0) {
+		snprintf(msg, msglen, "the profile built from it is invalid: %s", perr.text);
 		return -1;
 	}
 	return 0;
@@ -148,8 +150,8 @@ static int build(const syn__inplace_t *x, const syn__jobrec_t *r, const syn__job
 /* Write the job's profile copy into StateDir (the node agent reads it). */
 static int copy_profile(const syn__inplace_t *x, const syn_profile_t *p)
 {
-	char name[SYN__KEY_MAX + 40], path[SYN__PATH_MAX + SYN__KEY_MAX + 48];
-	syn_store_error_t serr;
+	char name[SYN_KEY_MAX + 40], path[SYN_PATH_MAX + SYN_KEY_MAX + 48];
+	syn_error_t serr;
 
 	if (syn__jobrec_name(x->node, x->jobid, ".json", name, sizeof(name)) < 0 ||
 	    snprintf(path, sizeof(path), "%s/%s", x->state_dir, name) >= (int)sizeof(path))
@@ -163,7 +165,7 @@ int syn__inplace_collect(const syn__inplace_t *x, char *msg, size_t msglen)
 	syn__report_limits_t lim;
 	syn_profile_t *prof = NULL;
 	syn_store_t *store = NULL;
-	syn_store_error_t serr;
+	syn_error_t serr;
 	syn__jobrec_t r;
 	syn__claim_t claim;
 	char err[300], why[300] = "";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * inplace.h: the node files the profile a job measured on its first run
  * (profile on first run; spank-synergy(8)).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * job_submit_synergy.c: job_submit/synergy, the controller side of Synergy.
  *
@@ -30,11 +31,11 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "synergy_conf.h"
-#include "grantauth.h"
-#include "jobrec.h"
-#include "submit.h"
-#include "util.h"
+#include "common/conf.h"
+#include "plugin/grantauth.h"
+#include "plugin/jobrec.h"
+#include "plugin/submit.h"
+#include "plugin/util.h"
 
 /* Slurm frees what a plugin leaves in job_desc with its own allocator, so
  * strings handed to it must come from there (slurmctld exports these). */
@@ -63,13 +64,13 @@ int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t su
  * submission (one small file) so that changes need no restart. Returns 0
  * or -1 (logged).
  */
-static int load_conf(syn__conf_t *conf)
+static int load_conf(syn_conf_t *conf)
 {
-	char err[256];
+	syn_error_t err;
 
-	syn__conf_defaults(conf);
-	if (syn__conf_load(conf, NULL, err, sizeof(err)) < 0) {
-		slurm_error("synergy: %s; jobs stay GPU-proportional", err);
+	syn_conf_defaults(conf);
+	if (syn_conf_load(conf, NULL, &err) < 0) {
+		slurm_error("synergy: %s; jobs stay GPU-proportional", err.text);
 		return -1;
 	}
 	return 0;
@@ -77,7 +78,7 @@ static int load_conf(syn__conf_t *conf)
 
 int init(void)
 {
-	syn__conf_t conf;
+	syn_conf_t conf;
 
 	if (load_conf(&conf) == 0)
 		slurm_info("synergy: job_submit loaded, profiles in %s", conf.store_dir);
@@ -178,7 +179,7 @@ out:
 
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
-	syn__conf_t conf;
+	syn_conf_t conf;
 	syn__job_req_t req;
 	syn__decision_t d;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeconf.c: a node's GPUs, CPUs and memory from slurm.conf (nodeconf.h).
  *
@@ -21,9 +22,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "nodeconf.h"
-#include "tuner.h"
-#include "util.h"
+#include "plugin/nodeconf.h"
+#include "plugin/tuner.h"
+#include "plugin/util.h"
 
 /* 1 if name matches one host expression (no top-level comma). */
 static int host_match(const char *expr, size_t len, const char *name)
@@ -54,7 +55,7 @@ static int host_match(const char *expr, size_t len, const char *name)
 			return 0;
 		memcpy(num, mid, mlen);
 		num[mlen] = '\0';
-		if (syn__parse_u64(num, 0, UINT32_MAX, &v) < 0)
+		if (syn_parse_u64(num, 0, UINT32_MAX, &v) < 0)
 			return 0;
 		for (p = lb + 1; p < rb;) {
 			const char *c = memchr(p, ',', (size_t)(rb - p));
@@ -67,7 +68,7 @@ static int host_match(const char *expr, size_t len, const char *name)
 				return 0;
 			memcpy(a, p, al);
 			a[al] = '\0';
-			if (syn__parse_u64(a, 0, UINT32_MAX, &lo) < 0)
+			if (syn_parse_u64(a, 0, UINT32_MAX, &lo) < 0)
 				return 0;
 			hi = lo;
 			if (dash) {
@@ -77,7 +78,7 @@ static int host_match(const char *expr, size_t len, const char *name)
 					return 0;
 				memcpy(b, dash + 1, bl);
 				b[bl] = '\0';
-				if (syn__parse_u64(b, 0, UINT32_MAX, &hi) < 0)
+				if (syn_parse_u64(b, 0, UINT32_MAX, &hi) < 0)
 					return 0;
 			}
 			/* Zero-padded ranges ("01-16") fix the width, and a
@@ -168,7 +169,7 @@ static int expand_one(const char *expr, size_t len, struct expand *x)
 			return einval();
 		memcpy(a, p, al);
 		a[al] = '\0';
-		if (syn__parse_u64(a, 0, UINT32_MAX, &lo) < 0)
+		if (syn_parse_u64(a, 0, UINT32_MAX, &lo) < 0)
 			return einval();
 		hi = lo;
 		if (dash) {
@@ -178,7 +179,7 @@ static int expand_one(const char *expr, size_t len, struct expand *x)
 				return einval();
 			memcpy(b, dash + 1, bl);
 			b[bl] = '\0';
-			if (syn__parse_u64(b, 0, UINT32_MAX, &hi) < 0 || hi < lo)
+			if (syn_parse_u64(b, 0, UINT32_MAX, &hi) < 0 || hi < lo)
 				return einval();
 		}
 		/* "01-16": the width of the first number, as Slurm pads. */
@@ -331,17 +332,17 @@ static int apply(const char *line, syn__node_conf_t *c, uint64_t *spec, char *er
 	uint64_t n;
 
 	if (word(line, "CPUs", v, sizeof(v)) || word(line, "Procs", v, sizeof(v))) {
-		if (syn__parse_u64(v, 1, 1u << 20, &n) < 0)
+		if (syn_parse_u64(v, 1, 1u << 20, &n) < 0)
 			goto bad;
 		c->cpus = (uint32_t)n;
 	}
 	if (word(line, "RealMemory", v, sizeof(v))) {
-		if (syn__parse_u64(v, 1, 1ULL << 40, &n) < 0)
+		if (syn_parse_u64(v, 1, 1ULL << 40, &n) < 0)
 			goto bad;
 		c->mem_mb = n;
 	}
 	if (word(line, "MemSpecLimit", v, sizeof(v))) {
-		if (syn__parse_u64(v, 0, 1ULL << 40, &n) < 0)
+		if (syn_parse_u64(v, 0, 1ULL << 40, &n) < 0)
 			goto bad;
 		*spec = n;
 	}
@@ -422,7 +423,7 @@ int syn__node_conf_parse(const char *text, const char *node, syn__node_conf_t *o
 int syn__node_conf_read(const char *path, const char *node, syn__node_conf_t *out,
 			char *err, size_t errlen)
 {
-	char *text = syn__read_file_at(AT_FDCWD, path, 4 << 20, NULL);
+	char *text = syn_file_read(AT_FDCWD, path, 4 << 20, 0, NULL);
 	int rv;
 
 	if (!text) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeconf.h: this node's shape as the node side of the plugin can know it.
  *

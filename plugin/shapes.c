@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shapes.c: the node shapes table synergyd writes and job_submit reads
  * (see shapes.h). Parsed strictly: it passes between two root programs
@@ -14,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shapes.h"
+#include "plugin/shapes.h"
 
 /* Slurm partition names: printable, no spaces, commas or '='. */
 static int part_ok(const char *p)
@@ -81,18 +82,17 @@ int syn__shapes_add(syn__shapes_t *t, const char *part, int is_default, uint32_t
 
 int syn__shapes_write(const syn__shapes_t *t, const char *path)
 {
-	char tmp[SYN__PATH_MAX + 32];
+	syn_atomic_t a;
 	FILE *f;
 	size_t i;
-	int e;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		errno = ENAMETOOLONG;
+	/* Atomically (common/file.h): job_submit reads it at any moment. */
+	if (syn_atomic_begin(&a, AT_FDCWD, path, 0644) < 0)
+		return -1;
+	if (!(f = syn_atomic_stream(&a))) {
+		syn_atomic_abort(&a);
 		return -1;
 	}
-	f = fopen(tmp, "we");
-	if (!f)
-		return -1;
 	fprintf(f, "%s\nwritten=%lld\n", SYN__SHAPES_MAGIC, (long long)t->written);
 	for (i = 0; i < t->n; i++) {
 		const syn__shape_t *s = &t->s[i];
@@ -101,20 +101,7 @@ int syn__shapes_write(const syn__shapes_t *t, const char *path)
 			" mem_mb=%" PRIu64 " nodes=%" PRIu32 "\n", s->part, s->is_default, s->gpus,
 			s->cpus, s->mem_mb, s->nodes);
 	}
-	if (fflush(f) != 0 || ferror(f)) {
-		e = errno;
-		fclose(f);
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
-		e = errno;
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return syn_atomic_commit(&a);
 }
 
 static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int lineno)
@@ -131,25 +118,29 @@ static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int
 		char *eq = strchr(tok, '=');
 
 		if (!eq)
-			return syn__errf(EINVAL, err, errlen, "line %d: '%.40s' is not name=value", lineno, tok);
+			return syn_errbuf(err, errlen, EINVAL, "line %d: '%.40s' is not name=value",
+					  lineno, tok);
 		*eq++ = '\0';
 		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			if (strcmp(tok, names[i]) == 0)
 				break;
 		if (i == sizeof(names) / sizeof(names[0]) || (seen & (1u << i)))
-			return syn__errf(EINVAL, err, errlen, "line %d: field '%.40s' unknown or repeated",
-				    lineno, tok);
+			return syn_errbuf(err, errlen, EINVAL,
+					  "line %d: field '%.40s' unknown or repeated", lineno,
+					  tok);
 		seen |= 1u << i;
 		if (i == 0) {
 			if (!part_ok(eq))
-				return syn__errf(EINVAL, err, errlen, "line %d: bad partition name", lineno);
+				return syn_errbuf(err, errlen, EINVAL,
+						  "line %d: bad partition name", lineno);
 			snprintf(s->part, sizeof(s->part), "%s", eq);
 			continue;
 		}
-		if (syn__parse_u64(eq, (i == 1 || i == 2) ? 0 : 1,
+		if (syn_parse_u64(eq, (i == 1 || i == 2) ? 0 : 1,
 				   i == 1 ? 1 : i == 4 ? (1ULL << 40) : 1u << 20, &v) < 0)
-			return syn__errf(EINVAL, err, errlen, "line %d: %s: '%.30s' is not a number in range",
-				    lineno, tok, eq);
+			return syn_errbuf(err, errlen, EINVAL,
+					  "line %d: %s: '%.30s' is not a number in range", lineno,
+					  tok, eq);
 		switch (i) {
 		case 1: s->is_default = (int)v; break;
 		case 2: s->gpus = (uint32_t)v; break;
@@ -159,8 +150,10 @@ static int parse_line(char *line, syn__shape_t *s, char *err, size_t errlen, int
 		}
 	}
 	if (seen != 0x3fu)
-		return syn__errf(EINVAL, err, errlen, "line %d: needs partition, default, gpus, cpus, mem_mb and "
-			    "nodes", lineno);
+		return syn_errbuf(err, errlen, EINVAL,
+				  "line %d: needs partition, default, gpus, cpus, mem_mb and "
+				  "nodes",
+				  lineno);
 	return 0;
 }
 
@@ -185,15 +178,16 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		lineno++;
 		if (lineno == 1) {
 			if (strcmp(line, SYN__SHAPES_MAGIC) != 0) {
-				syn__errf(EINVAL, err, errlen, "line 1: not '%s'", SYN__SHAPES_MAGIC);
+				syn_errbuf(err, errlen, EINVAL, "line 1: not '%s'",
+					   SYN__SHAPES_MAGIC);
 				goto out;
 			}
 			continue;
 		}
 		if (lineno == 2) {
 			if (strncmp(line, "written=", 8) != 0 ||
-			    syn__parse_u64(line + 8, 0, INT64_MAX, &v) < 0) {
-				syn__errf(EINVAL, err, errlen, "line 2: not written=<time>");
+			    syn_parse_u64(line + 8, 0, INT64_MAX, &v) < 0) {
+				syn_errbuf(err, errlen, EINVAL, "line 2: not written=<time>");
 				goto out;
 			}
 			t->written = (time_t)v;
@@ -202,7 +196,7 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		if (parse_line(line, &s, err, errlen, lineno) < 0)
 			goto out;
 		if (t->n >= SYN__SHAPES_MAX) {
-			syn__errf(EINVAL, err, errlen, "more than %d shapes", SYN__SHAPES_MAX);
+			syn_errbuf(err, errlen, EINVAL, "more than %d shapes", SYN__SHAPES_MAX);
 			goto out;
 		}
 		ns = realloc(t->s, (t->n + 1) * sizeof(*ns));
@@ -214,7 +208,7 @@ int syn__shapes_parse(const char *text, syn__shapes_t *t, char *err, size_t errl
 		t->s[t->n++] = s;
 	}
 	if (lineno < 2) {
-		syn__errf(EINVAL, err, errlen, "truncated (%d lines)", lineno);
+		syn_errbuf(err, errlen, EINVAL, "truncated (%d lines)", lineno);
 		goto out;
 	}
 	rv = 0;
@@ -230,7 +224,7 @@ out:
 
 int syn__shapes_read(const char *path, syn__shapes_t *t, char *err, size_t errlen)
 {
-	char *text = syn__read_file_at(AT_FDCWD, path, 1 << 20, NULL);
+	char *text = syn_file_read(AT_FDCWD, path, 1 << 20, 0, NULL);
 	int rv;
 
 	if (!text) {

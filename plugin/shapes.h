@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shapes.h: the node shapes of a cluster's partitions, as synergyd reads
  * them from slurmctld (libslurm) and job_submit/synergy sizes jobs for them.
@@ -23,7 +24,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "util.h"
+#include "plugin/util.h"
 
 #define SYN__SHAPES_MAGIC "synergy-node-shapes 1"
 /* Partition names as Slurm allows them, bounded. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank_client.c: the Synergy SPANK plugin in sbatch, salloc and srun.
  *
@@ -16,7 +17,7 @@
 #include <slurm/spank.h>
 
 #include "synergy_env.h"
-#include "spank_int.h"
+#include "plugin/spank_int.h"
 
 int syn__client_post_opt(spank_t sp)
 {
@@ -25,7 +26,7 @@ int syn__client_post_opt(spank_t sp)
 	int on;
 
 	if (!o->key_set && !o->bad && (v = getenv("SYNERGY_PROFILE")) && *v) {
-		if (!syn__key_valid(v)) {
+		if (!syn_key_valid(v)) {
 			slurm_error("synergy: SYNERGY_PROFILE: '%s' is not a valid profile key "
 				    "(1-64 characters of A-Z a-z 0-9 _ . -, not starting with '.')",
 				    v);
@@ -47,7 +48,7 @@ int syn__client_post_opt(spank_t sp)
 		o->group_set = 1;
 	}
 	if (!o->bad && (v = getenv("SYNERGY")) && *v) {
-		if (syn__parse_onoff(v, &on) < 0) {
+		if (syn_parse_bool(v, &on) < 0) {
 			slurm_error("synergy: SYNERGY: '%s' is not on or off", v);
 			return -1;
 		}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * submit.c: job_submit/synergy's decision, free of Slurm's types.
  *
@@ -39,12 +40,12 @@
 
 #include "synergy_env.h"
 #include "synergy_policy.h"
-#include "synergy_store.h"
-#include "claim.h"
-#include "jobrec.h"
-#include "shapes.h"
-#include "submit.h"
-#include "tuner.h"
+#include "common/store.h"
+#include "plugin/claim.h"
+#include "plugin/jobrec.h"
+#include "plugin/shapes.h"
+#include "plugin/submit.h"
+#include "plugin/tuner.h"
 
 /* Start grant g for a Synergy job of key on gpus GPUs per node: its owner
  * and its named group, if any; the rest 0. */
@@ -77,7 +78,7 @@ static const char *env_get(char *const *env, uint32_t n, const char *name)
  * Count the queued requests (RequestDir/<key>.req) in total and those of
  * uid. Each is one small file; the caps keep them few.
  */
-static void count_queued(const syn__conf_t *conf, uint32_t uid, uint64_t *all, uint64_t *mine)
+static void count_queued(const syn_conf_t *conf, uint32_t uid, uint64_t *all, uint64_t *mine)
 {
 	struct dirent *e;
 	DIR *d = opendir(conf->request_dir);
@@ -93,13 +94,13 @@ static void count_queued(const syn__conf_t *conf, uint32_t uid, uint64_t *all, u
 		if (len <= 4 || strcmp(e->d_name + len - 4, ".req") != 0)
 			continue;
 		(*all)++;
-		text = syn__read_file_at(dirfd(d), e->d_name, 4096, NULL);
+		text = syn_file_read(dirfd(d), e->d_name, 4096, 0, NULL);
 		if (!text)
 			continue;
 		u = strstr(text, "\nuid=");
 		if (u) {
 			u[5 + strcspn(u + 5, "\n")] = '\0';
-			if (syn__parse_u64(u + 5, 0, UINT32_MAX, &v) == 0 && v == uid)
+			if (syn_parse_u64(u + 5, 0, UINT32_MAX, &v) == 0 && v == uid)
 				(*mine)++;
 		}
 		free(text);
@@ -125,7 +126,7 @@ static int claim_count_cb(const syn__claim_t *c, void *arg)
 }
 
 /* Live in-place claims in the store, in total and of uid. */
-static void count_claims(const syn__conf_t *conf, uint32_t uid, uint64_t *all, uint64_t *mine)
+static void count_claims(const syn_conf_t *conf, uint32_t uid, uint64_t *all, uint64_t *mine)
 {
 	struct claim_count cc = { uid, conf->claim_max_age, 0, 0, time(NULL) };
 
@@ -139,11 +140,11 @@ static void count_claims(const syn__conf_t *conf, uint32_t uid, uint64_t *all, u
  * Returns 1 when queued (or already), 0 when a cap refused it (why says
  * which), -1 on error.
  */
-static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid, int gpus,
+static int queue_request(const syn_conf_t *conf, const char *key, uint32_t uid, int gpus,
 			 char *why, size_t whylen)
 {
-	char path[SYN__PATH_MAX + SYN__KEY_MAX + 8], tmp[sizeof(path) + 16], text[160];
-	int fd, n, rv = -1;
+	char path[SYN_PATH_MAX + SYN_KEY_MAX + 8], text[160];
+	int n;
 
 	if (mkdir(conf->request_dir, 0755) < 0 && errno != EEXIST)
 		return -1;
@@ -168,22 +169,9 @@ static int queue_request(const syn__conf_t *conf, const char *key, uint32_t uid,
 			return 0;
 		}
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
 	n = snprintf(text, sizeof(text), "key=%s\nuid=%u\ngpus=%d\ntime=%lld\n", key,
 		     (unsigned)uid, gpus, (long long)time(NULL));
-	if (write(fd, text, (size_t)n) == n && close(fd) == 0) {
-		fd = -1;
-		if (rename(tmp, path) == 0)
-			rv = 1;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (rv < 0)
-		unlink(tmp);
-	return rv;
+	return syn_file_write_atomic(AT_FDCWD, path, text, (size_t)n, 0644) < 0 ? -1 : 1;
 }
 
 uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *))
@@ -215,7 +203,7 @@ uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *))
  * synergyd exports for the job's partitions. Returns 0 with what naming
  * the source, or -1 with why (the job then stays GPU-proportional).
  */
-static int pick_shape(syn__conf_t *c, const syn__job_req_t *req, int gpus, char *what,
+static int pick_shape(syn_conf_t *c, const syn__job_req_t *req, int gpus, char *what,
 		      size_t wlen)
 {
 	syn__shapes_t t;
@@ -255,7 +243,7 @@ static int pick_shape(syn__conf_t *c, const syn__job_req_t *req, int gpus, char 
  * comment set), -1 when the offline path applies (note says why, when it
  * is not simply that in-place profiling does not apply).
  */
-static int in_place(const syn__conf_t *conf, const syn__job_req_t *req, const char *key,
+static int in_place(const syn_conf_t *conf, const syn__job_req_t *req, const char *key,
 		    const char *gname, int gpus, syn__decision_t *d, char *note, size_t notelen)
 {
 	char nonce[SYN__NONCE_LEN + 1];
@@ -368,15 +356,15 @@ static void comment_group(const syn__job_req_t *req, const char *gname, syn__dec
 	}
 }
 
-void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__decision_t *d)
+void syn__decide(const syn_conf_t *conf_in, const syn__job_req_t *req, syn__decision_t *d)
 {
 	/* A copy, so that the node shape picked for this job can be filled in. */
-	syn__conf_t cbuf = *conf_in;
-	const syn__conf_t *conf = &cbuf;
+	syn_conf_t cbuf = *conf_in;
+	const syn_conf_t *conf = &cbuf;
 	char shape_what[200];
 	const char *key, *onoff, *gname;
 	syn_store_t *store = NULL;
-	syn_store_error_t serr;
+	syn_error_t serr;
 	syn_profile_t prof;
 	syn_shape_t shape;
 	syn_size_t sz;
@@ -395,13 +383,13 @@ void syn__decide(const syn__conf_t *conf_in, const syn__job_req_t *req, syn__dec
 			 gname, SYNERGY_GROUP_NAME_MAX);
 		return;
 	}
-	if (onoff && syn__parse_onoff(onoff, &on) < 0) {
+	if (onoff && syn_parse_bool(onoff, &on) < 0) {
 		d->action = SYN__REJECT;
 		snprintf(d->err, sizeof(d->err),
 			 "synergy: --synergy=%.40s: expected on or off", onoff);
 		return;
 	}
-	if (key && !syn__key_valid(key)) {
+	if (key && !syn_key_valid(key)) {
 		d->action = SYN__REJECT;
 		snprintf(d->err, sizeof(d->err),
 			 "synergy: --synergy-profile: '%.70s' is not a valid profile key "

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * submit.h: the decision job_submit/synergy makes for one job, apart from
  * Slurm's structures so that it is unit-tested without slurmctld.
@@ -7,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "plugin/util.h"
 
 /* What the job asked for, taken from job_desc_msg_t. */
 typedef struct syn__job_req {
@@ -39,8 +40,8 @@ typedef struct syn__decision {
 	int gpus_per_node;          /* GPUs the request asks for per node (SIZED) */
 	int profiling_requested;    /* a request file was queued */
 	int profiling_in_place;     /* the job took its key's claim and profiles itself */
-	char key[SYN__KEY_MAX + 1];
-	char group[SYN__KEY_MAX + 1]; /* its group when it names one and has a grant */
+	char key[SYN_KEY_MAX + 1];
+	char group[SYN_KEY_MAX + 1]; /* its group when it names one and has a grant */
 	char comment[320];          /* for AdminComment ("synergy: ...") */
 	char grant[512];            /* SIZED: the grant for the node (jobrec.h), else "" */
 	char err[256];              /* for err_msg when REJECT, log line otherwise */
@@ -65,6 +66,6 @@ uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *));
  * comment then says "group=...", or "group=array" for a job array (each
  * task's node adds the array's group, jobrec.h).
  */
-void syn__decide(const syn__conf_t *conf, const syn__job_req_t *req, syn__decision_t *d);
+void syn__decide(const syn_conf_t *conf, const syn__job_req_t *req, syn__decision_t *d);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy-lend: look at Synergy on this machine (root, read-only).
  *
@@ -26,14 +27,14 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "synergy_conf.h"
-#include "synergy_store.h"
-#include "nodeconf.h"
-#include "cgroup.h"
-#include "grantauth.h"
-#include "jobrec.h"
-#include "lend.h"
-#include "util.h"
+#include "common/conf.h"
+#include "common/store.h"
+#include "plugin/nodeconf.h"
+#include "plugin/cgroup.h"
+#include "plugin/grantauth.h"
+#include "plugin/jobrec.h"
+#include "plugin/lend.h"
+#include "plugin/util.h"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
@@ -57,7 +58,7 @@ static void usage(FILE *f)
 
 typedef struct status_arg {
 	const syn__cg_t *cg;
-	const syn__conf_t *conf;
+	const syn_conf_t *conf;
 	int failed;
 } status_arg_t;
 
@@ -82,7 +83,7 @@ static int print_job(const syn__lend_info_t *i, void *arg)
 static int print_node(const char *node_rel, const char *name, void *arg)
 {
 	status_arg_t *a = arg;
-	char cpus[SYN__CPULIST_MAX], err[300], rel[SYN__PATH_MAX * 2], *text;
+	char cpus[SYN__CPULIST_MAX], err[300], rel[SYN_PATH_MAX * 2], *text;
 	syn__agent_t agent;
 	syn__cg_t *cg;
 
@@ -216,7 +217,7 @@ static void check_grants(const syn__conf_t *conf)
 
 static int run_check(const syn__conf_t *conf, const char *conf_path, const char *node)
 {
-	char used[SYN__PATH_MAX + 16], err[300], rel[SYN__PATH_MAX * 2];
+	char used[SYN_PATH_MAX + 16], err[300], rel[SYN_PATH_MAX * 2];
 	syn__cg_t *cg;
 	struct statfs fs;
 	struct statvfs vfs;
@@ -275,23 +276,23 @@ static int run_check(const syn__conf_t *conf, const char *conf_path, const char 
 static const char *default_node(char *buf, size_t len)
 {
 	const char *env = getenv("SLURMD_NODENAME"), *path = getenv("SLURM_CONF");
-	char host[SYN__KEY_MAX + 1], *text;
+	char host[SYN_KEY_MAX + 1], *text;
 
-	if (env && syn__key_valid(env))
+	if (env && syn_key_valid(env))
 		return env;
 	if (gethostname(host, sizeof(host)) < 0)
 		return NULL;
 	host[sizeof(host) - 1] = '\0';
 	host[strcspn(host, ".")] = '\0';
-	text = syn__read_file_at(AT_FDCWD, path && *path ? path : "/etc/slurm/slurm.conf",
-				 4 << 20, NULL);
-	if (text && syn__node_of_host(text, host, buf, len) == 0 && syn__key_valid(buf)) {
+	text = syn_file_read(AT_FDCWD, path && *path ? path : "/etc/slurm/slurm.conf",
+			     4 << 20, 0, NULL);
+	if (text && syn__node_of_host(text, host, buf, len) == 0 && syn_key_valid(buf)) {
 		free(text);
 		return buf;
 	}
 	free(text);
 	snprintf(buf, len, "%s", host);
-	return syn__key_valid(buf) ? buf : NULL;
+	return syn_key_valid(buf) ? buf : NULL;
 }
 
 int main(int argc, char **argv)
@@ -305,9 +306,10 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *conf_path = NULL, *node = NULL;
-	char conf_buf[4096], host[SYN__KEY_MAX + 1], err[300];
+	char conf_buf[4096], host[SYN_KEY_MAX + 1], err[300];
+	syn_error_t cerr;
 	status_arg_t sa;
-	syn__conf_t conf;
+	syn_conf_t conf;
 	syn__cg_t *cg;
 	int c, action = 0, n;
 
@@ -325,7 +327,7 @@ int main(int argc, char **argv)
 			conf_path = optarg;
 			break;
 		case 'N':
-			if (!syn__key_valid(optarg)) {
+			if (!syn_key_valid(optarg)) {
 				fprintf(stderr, "synergy-lend: --node: '%s' is not a NodeName\n",
 					optarg);
 				return 2;
@@ -348,11 +350,12 @@ int main(int argc, char **argv)
 	}
 	if (!conf_path)
 		conf_path = syn_conf_default_path(conf_buf, sizeof(conf_buf));
-	syn__conf_defaults(&conf);
-	if (syn__conf_load(&conf, conf_path, err, sizeof(err)) < 0) {
-		fprintf(stderr, "synergy-lend: %s\n", err);
+	syn_conf_defaults(&conf);
+	if (syn_conf_load(&conf, conf_path, &cerr) < 0) {
+		fprintf(stderr, "synergy-lend: %s\n", cerr.text);
 		if (action == 'k')
-			printf("FAIL  synergy.conf %s\nverdict: the plugin is disabled\n", err);
+			printf("FAIL  synergy.conf %s\nverdict: the plugin is disabled\n",
+			       cerr.text);
 		return 1;
 	}
 	if (!node)

@@ -493,7 +493,7 @@ static int read_work_profile(const syn__conf_t *conf, const char *key, syn_profi
 			  file, conf->profile_user);
 		goto out;
 	}
-	if (!(text = syn__read_fd(fd, 1 << 20, &len))) {
+	if (!(text = syn_file_read_fd(fd, 1 << 20, &len))) {
 		syn__errf(errno, err, errlen, "%s/%s/%s: %s", path, key, file, strerror(errno));
 		goto out;
 	}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tuner.c: parsing of Slurm's text fields for synergyd and job_submit
  * (GPUs in a job's TRES request and a node's GRES, partition job
@@ -11,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tuner.h"
-#include "util.h"
+#include "plugin/tuner.h"
+#include "plugin/util.h"
 
 int syn__gres_gpus(const char *gres)
 {
@@ -32,7 +33,7 @@ int syn__gres_gpus(const char *gres)
 			if (paren)
 				*paren = '\0';
 			colon = strrchr(item, ':');
-			if (colon && syn__parse_u64(colon + 1, 0, 1u << 20, &v) == 0)
+			if (colon && syn_parse_u64(colon + 1, 0, 1u << 20, &v) == 0)
 				total += (int)v;
 		}
 		/* Skip commas inside "(IDX:0,2)" by jumping over the parenthesis. */
@@ -65,7 +66,7 @@ int syn__job_defaults(const char *s, uint64_t *cpu_per_gpu, uint64_t *mem_per_gp
 			if (eq) {
 				*eq = '\0';
 				if (strcmp(item, "DefCpuPerGPU") == 0 || strcmp(item, "DefMemPerGPU") == 0) {
-					if (syn__parse_u64(eq + 1, 0, UINT64_MAX / 2, &v) < 0) {
+					if (syn_parse_u64(eq + 1, 0, UINT64_MAX / 2, &v) < 0) {
 						errno = EINVAL;
 						return -1;
 					}
@@ -95,7 +96,7 @@ int syn__comment_key(const char *comment, char *key, int len)
 		return -1;
 	memcpy(key, k, n);
 	key[n] = '\0';
-	return syn__key_valid(key) ? 0 : -1;
+	return syn_key_valid(key) ? 0 : -1;
 }
 
 /* GPU count in one TRES list; -1 if no gpu entry. */
@@ -119,7 +120,7 @@ static int gpus_in(const char *tres)
 
 				if (!num)
 					return 1;
-				if (syn__parse_u64(num, 0, 1024, &v) == 0)
+				if (syn_parse_u64(num, 0, 1024, &v) == 0)
 					return (int)v;
 				return 1; /* a type name without a count means one */
 			}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tuner.h: the parsers of Slurm's text fields that synergyd and
  * job_submit share, apart from libslurm so that they are unit-tested (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * measure.h: DS-Analyzer measurements with the embedded coordl loader,
  * internal to the profiler.
@@ -20,7 +21,7 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "model.h"
+#include "profiler/model.h"
 
 enum syn__cold {
 	SYN__COLD_AUTO = 0, /* drop the page cache if root, else evict the dataset's pages */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests: build rules (included from the top Makefile.am)
 # Integration tests: each starts its own throwaway Slurm cluster through
 # tests/lib/cluster.sh (root only; skipped otherwise). The profiling test
@@ -45,42 +46,37 @@ FUZZ_REPLAY = tests/fuzz/replay-prep.t tests/fuzz/replay-profile.t \
 	tests/fuzz/replay-cache.t tests/fuzz/replay-remote.t
 check_PROGRAMS += $(FUZZ_REPLAY)
 UNIT_TESTS += $(FUZZ_REPLAY)
-FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests -I$(top_srcdir)/loader \
-	-I$(top_srcdir)/profiler -I$(top_srcdir)/plugin $(LIBJPEG_CFLAGS) $(JANSSON_CFLAGS) \
-	$(LIBCURL_CFLAGS)
-FUZZ_STORE_LIBS = profiler/libsynstore.la policy/libsynpolicy.la $(JANSSON_LIBS) \
-	$(GLPK_LIBS) $(LIBM)
+FUZZ_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 tests_fuzz_replay_prep_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_prep.c
 tests_fuzz_replay_prep_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/prep"'
-tests_fuzz_replay_prep_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
-tests_fuzz_replay_profile_t_SOURCES = tests/fuzz/replay.c profiler/test/fuzz_profile.c
+tests_fuzz_replay_prep_t_LDADD = loader/libcoordl-core.la
+tests_fuzz_replay_profile_t_SOURCES = tests/fuzz/replay.c common/test/fuzz_profile.c
 tests_fuzz_replay_profile_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/profile"'
-tests_fuzz_replay_profile_t_LDADD = $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_profile_t_LDADD = common/libsynstore.la
 tests_fuzz_replay_conf_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_conf.c
 tests_fuzz_replay_conf_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/conf"'
-tests_fuzz_replay_conf_t_LDADD = $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_conf_t_LDADD = common/libsynstore.la
 tests_fuzz_replay_trace_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_trace.c sim/trace.c
 tests_fuzz_replay_trace_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/trace"'
-tests_fuzz_replay_trace_t_LDADD = $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_trace_t_LDADD = policy/libsynpolicy.la
 tests_fuzz_replay_env_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_env.c
 tests_fuzz_replay_env_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/env"'
-tests_fuzz_replay_env_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+tests_fuzz_replay_env_t_LDADD = loader/libcoordl-core.la
 tests_fuzz_replay_spank_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_spank.c
 tests_fuzz_replay_spank_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/spank"'
-tests_fuzz_replay_spank_t_LDADD = plugin/libsynplugin.la $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_spank_t_LDADD = plugin/libsynplugin.la
 tests_fuzz_replay_node_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_node.c
 tests_fuzz_replay_node_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/node"'
-tests_fuzz_replay_node_t_LDADD = plugin/libsynplugin.la $(FUZZ_STORE_LIBS)
+tests_fuzz_replay_node_t_LDADD = plugin/libsynplugin.la
 tests_fuzz_replay_source_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_source.c
 tests_fuzz_replay_source_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/source"'
-tests_fuzz_replay_source_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+tests_fuzz_replay_source_t_LDADD = loader/libcoordl-core.la
 tests_fuzz_replay_cache_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_cache.c
 tests_fuzz_replay_cache_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/cache"'
-tests_fuzz_replay_cache_t_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+tests_fuzz_replay_cache_t_LDADD = loader/libcoordl-core.la
 tests_fuzz_replay_remote_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_remote.c
 tests_fuzz_replay_remote_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/remote"'
-tests_fuzz_replay_remote_t_LDADD = loader/libcoordl-core.la $(LIBCURL_LIBS) $(LIBJPEG_LIBS) \
-	$(PTHREAD_LIBS) $(LIBM)
+tests_fuzz_replay_remote_t_LDADD = loader/libcoordl-core.la
 EXTRA_DIST += tests/fuzz/README tests/fuzz/run-fuzz.sh tests/fuzz/fuzz_util.h \
 	tests/fuzz/fuzz_conf.c tests/fuzz/fuzz_env.c tests/fuzz/fuzz_spank.c tests/fuzz/fuzz_cache.c \
 	tests/fuzz/fuzz_trace.c tests/fuzz/corpus tests/fuzz/crashes \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.t: issues 14 and 24, the partitioned cache of a multi-node job
  * (peer.h) and its authentication.
@@ -48,12 +49,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 #include "coordl.h"
-#include "env.h"
+#include "loader/env.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 /* The job's key, and another (a process that is not the job's). */
 #define KEY_HEX "4d1f8a0e6c2b97d35e08f4a1c6b9207e3d5a8c1f0b6e49d27a3c5f81e0d4b96a"
@@ -70,8 +71,8 @@
 #endif
 
 #include "coordl_peerwire.h"
-#include "peer.h"
-#include "source.h"
+#include "loader/peer.h"
+#include "loader/source.h"
 
 #define NNODES 3
 #define EPOCHS 4

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "cachedir.h"
+#include "tests/tap.h"
+#include "plugin/cachedir.h"
 
 #define USER 65534 /* nobody: the job's user */
 #define MB (1ULL << 20)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * claim.t: claims on profiling a key in place (plugin/claim.c): one per
  * user and key, taken once, renewed and released only by the nonce that
@@ -17,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "claim.h"
-#include "jobrec.h"
+#include "tests/tap.h"
+#include "plugin/claim.h"
+#include "plugin/jobrec.h"
 
 static char store[256];
 

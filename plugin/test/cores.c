@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cores.t: choosing whole cores inside an allowed cpuset (plugin/cores.c),
  * on synthetic hwloc topologies so that the result does not depend on the
@@ -9,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
-#include "cores.h"
+#include "tests/tap.h"
+#include "plugin/cores.h"
 
 int main(void)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fake_tree.h: a directory tree that stands in for a cgroup filesystem in
  * the plugin's unit tests (cgroup.t, lendstate.t): files are written and
@@ -12,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "tests/tap.h"
 
 static char top[64];
 

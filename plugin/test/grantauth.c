@@ -21,9 +21,9 @@
 
 #include <munge.h>
 
-#include "tap.h"
-#include "grantauth.h"
-#include "jobrec.h"
+#include "tests/tap.h"
+#include "plugin/grantauth.h"
+#include "plugin/jobrec.h"
 
 #define GRANT "key=img uid=1000 gpus=1 cpus=4 mem_mb=8192 cache_mb=4096 want_cpus=6 " \
 	      "want_cache_mb=6144"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * inplace.t: the node files the profile a job measured on its first run
  * (plugin/inplace.c). A valid, complete report in the job's cache
@@ -22,11 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "synergy_store.h"
-#include "claim.h"
-#include "inplace.h"
-#include "jobrec.h"
+#include "tests/tap.h"
+#include "common/store.h"
+#include "plugin/claim.h"
+#include "plugin/inplace.h"
+#include "plugin/jobrec.h"
 
 #define USER 65534u
 #define JOB 7u
@@ -136,7 +137,7 @@ static void refused(const char *key, const char *what, const char *word)
 
 int main(void)
 {
-	syn_store_error_t serr;
+	syn_error_t serr;
 	syn_store_t *s;
 	syn_profile_t p;
 	syn__jobrec_t r;

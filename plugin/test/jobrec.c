@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobrec.t: the grant job_submit hands the node and the node's per-job
  * records (plugin/jobrec.c): strict parsing of what passes through a
@@ -17,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "cgroup.h"
-#include "jobrec.h"
-#include "submit.h"
+#include "tests/tap.h"
+#include "plugin/cgroup.h"
+#include "plugin/jobrec.h"
+#include "plugin/submit.h"
 
 static void test_grant(void)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lend.t: which CPUs the node agent gives each job (plugin/lend.c,
  * syn__lend_place): the plan says how many, this says which. Table-driven
@@ -13,14 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
-#include "lend.h"
+#include "tests/tap.h"
+#include "plugin/lend.h"
 
 static cpu_set_t S(const char *list)
 {
 	cpu_set_t s;
 
-	if (syn__cpus_parse(list, &s) < 0)
+	if (syn_cpus_parse(list, &s) < 0)
 		CPU_ZERO(&s);
 	return s;
 }
@@ -31,7 +32,7 @@ static const char *L(const cpu_set_t *s)
 	static int k;
 	char *b = buf[k++ % 8];
 
-	syn__cpus_format(s, b, 256);
+	syn_cpus_format(s, b, 256);
 	return b;
 }
 

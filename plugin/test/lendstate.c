@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lendstate.t: idle-core lending's state layer (syn__lend_rebalance) on a
  * fake cgroup v1 tree and a real StateDir (issue 12): a newcomer's CPUs are
@@ -25,12 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "fake_tree.h"
-#include "cgroup.h"
-#include "jobrec.h"
-#include "lend.h"
-#include "synergy_store.h"
+#include "tests/tap.h"
+#include "plugin/test/fake_tree.h"
+#include "plugin/cgroup.h"
+#include "plugin/jobrec.h"
+#include "plugin/lend.h"
+#include "common/store.h"
 
 static char state[600];
 static int errors;
@@ -84,7 +85,7 @@ static void record(int dfd, uint32_t id, int synergy, const char *allotted)
 	}
 	if (allotted) {
 		r.has_allotted = 1;
-		syn__cpus_parse(allotted, &r.allotted);
+		syn_cpus_parse(allotted, &r.allotted);
 	}
 	if (syn__jobrec_write(dfd, "n1", id, &r) < 0)
 		bail_out("record");
@@ -111,7 +112,7 @@ static void sampled(int dfd, uint32_t id, const char *cpu, uint64_t ns_then, uin
 	snprintf(r.key, sizeof(r.key), "img");
 	r.gpus = 1;
 	r.has_allotted = 1;
-	syn__cpus_parse(cpu, &r.allotted);
+	syn_cpus_parse(cpu, &r.allotted);
 	r.has_cpu = 1;
 	r.cpu_ns = ns_then;
 	r.cpu_at_ns = now_ns() - 5000000000ULL;
@@ -126,7 +127,7 @@ static void sampled(int dfd, uint32_t id, const char *cpu, uint64_t ns_then, uin
 static void write_profile(uint32_t id, double at1, double at2)
 {
 	syn_profile_t p;
-	syn_store_error_t serr;
+	syn_error_t serr;
 	char path[700];
 
 	memset(&p, 0, sizeof(p));
@@ -433,7 +434,7 @@ int main(void)
 		snprintf(r.key, sizeof(r.key), "img");
 		r.gpus = 1;
 		r.has_allotted = 1;
-		syn__cpus_parse("0-1", &r.allotted);
+		syn_cpus_parse("0-1", &r.allotted);
 		if (syn__jobrec_write(dfd, "n1", 1, &r) < 0)
 			bail_out("record");
 		allmsg[0] = '\0';
@@ -505,7 +506,7 @@ int main(void)
 		r.gpus = 1;
 		snprintf(r.profile, sizeof(r.profile), "0123456789abcdef");
 		r.has_allotted = 1;
-		syn__cpus_parse("0", &r.allotted);
+		syn_cpus_parse("0", &r.allotted);
 		if (syn__jobrec_write(dfd, "n1", 5, &r) < 0)
 			bail_out("record 5");
 		job("6", "1", 0);
@@ -533,7 +534,7 @@ int main(void)
 			bail_out("record 5");
 		{
 			syn_profile_t p;
-			syn_store_error_t serr;
+			syn_error_t serr;
 
 			memset(&p, 0, sizeof(p));
 			snprintf(p.key, sizeof(p.key), "fresh");
@@ -560,7 +561,7 @@ int main(void)
 		const char *ids[] = { "5", "6", "7" };
 		char path[700];
 		syn_profile_t p;
-		syn_store_error_t serr;
+		syn_error_t serr;
 		int i;
 
 		for (i = 0; i < 3; i++) {
@@ -592,7 +593,7 @@ int main(void)
 			r.gpus = 1;
 			snprintf(r.group, sizeof(r.group), "u0-a77");
 			r.has_allotted = 1;
-			syn__cpus_parse(cpu, &r.allotted);
+			syn_cpus_parse(cpu, &r.allotted);
 			if (syn__jobrec_write(dfd, "n1", (uint32_t)i, &r) < 0)
 				bail_out("group record");
 			snprintf(path, sizeof(path), "%s/n1.job_%d.json", state, i);
@@ -608,9 +609,9 @@ int main(void)
 			char sa[64];
 
 			snprintf(sa, sizeof(sa), "%s", held("8", 1));
-			ok(syn__cpus_parse(sa, &a) == 0 && CPU_COUNT(&a) == 2 && CPU_ISSET(0, &a),
+			ok(syn_cpus_parse(sa, &a) == 0 && CPU_COUNT(&a) == 2 && CPU_ISSET(0, &a),
 			   "the group's first job keeps its core and borrows one (%s)", sa);
-			ok(syn__cpus_parse(held("9", 1), &b) == 0 && CPU_COUNT(&b) == 2 &&
+			ok(syn_cpus_parse(held("9", 1), &b) == 0 && CPU_COUNT(&b) == 2 &&
 			   CPU_ISSET(1, &b), "its second job too (%s)", held("9", 1));
 			CPU_AND(&both, &a, &b);
 			ok(CPU_COUNT(&both) == 0, "no core lent twice; one of the 3 idle stays idle");
@@ -631,9 +632,11 @@ int main(void)
 			char sa[64];
 
 			snprintf(sa, sizeof(sa), "%s", held("8", 1));
-			ok(rv == 0 && syn__cpus_parse(sa, &a) == 0 &&
-			   syn__cpus_parse(held("9", 1), &b) == 0 && CPU_COUNT(&a) + CPU_COUNT(&b) == 5,
-			   "apart, the same jobs borrow all 3 idle cores (%s and %s)", sa, held("9", 1));
+			ok(rv == 0 && syn_cpus_parse(sa, &a) == 0 &&
+				   syn_cpus_parse(held("9", 1), &b) == 0 &&
+				   CPU_COUNT(&a) + CPU_COUNT(&b) == 5,
+			   "apart, the same jobs borrow all 3 idle cores (%s and %s)", sa,
+			   held("9", 1));
 		}
 	}
 	test_harvest(dfd, &agent);

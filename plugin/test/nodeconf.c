@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeconf.t: a node's shape from slurm.conf (plugin/nodeconf.c): Slurm
  * host list expressions, NodeName=DEFAULT, the last matching line, Gres,
@@ -9,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tap.h"
-#include "nodeconf.h"
+#include "tests/tap.h"
+#include "plugin/nodeconf.h"
 
 static void test_hostlist(void)
 {

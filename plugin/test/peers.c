@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peers.t: the partitioned cache's peers of a multi-node step (plugin/
  * peers.c, plugin/nodeconf.c): host list expansion in node index order,
@@ -12,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
-#include "synergy_conf.h"
-#include "nodeconf.h"
-#include "peers.h"
-#include "util.h"
+#include "tests/tap.h"
+#include "common/conf.h"
+#include "plugin/nodeconf.h"
+#include "plugin/peers.h"
+#include "plugin/util.h"
 
 static int join_cb(const char *name, void *arg)
 {
@@ -152,20 +153,20 @@ static void test_format(void)
 
 static void test_conf_keys(void)
 {
-	syn__conf_t c;
-	char err[200];
+	syn_conf_t c;
+	syn_error_t err;
 
-	syn__conf_defaults(&c);
+	syn_conf_defaults(&c);
 	ok(c.peer_port_min == SYN_CONF_PEER_PORT_MIN_DEFAULT &&
 	   c.peer_port_max == SYN_CONF_PEER_PORT_MAX_DEFAULT, "default port range %u..%u",
 	   c.peer_port_min, c.peer_port_max);
-	ok(syn__conf_set(&c, "PeerPortMin", "31000", err, sizeof(err)) == 0 &&
-	   syn__conf_set(&c, "peerportmax", "31099", err, sizeof(err)) == 0 &&
+	ok(syn_conf_set(&c, "PeerPortMin", "31000", &err) == 0 &&
+	   syn_conf_set(&c, "peerportmax", "31099", &err) == 0 &&
 	   c.peer_port_min == 31000 && c.peer_port_max == 31099, "PeerPortMin/Max set");
-	ok(syn__conf_set(&c, "PeerPortMax", "65536", err, sizeof(err)) == -1 &&
-	   strstr(err, "PeerPortMax") && c.peer_port_max == 31099,
+	ok(syn_conf_set(&c, "PeerPortMax", "65536", &err) == -1 &&
+	   strstr(err.text, "PeerPortMax") && c.peer_port_max == 31099,
 	   "a port past 65535 is refused, naming the key, and changes nothing");
-	ok(syn__conf_set(&c, "PeerPortMin", "-1", err, sizeof(err)) == -1 &&
+	ok(syn_conf_set(&c, "PeerPortMin", "-1", &err) == -1 &&
 	   c.peer_port_min == 31000, "a negative port is refused");
 }
 

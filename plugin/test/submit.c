@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * submit.t: job_submit/synergy's decision (plugin/submit.c) against a real
  * profile store in a temporary directory: sized jobs (never above their GPU
@@ -19,20 +20,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "synergy_store.h"
-#include "tap.h"
-#include "jobrec.h"
-#include "shapes.h"
-#include "submit.h"
-#include "tuner.h"
+#include "common/store.h"
+#include "tests/tap.h"
+#include "plugin/jobrec.h"
+#include "plugin/shapes.h"
+#include "plugin/submit.h"
+#include "plugin/tuner.h"
 
 static char dir[] = "/tmp/synsubmitXXXXXX";
-static syn__conf_t conf;
+static syn_conf_t conf;
 
 /* A 2x3 profile: 2 cores and 1 GB per GPU double the throughput. */
 static void put_profile(const char *key, int sensitive)
 {
-	syn_store_error_t err;
+	syn_error_t err;
 	syn_store_t *s;
 	syn_profile_t p;
 	int i, j;
@@ -170,7 +171,7 @@ int main(void)
 
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp");
-	syn__conf_defaults(&conf);
+	syn_conf_defaults(&conf);
 	snprintf(conf.store_dir, sizeof(conf.store_dir), "%s/store", dir);
 	snprintf(conf.request_dir, sizeof(conf.request_dir), "%s/requests", dir);
 	conf.node_gpus = 2;
@@ -359,7 +360,7 @@ int main(void)
 	}
 	/* A profile of another user's job is not this user's. */
 	{
-		syn_store_error_t err;
+		syn_error_t err;
 		syn_store_t *s;
 		syn_profile_t p;
 

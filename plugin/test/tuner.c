@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tuner.t: synergyd's readers of Slurm text fields (plugin/tuner.c), with
  * the formats slurmctld 22.05 prints and malformed variants.
@@ -7,8 +8,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tap.h"
-#include "tuner.h"
+#include "tests/tap.h"
+#include "plugin/tuner.h"
 
 int main(void)
 {

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """abi.py: the ctypes mirror of coordl.h matches the C compiler's layout.
 
 Runs python/test/abi-layout (built by `make check` from the header alone)

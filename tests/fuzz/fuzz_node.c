@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_node.c: libFuzzer entry point for the parsers of node-side state the
  * root-run plugins read: the grant job_submit hands the node and the job
  * records in StateDir (plugin/jobrec.c), CPU lists from cgroup files
- * (plugin/cpulist.c), the node shapes table synergyd writes
+ * (common/cpus.c), the node shapes table synergyd writes
  * (plugin/shapes.c), the TRES/GRES strings of jobs and nodes
  * (plugin/tuner.c), and the claims on profiling a key in place in the
  * profile store (plugin/claim.c).
@@ -27,7 +28,7 @@
 #include <string.h>
 
 #include "plugin/claim.h"
-#include "plugin/cpulist.h"
+#include "common/cpus.h"
 #include "plugin/jobrec.h"
 #include "plugin/shapes.h"
 #include "plugin/tuner.h"
@@ -109,7 +110,7 @@ static void claim(const char *s)
 			abort();
 		return;
 	}
-	if (!syn__key_valid(c.key) || !syn__nonce_valid(c.nonce) || c.time < 0 ||
+	if (!syn_key_valid(c.key) || !syn__nonce_valid(c.nonce) || c.time < 0 ||
 	    (c.jobid != 0) != (c.node[0] != '\0'))
 		abort();
 }
@@ -120,15 +121,15 @@ static void cpulist(const char *s)
 	char *text;
 
 	errno = 0;
-	if (syn__cpus_parse(s, &set) < 0) {
+	if (syn_cpus_parse(s, &set) < 0) {
 		if (errno != EINVAL)
 			abort();
 		return;
 	}
-	text = syn__cpus_format_alloc(&set);
+	text = syn_cpus_format_alloc(&set);
 	if (!text)
 		abort();
-	if (syn__cpus_parse(text, &back) < 0 || !CPU_EQUAL(&set, &back))
+	if (syn_cpus_parse(text, &back) < 0 || !CPU_EQUAL(&set, &back))
 		abort();
 	free(text);
 }

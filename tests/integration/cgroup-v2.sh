@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cgroup-v2.sh: the cluster suites on cgroup v2, in a real kernel. This
 # machine's kernel binds every controller to v1, so the suites run in a
 # throwaway guest (tests/vm/vm-run: Debian's kernel under qemu TCG, the

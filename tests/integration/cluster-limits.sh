@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cluster-limits.sh: a job's cgroup limits really apply, on whichever cgroup
 # version the cluster runs (CLUSTER_CGROUP; cgroup-v2.sh runs this file in a
 # cgroup v2 guest). Plain Slurm, one node with the real CPUs:

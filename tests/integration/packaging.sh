@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # packaging.sh: the Debian packages, built as an admin builds them and
 # installed as an admin installs them, put everything where Slurm, systemd
 # and the linker look, and load in Slurm.

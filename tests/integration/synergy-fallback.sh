@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-fallback.sh: jobs that Synergy must leave GPU-proportional, and
 # options it must refuse. A key without a profile runs at the partition's
 # DefCpuPerGPU/DefMemPerGPU and queues a profiling request; --synergy=off

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-lending.sh: idle-core lending (LendIdleCores=yes) on a real node.
 # Job A (profile "image", 1 CPU allotted) starts alone and is lent the idle
 # CPUs, and a job step it starts meanwhile runs; job B starts and, before its script runs, A gives back the CPU

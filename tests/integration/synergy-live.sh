@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-live.sh: Synergy's guarantee on live Slurm (issue 13). A Synergy
 # job is sized within its GPU share; alone on the node, the node agent
 # grants it an idle core and cache memory above the share, and its loader

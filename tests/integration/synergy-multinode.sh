@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-multinode.sh: a Synergy job on two nodes gets the partitioned
 # cache's peers from the SPANK plugin (synergy_env.h), and its loaders
 # serve each other's misses over TCP, once they proved to each other that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-profiling.sh: the offline profiling path with the real profiler.
 # A job whose key has no profile runs GPU-proportional and queues a
 # request; synergyd turns it into a profiling job that runs the built

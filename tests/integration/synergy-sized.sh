@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-sized.sh: a job with a known profile gets the cores and memory
 # the policy demands, and its synergy cgroup, affinity and environment show
 # it; a job with an insensitive profile gets less than its GPU share; when

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-trust.sh: the node acts only on what job_submit validated, and a
 # second real user cannot disable or read another user's Synergy job by
 # anything they can create or submit (issue 12).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # vm-run.sh: the cgroup v2 guest harness itself (tests/vm/vm-run). One
 # guest runs a command that prints a file of every byte value (CR, tabs,
 # NULs, a last line without newline), its working directory and a forwarded

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cluster.sh: a throwaway Slurm cluster for integration tests (sourced).
 #
 # cluster_start N starts, in a private directory under /tmp, its own munged

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * profile_json.c: the JSON reader and writer of syn_profile_t (the layout
- * in synergy_profile.h), built on jansson.
+ * common/profile_json.c: the JSON reader and writer of syn_profile_t (the
+ * layout in common/profile.h), built on jansson.
  *
  * Reading is strict about what the schema promises and lenient about what
  * it does not: a required field that is missing, of the wrong type or out
@@ -15,18 +16,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
-#include "synergy_store.h"
-#include "errprintf.h"
+#include "common/file.h"
+#include "common/store.h"
 
 /* Doubles up to 2^53 with no fraction are written as JSON integers. */
 #define EXACT_INT_MAX 9007199254740992.0
@@ -38,105 +36,117 @@ static const char *nm(const char *name)
 
 /* Fetch a number field; `required` decides whether absence is an error. */
 static int get_number(json_t *obj, const char *field, const char *where, int required,
-                      double *out, const char *name, syn_store_error_t *err)
+                      double *out, const char *name, syn_error_t *err)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v) {
 		if (required)
-			return SYN__ERR(err, EINVAL, "%s: missing field '%s%s'", nm(name), where, field);
+			return syn_errprintf(err, EINVAL, "%s: missing field '%s%s'", nm(name),
+					     where, field);
 		return 0;
 	}
 	if (!json_is_number(v))
-		return SYN__ERR(err, EINVAL, "%s: field '%s%s' must be a number", nm(name), where, field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s%s' must be a number", nm(name),
+				     where, field);
 	double d = json_number_value(v);
 	if (!isfinite(d) || d < 0)
-		return SYN__ERR(err, EINVAL, "%s: field '%s%s' must be finite and >= 0, got %g",
-		                nm(name), where, field, d);
+		return syn_errprintf(err, EINVAL,
+				     "%s: field '%s%s' must be finite and >= 0, got %g", nm(name),
+				     where, field, d);
 	*out = d;
 	return 0;
 }
 
 static int get_string(json_t *obj, const char *field, int required, char *out, size_t outlen,
-                      const char *name, syn_store_error_t *err)
+                      const char *name, syn_error_t *err)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v) {
 		if (required)
-			return SYN__ERR(err, EINVAL, "%s: missing field '%s'", nm(name), field);
+			return syn_errprintf(err, EINVAL, "%s: missing field '%s'", nm(name),
+					     field);
 		return 0;
 	}
 	if (!json_is_string(v))
-		return SYN__ERR(err, EINVAL, "%s: field '%s' must be a string", nm(name), field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s' must be a string", nm(name),
+				     field);
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	if (n >= outlen || strlen(s) != n)
-		return SYN__ERR(err, EINVAL, "%s: field '%s' is longer than %zu bytes or contains NUL",
-		                nm(name), field, outlen - 1);
+		return syn_errprintf(err, EINVAL,
+				     "%s: field '%s' is longer than %zu bytes or contains NUL",
+				     nm(name), field, outlen - 1);
 	memcpy(out, s, n + 1);
 	return 0;
 }
 
 /* A JSON array of 1..max numbers >= 0 into out; returns its length or -1. */
 static int get_axis(json_t *obj, const char *field, int max, double *out,
-                    const char *name, syn_store_error_t *err)
+                    const char *name, syn_error_t *err)
 {
 	json_t *a = json_object_get(obj, field);
 	if (!a)
-		return SYN__ERR(err, EINVAL, "%s: missing field '%s'", nm(name), field);
+		return syn_errprintf(err, EINVAL, "%s: missing field '%s'", nm(name), field);
 	if (!json_is_array(a))
-		return SYN__ERR(err, EINVAL, "%s: field '%s' must be an array", nm(name), field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s' must be an array", nm(name),
+				     field);
 	size_t n = json_array_size(a);
 	if (n < 1 || n > (size_t)max)
-		return SYN__ERR(err, EINVAL, "%s: field '%s' must have 1..%d entries, has %zu",
-		                nm(name), field, max, n);
+		return syn_errprintf(err, EINVAL, "%s: field '%s' must have 1..%d entries, has %zu",
+				     nm(name), field, max, n);
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(a, i);
 		if (!json_is_number(v))
-			return SYN__ERR(err, EINVAL, "%s: field '%s[%zu]' must be a number", nm(name), field, i);
+			return syn_errprintf(err, EINVAL, "%s: field '%s[%zu]' must be a number",
+					     nm(name), field, i);
 		out[i] = json_number_value(v);
 		if (!isfinite(out[i]) || out[i] < 0)
-			return SYN__ERR(err, EINVAL, "%s: field '%s[%zu]' must be finite and >= 0",
-			                nm(name), field, i);
+			return syn_errprintf(err, EINVAL,
+					     "%s: field '%s[%zu]' must be finite and >= 0",
+					     nm(name), field, i);
 		if (i > 0 && out[i] <= out[i - 1])
-			return SYN__ERR(err, EINVAL, "%s: field '%s' must be strictly increasing (entry %zu)",
-			                nm(name), field, i);
+			return syn_errprintf(err, EINVAL, "%s: field '%s' must be strictly "
+					     "increasing (entry %zu)", nm(name), field, i);
 	}
 	return (int)n;
 }
 
 static int get_count(json_t *obj, const char *field, const char *where, uint64_t *out,
-                     const char *name, syn_store_error_t *err)
+                     const char *name, syn_error_t *err)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return SYN__ERR(err, EINVAL, "%s: field '%s%s' must be an integer >= 0",
-		                nm(name), where, field);
+		return syn_errprintf(err, EINVAL, "%s: field '%s%s' must be an integer >= 0",
+				     nm(name), where, field);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
-static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_store_error_t *err)
+static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_error_t *err)
 {
 	if (!json_is_object(root))
-		return SYN__ERR(err, EINVAL, "%s: top level must be a JSON object", nm(name));
+		return syn_errprintf(err, EINVAL, "%s: top level must be a JSON object", nm(name));
 
 	json_t *schema = json_object_get(root, "schema");
 	if (!schema)
-		return SYN__ERR(err, EINVAL, "%s: missing field 'schema'", nm(name));
+		return syn_errprintf(err, EINVAL, "%s: missing field 'schema'", nm(name));
 	if (!json_is_integer(schema))
-		return SYN__ERR(err, EINVAL, "%s: field 'schema' must be an integer", nm(name));
+		return syn_errprintf(err, EINVAL, "%s: field 'schema' must be an integer",
+				     nm(name));
 	if (json_integer_value(schema) != SYN_PROFILE_SCHEMA)
-		return SYN__ERR(err, EPROTONOSUPPORT,
-		                "%s: schema version %lld is not supported (this build reads %d)",
-		                nm(name), (long long)json_integer_value(schema), SYN_PROFILE_SCHEMA);
+		return syn_errprintf(err, EPROTONOSUPPORT, "%s: schema version %lld is not "
+				     "supported (this build reads %d)", nm(name),
+				     (long long)json_integer_value(schema), SYN_PROFILE_SCHEMA);
 
 	if (get_string(root, "key", 1, p->key, sizeof(p->key), name, err) < 0)
 		return -1;
-	if (!syn_profile_key_valid(p->key))
-		return SYN__ERR(err, EINVAL, "%s: field 'key' (\"%s\") must be 1..%d of [A-Za-z0-9_.-], "
-		                "not starting with '.'", nm(name), p->key, SYN_PROFILE_KEY_MAX);
+	if (!syn_key_valid(p->key))
+		return syn_errprintf(err, EINVAL,
+				     "%s: field 'key' (\"%s\") must be 1..%d of [A-Za-z0-9_.-], "
+				     "not starting with '.'",
+				     nm(name), p->key, SYN_PROFILE_KEY_MAX);
 	if (get_string(root, "model", 0, p->model, sizeof(p->model), name, err) < 0 ||
 	    get_string(root, "machine", 0, p->machine, sizeof(p->machine), name, err) < 0 ||
 	    get_string(root, "date", 0, p->date, sizeof(p->date), name, err) < 0 ||
@@ -146,27 +156,29 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_stor
 	if ((p->n_cpu = get_axis(root, "cpus", SYN_PROFILE_MAX_CPU, p->cpus, name, err)) < 0)
 		return -1;
 	if (p->cpus[0] <= 0)
-		return SYN__ERR(err, EINVAL, "%s: field 'cpus[0]' must be > 0", nm(name));
+		return syn_errprintf(err, EINVAL, "%s: field 'cpus[0]' must be > 0", nm(name));
 	if ((p->n_mem = get_axis(root, "mem_gb", SYN_PROFILE_MAX_MEM, p->mem_gb, name, err)) < 0)
 		return -1;
 
 	json_t *t = json_object_get(root, "tput");
 	if (!t)
-		return SYN__ERR(err, EINVAL, "%s: missing field 'tput'", nm(name));
+		return syn_errprintf(err, EINVAL, "%s: missing field 'tput'", nm(name));
 	if (!json_is_array(t) || json_array_size(t) != (size_t)p->n_cpu)
-		return SYN__ERR(err, EINVAL, "%s: field 'tput' must be an array of %d rows (one per cpus entry)",
-		                nm(name), p->n_cpu);
+		return syn_errprintf(err, EINVAL, "%s: field 'tput' must be an array of %d rows "
+				     "(one per cpus entry)", nm(name), p->n_cpu);
 	for (int i = 0; i < p->n_cpu; i++) {
 		json_t *row = json_array_get(t, (size_t)i);
 		if (!json_is_array(row) || json_array_size(row) != (size_t)p->n_mem)
-			return SYN__ERR(err, EINVAL, "%s: field 'tput[%d]' must be an array of %d numbers "
-			                "(one per mem_gb entry)", nm(name), i, p->n_mem);
+			return syn_errprintf(err, EINVAL,
+					     "%s: field 'tput[%d]' must be an array of %d numbers "
+					     "(one per mem_gb entry)",
+					     nm(name), i, p->n_mem);
 		for (int j = 0; j < p->n_mem; j++) {
 			json_t *v = json_array_get(row, (size_t)j);
 			double d = json_is_number(v) ? json_number_value(v) : -1;
 			if (!json_is_number(v) || !isfinite(d) || d < 0)
-				return SYN__ERR(err, EINVAL, "%s: field 'tput[%d][%d]' must be a number >= 0",
-				                nm(name), i, j);
+				return syn_errprintf(err, EINVAL, "%s: field 'tput[%d][%d]' must "
+						     "be a number >= 0", nm(name), i, j);
 			p->tput[i][j] = d;
 		}
 	}
@@ -179,7 +191,8 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_stor
 	json_t *rates = json_object_get(root, "rates");
 	if (rates) {
 		if (!json_is_object(rates))
-			return SYN__ERR(err, EINVAL, "%s: field 'rates' must be an object", nm(name));
+			return syn_errprintf(err, EINVAL, "%s: field 'rates' must be an object",
+					     nm(name));
 		if (get_number(rates, "gpu", "rates.", 0, &p->gpu_rate, name, err) < 0 ||
 		    get_number(rates, "prep_per_core", "rates.", 0, &p->prep_rate_per_core, name, err) < 0 ||
 		    get_number(rates, "fetch_storage_bps", "rates.", 0, &p->fetch_storage_bps, name, err) < 0 ||
@@ -190,35 +203,40 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_stor
 		    get_number(rates, "fetch_miss_s", "rates.", 0, &p->fetch_miss_s, name, err) < 0)
 			return -1;
 		if (p->fetch_overlap > 1)
-			return SYN__ERR(err, EINVAL, "%s: field 'rates.fetch_overlap' must be a number "
-			                "in 0..1", nm(name));
+			return syn_errprintf(err, EINVAL,
+					     "%s: field 'rates.fetch_overlap' must be a number "
+					     "in 0..1",
+					     nm(name));
 	}
 	json_t *owner = json_object_get(root, "owner");
 	if (owner) {
 		if (!json_is_integer(owner) || json_integer_value(owner) < 0 ||
 		    json_integer_value(owner) > (json_int_t)UINT32_MAX)
-			return SYN__ERR(err, EINVAL, "%s: field 'owner' must be a uid (an integer "
-			                "in 0..%u)", nm(name), (unsigned)UINT32_MAX);
+			return syn_errprintf(err, EINVAL,
+					     "%s: field 'owner' must be a uid (an integer "
+					     "in 0..%u)",
+					     nm(name), (unsigned)UINT32_MAX);
 		p->has_owner = 1;
 		p->owner = (uint32_t)json_integer_value(owner);
 	}
 	json_t *ds = json_object_get(root, "dataset");
 	if (ds) {
 		if (!json_is_object(ds))
-			return SYN__ERR(err, EINVAL, "%s: field 'dataset' must be an object", nm(name));
+			return syn_errprintf(err, EINVAL, "%s: field 'dataset' must be an object",
+					     nm(name));
 		if (get_count(ds, "bytes", "dataset.", &p->dataset_bytes, name, err) < 0 ||
 		    get_count(ds, "items", "dataset.", &p->dataset_items, name, err) < 0)
 			return -1;
 	}
 
-	char msg[128];
-	if (syn_profile_check(p, msg, (int)sizeof(msg)) < 0)
-		return SYN__ERR(err, EINVAL, "%s: %s", nm(name), msg);
+	syn_error_t why;
+	if (syn_profile_check(p, &why) < 0)
+		return syn_errprintf(err, EINVAL, "%s: %s", nm(name), why.text);
 	return 0;
 }
 
 int syn_profile_parse(const char *text, size_t len, const char *name,
-                      syn_profile_t *p, syn_store_error_t *err)
+                      syn_profile_t *p, syn_error_t *err)
 {
 	int rv = -1;
 	json_t *root = NULL;
@@ -226,18 +244,18 @@ int syn_profile_parse(const char *text, size_t len, const char *name,
 	syn_profile_t *tmp = NULL;
 
 	if (!text || !p) {
-		SYN__ERR(err, EINVAL, "%s: no text or no profile to fill", nm(name));
+		syn_errprintf(err, EINVAL, "%s: no text or no profile to fill", nm(name));
 		goto out;
 	}
 	/* The profile is ~20 KiB at most; keep it off the caller's stack
 	 * (slurmctld threads have small stacks). */
 	if (!(tmp = calloc(1, sizeof(*tmp)))) {
-		SYN__ERR(err, ENOMEM, "%s: out of memory", nm(name));
+		syn_errprintf(err, ENOMEM, "%s: out of memory", nm(name));
 		goto out;
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		SYN__ERR(err, EINVAL, "%s: line %d: %s", nm(name), jerr.line, jerr.text);
+		syn_errprintf(err, EINVAL, "%s: line %d: %s", nm(name), jerr.line, jerr.text);
 		goto out;
 	}
 	if (parse_tree(root, name, tmp, err) < 0)
@@ -254,61 +272,27 @@ out:
 	return rv;
 }
 
-int syn_profile_read_file(const char *path, syn_profile_t *p, syn_store_error_t *err)
+int syn_profile_read_file(const char *path, syn_profile_t *p, syn_error_t *err)
 {
-	int rv = -1, fd = -1;
-	char *buf = NULL;
-	struct stat st;
-	size_t got = 0;
+	char *buf;
+	size_t len;
+	int rv;
 
 	if (!path || !p)
-		return SYN__ERR(err, EINVAL, "no path or no profile to fill");
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-		SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
-		goto out;
+		return syn_errprintf(err, EINVAL, "no path or no profile to fill");
+	/* The store is an admin's directory: a link in it is followed. */
+	if (!(buf = syn_file_read(AT_FDCWD, path, SYN_PROFILE_FILE_MAX,
+				  SYN_FILE_FOLLOW | SYN_FILE_REGULAR, &len))) {
+		if (errno == EFBIG)
+			return syn_errprintf(err, EFBIG, "%s: larger than any profile (%d bytes)",
+					     path, SYN_PROFILE_FILE_MAX);
+		if (errno == EINVAL)
+			return syn_errprintf(err, EINVAL, "%s: not a regular file", path);
+		return syn_errprintf(err, errno, "%s: %s", path, strerror(errno));
 	}
-	if (fstat(fd, &st) < 0) {
-		SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		SYN__ERR(err, EINVAL, "%s: not a regular file", path);
-		goto out;
-	}
-	if (st.st_size > SYN_PROFILE_FILE_MAX) {
-		SYN__ERR(err, EFBIG, "%s: %lld bytes, larger than any profile (%d)",
-		         path, (long long)st.st_size, SYN_PROFILE_FILE_MAX);
-		goto out;
-	}
-	/* Read until EOF rather than trusting st_size: one extra byte of
-	 * room tells a file that grew past the limit from one that did not. */
-	size_t cap = (size_t)st.st_size + 1;
-	if (!(buf = malloc(cap + 1))) {
-		SYN__ERR(err, ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	for (;;) {
-		if (got == cap) {
-			SYN__ERR(err, EINVAL, "%s: file changed while being read", path);
-			goto out;
-		}
-		ssize_t n = read(fd, buf + got, cap - got);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			SYN__ERR(err, errno, "%s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	rv = syn_profile_parse(buf, got, path, p, err);
-out:
+	rv = syn_profile_parse(buf, len, path, p, err);
 	{
 		int e = errno;
-		if (fd >= 0)
-			close(fd);
 		free(buf);
 		errno = e;
 	}
@@ -360,24 +344,26 @@ static int set_new(json_t *obj, const char *k, json_t *v, int *okp)
 	return *okp;
 }
 
-char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
+char *syn_profile_format(const syn_profile_t *p, syn_error_t *err)
 {
-	char *text = NULL, msg[128];
+	char *text = NULL;
+	syn_error_t why;
 	json_t *root = NULL;
 	int good = 1, short_digits = 1;
 
 	if (!p) {
-		SYN__ERR(err, EINVAL, "no profile");
+		syn_errprintf(err, EINVAL, "no profile");
 		goto out;
 	}
-	if (syn_profile_check(p, msg, (int)sizeof(msg)) < 0) {
-		SYN__ERR(err, EINVAL, "profile '%.64s': %s", p->key, msg);
+	if (syn_profile_check(p, &why) < 0) {
+		syn_errprintf(err, EINVAL, "profile '%.64s': %s", p->key, why.text);
 		goto out;
 	}
 	const char *bad = bad_string(p);
 	if (bad) {
-		SYN__ERR(err, EINVAL, "profile '%.64s': field '%s' is not NUL-terminated UTF-8 text",
-		         p->key, bad);
+		syn_errprintf(err, EINVAL,
+			      "profile '%.64s': field '%s' is not NUL-terminated UTF-8 text",
+			      p->key, bad);
 		goto out;
 	}
 	root = json_object();
@@ -463,7 +449,7 @@ char *syn_profile_format(const syn_profile_t *p, syn_store_error_t *err)
 		goto nomem;
 	goto out;
 nomem:
-	SYN__ERR(err, ENOMEM, "profile '%.64s': out of memory formatting JSON", p->key);
+	syn_errprintf(err, ENOMEM, "profile '%.64s': out of memory formatting JSON", p->key);
 out:
 	{
 		int e = errno;

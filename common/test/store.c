@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store.c: tests of the profile JSON reader/writer and the profile store:
  * round trip (exact doubles), the checked-in golden profile, a table of
@@ -19,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "synergy_store.h"
-#include "tap.h"
+#include "common/store.h"
+#include "tests/tap.h"
 
 static char dir[] = "/tmp/syn-store-test.XXXXXX";
 
@@ -91,7 +92,7 @@ static void write_text(const char *path, const char *text)
 static void test_round_trip(void)
 {
 	syn_profile_t a, b;
-	syn_store_error_t err;
+	syn_error_t err;
 
 	make_profile(&a, "rt", 0.1);
 	char *text = syn_profile_format(&a, &err);
@@ -150,7 +151,7 @@ static void test_round_trip(void)
 static void test_golden(void)
 {
 	syn_profile_t p;
-	syn_store_error_t err;
+	syn_error_t err;
 	int rc = syn_profile_read_file(PROFILER_TEST_DATA "/resnet18.json", &p, &err);
 	ok(rc == 0, "read the checked-in resnet18 profile");
 	if (rc < 0)
@@ -225,7 +226,7 @@ static const struct bad_case bad_cases[] = {
 static void test_corrupt(void)
 {
 	syn_profile_t p, keep;
-	syn_store_error_t err;
+	syn_error_t err;
 	const char *good = GOOD_HEAD GOOD_GRID GOOD_PROP "}";
 
 	ok(syn_profile_parse(good, strlen(good), "good", &p, &err) == 0, "the minimal profile parses");
@@ -259,7 +260,7 @@ static void test_files(void)
 {
 	char path[512];
 	syn_profile_t p, q;
-	syn_store_error_t err;
+	syn_error_t err;
 
 	snprintf(path, sizeof(path), "%s/file.json", dir);
 	make_profile(&p, "file", 1.5);
@@ -320,7 +321,7 @@ static int list_cb(const char *key, const syn_profile_t *p, const char *problem,
 static void test_store(void)
 {
 	char sdir[300], path[512];
-	syn_store_error_t err;
+	syn_error_t err;
 	syn_profile_t p, q;
 
 	snprintf(sdir, sizeof(sdir), "%s/store", dir);
@@ -416,7 +417,7 @@ static int count_cb(const char *key, const syn_profile_t *p, const char *problem
 static void test_owner(void)
 {
 	char sdir[300], path[600];
-	syn_store_error_t err;
+	syn_error_t err;
 	syn_profile_t p, q;
 	int n = 0;
 
@@ -478,7 +479,7 @@ static void test_owner(void)
 static void test_concurrent(void)
 {
 	char sdir[300];
-	syn_store_error_t err;
+	syn_error_t err;
 	pid_t pids[WRITERS + READERS];
 
 	snprintf(sdir, sizeof(sdir), "%s/conc", dir);

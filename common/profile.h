@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * synergy_profile.h: the data-stall sensitivity profile, the one schema that
+ * common/profile.h: the data-stall sensitivity profile, the one schema that
  * the profiler writes, the store keeps, and the policy, simulator and plugins
- * read.
+ * read; its checks and its evaluation (common/profile.c). The JSON form and
+ * the store are common/store.h.
  *
  * A profile gives a job's training throughput PER GPU over a grid of CPU
  * cores per GPU x cache memory per GPU, normalised to 1.0 at a stated
@@ -10,7 +12,7 @@
  * nearest edge (more resources than profiled never predict more throughput
  * than the largest profiled point).
  *
- * On disk (JSON, written and read by the profile store, see synergy_store.h):
+ * On disk (JSON, written and read by the profile store, see common/store.h):
  *   {
  *     "schema": 1,
  *     "key": "resnet18",                 -- [A-Za-z0-9_.-]{1,64}
@@ -37,21 +39,21 @@
  * key. A profile measured inside a user's own job (profile on first run,
  * spank-synergy(8)) records that user's uid as "owner" and is used only for
  * that user's jobs: a user's job can never decide how another user's jobs
- * are sized. See syn_store_get_for() in synergy_store.h.
+ * are sized. See syn_store_get_for() in common/store.h.
  */
-#ifndef SYNERGY_PROFILE_H
-#define SYNERGY_PROFILE_H
+#ifndef SYN_COMMON_PROFILE_H
+#define SYN_COMMON_PROFILE_H
 
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "common/error.h"
+#include "common/parse.h"
 
 #define SYN_PROFILE_SCHEMA 1
 #define SYN_PROFILE_MAX_CPU 32
 #define SYN_PROFILE_MAX_MEM 16
-#define SYN_PROFILE_KEY_MAX 64
+/* A key is common/parse.h's (syn_key_valid()). */
+#define SYN_PROFILE_KEY_MAX SYN_KEY_MAX
 
 typedef struct syn_profile {
 	char key[SYN_PROFILE_KEY_MAX + 1];
@@ -85,20 +87,15 @@ typedef struct syn_profile {
 	uint32_t owner;                       /* that user's uid (has_owner 1 only) */
 } syn_profile_t;
 
-/* A valid key: 1..64 characters of [A-Za-z0-9_.-], not starting with '.'. */
-int syn_profile_key_valid(const char *key);
-
 /*
  * Check a profile's invariants (grid sizes, monotone axes, finite
- * non-negative values, valid key). Returns 0, or -1 and writes a message
- * naming the offending field into msg (size msglen).
+ * non-negative values, valid key). Returns 0, or -1 with errno EINVAL and
+ * err naming the offending field.
  */
-int syn_profile_check(const syn_profile_t *p, char *msg, int msglen);
+int syn_profile_check(const syn_profile_t *p, syn_error_t *err);
 
-/* Normalised per-GPU throughput at (cpus, mem_gb) per GPU, interpolated. */
+/* Normalised per-GPU throughput at (cpus, mem_gb) per GPU, interpolated;
+ * NaN with errno EINVAL for a NULL or malformed profile or a NaN point. */
 double syn_profile_eval(const syn_profile_t *p, double cpus, double mem_gb);
 
-#ifdef __cplusplus
-}
-#endif
 #endif
