@@ -77,10 +77,6 @@
 extern "C" {
 #endif
 
-/* The policy's errors are the one error type. This old name of it stays
- * until the plugin files that still use it have switched. */
-typedef syn_error_t syn_policy_error_t;
-
 typedef enum syn_allocator {
 	SYN_ALLOC_PROP = 0,
 	SYN_ALLOC_GREEDY,

@@ -64,10 +64,10 @@ tests_fuzz_replay_env_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_sr
 tests_fuzz_replay_env_t_LDADD = loader/libcoordl-core.la
 tests_fuzz_replay_spank_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_spank.c
 tests_fuzz_replay_spank_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/spank"'
-tests_fuzz_replay_spank_t_LDADD = plugin/libsynplugin.la
+tests_fuzz_replay_spank_t_LDADD = plugin/libsynnode.la
 tests_fuzz_replay_node_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_node.c
 tests_fuzz_replay_node_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/node"'
-tests_fuzz_replay_node_t_LDADD = plugin/libsynplugin.la
+tests_fuzz_replay_node_t_LDADD = plugin/libsynctl.la
 tests_fuzz_replay_source_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_source.c
 tests_fuzz_replay_source_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/source"'
 tests_fuzz_replay_source_t_LDADD = loader/libcoordl-core.la

@@ -22,9 +22,9 @@
 #include <time.h>
 
 #include "common/conf.h"
-#include "plugin/cgroup.h"
-#include "plugin/lend.h"
-#include "plugin/util.h"
+#include "plugin/node/cgroup.h"
+#include "plugin/node/lend.h"
+#include "plugin/shared/util.h"
 
 static double now_us(void)
 {

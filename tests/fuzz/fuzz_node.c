@@ -27,11 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/claim.h"
+#include "plugin/shared/claim.h"
 #include "common/cpus.h"
-#include "plugin/jobrec.h"
-#include "plugin/shapes.h"
-#include "plugin/tuner.h"
+#include "plugin/shared/jobrec.h"
+#include "plugin/ctl/shapes.h"
+#include "plugin/shared/slurmtext.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -29,9 +29,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "plugin/cgroup.h"
-#include "plugin/jobrec.h"
-#include "plugin/util.h"
+#include "plugin/node/cgroup.h"
+#include "plugin/shared/jobrec.h"
+#include "plugin/shared/util.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

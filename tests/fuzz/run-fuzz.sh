@@ -89,11 +89,10 @@ sources() {
 	conf) echo "tests/fuzz/fuzz_conf.c $STORE" ;;
 	trace) echo "tests/fuzz/fuzz_trace.c sim/trace.c policy/builtin.c $STORE" ;;
 	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c $COMMON" ;;
-	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c" \
-		"plugin/cgroup_v2.c plugin/jobrec.c $STORE" ;;
-	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/claim.c plugin/shapes.c" \
-		"plugin/tuner.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c plugin/cgroup_v2.c" \
-		"$STORE" ;;
+	spank) echo "tests/fuzz/fuzz_spank.c plugin/shared/util.c plugin/node/cgroup.c" \
+		"plugin/node/cgroup_v1.c plugin/node/cgroup_v2.c plugin/shared/jobrec.c $STORE" ;;
+	node) echo "tests/fuzz/fuzz_node.c plugin/shared/jobrec.c plugin/shared/claim.c" \
+		"plugin/ctl/shapes.c plugin/shared/slurmtext.c plugin/shared/util.c $STORE" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
 		"loader/env.c loader/util.c $COMMON" ;;
 	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c $COMMON" ;;

@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# plugin/ctl: the controller side (libsynctl): sizing a job from its profile
+# and the policy (submit), and the node shapes synergyd exports (shapes).
+# job_submit_synergy.so and synergyd link it; nothing of the node's.
+noinst_LTLIBRARIES += plugin/libsynctl.la
+plugin_libsynctl_la_SOURCES = \
+	plugin/ctl/submit.c plugin/ctl/submit.h \
+	plugin/ctl/shapes.c plugin/ctl/shapes.h
+plugin_libsynctl_la_LIBADD = plugin/libsynshared.la
+
+check_PROGRAMS += plugin/ctl/test/submit.t
+UNIT_TESTS += plugin/ctl/test/submit.t
+plugin_ctl_test_submit_t_SOURCES = plugin/ctl/test/submit.c
+plugin_ctl_test_submit_t_LDADD = plugin/libsynctl.la
