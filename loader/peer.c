@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.c: the partitioned cache's peer tier (see peer.h).
  *

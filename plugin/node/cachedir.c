@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cachedir.c: punching holes into a job's cache directory (cachedir.h).
  */

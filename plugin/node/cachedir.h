@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cachedir.h: taking memory back from a job's cache directory.
  *

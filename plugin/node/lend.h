@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lend.h: the node agent: idle cores and cache memory lent to the Synergy
  * jobs running on one node, taken back before a newcomer's tasks run.

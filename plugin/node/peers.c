@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peers.c: the peers of a multi-node step's partitioned cache (peers.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peers.h: the peers of a multi-node job step's partitioned cache, as the
  * SPANK plugin exports them to the step's tasks (synergy_env.h:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * claim.c: claims on profiling a key in place (see claim.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * claim.h: one in-flight profiling per key and user (profile on first run).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grantauth.c: sealing and opening grants with munge, and the secrets
  * derived from them (grantauth.h).

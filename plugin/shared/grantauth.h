@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grantauth.h: the grant job_submit seals and the node opens, and the
  * secrets derived from it.

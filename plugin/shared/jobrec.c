@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobrec.c: the grant job_submit hands the node and the per-job records
  * in StateDir (see jobrec.h). Records are written by root into a directory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobrec.h: what the node knows of a job, and where that comes from.
  *

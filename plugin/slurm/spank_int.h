@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank_int.h: what the three contexts of the Synergy SPANK plugin share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank_jobscript.c: the Synergy SPANK plugin in slurmd (root): at slurmd's
  * start, and in the job prolog and epilog it runs for each job on the node.

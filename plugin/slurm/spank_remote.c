@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank_remote.c: the Synergy SPANK plugin in slurmstepd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank_synergy.c: the Synergy SPANK plugin's entry points.
  *

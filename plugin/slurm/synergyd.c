@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergyd: the Synergy tuner, a small daemon on the controller host.
  *

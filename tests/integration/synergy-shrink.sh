@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-shrink.sh: lent cache memory comes back from a job that ignores
 # its grant (issue 24, finding 4). A Synergy job alone on the node is lent
 # cache memory above its share; instead of a loader that follows the

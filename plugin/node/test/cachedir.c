@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cachedir.t: taking memory back from a job's cache directory
  * (plugin/cachedir.c, issue 24): holes are punched into the job's user's

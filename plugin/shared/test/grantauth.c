@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grantauth.t: the grant sealed by job_submit and opened by the node
  * (plugin/grantauth.c), and the grant parser that refuses what only the
