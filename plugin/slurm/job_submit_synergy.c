@@ -31,6 +31,8 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "plugin/slurm/slurm_compat.h"
+
 #include "common/conf.h"
 #include "plugin/shared/grantauth.h"
 #include "plugin/shared/jobrec.h"
@@ -56,7 +58,8 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 int init(void);
 int fini(void);
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg);
-int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid);
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+	       uint32_t submit_uid SYN_JOB_MODIFY_ERR_MSG);
 
 /*
  * synergy.conf: $SYNERGY_CONF, else beside slurm.conf ($SLURM_CONF's
@@ -231,7 +234,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		if (d.gpus_per_node > 0) {
 			char tres[64];
 
-			snprintf(tres, sizeof(tres), "gres:gpu:%llu",
+			snprintf(tres, sizeof(tres), SYN_TRES_GPU ":%llu",
 				 (unsigned long long)(d.mem_mb / (uint64_t)d.gpus_per_node));
 			if (job_desc->mem_per_tres)
 				slurm_xfree((void **)&job_desc->mem_per_tres);
@@ -255,8 +258,11 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	return SLURM_SUCCESS;
 }
 
-/* Updates go through unchanged: the tuner resizes pending jobs itself. */
-int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid)
+/* Updates go through unchanged: the tuner resizes pending jobs itself.
+ * From 23.02 slurmctld also passes err_msg, for a refusal's reason; this
+ * plugin refuses no update. */
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+	       uint32_t submit_uid SYN_JOB_MODIFY_ERR_MSG)
 {
 	return SLURM_SUCCESS;
 }

@@ -18,7 +18,7 @@ plugin_spank_synergy_la_LIBADD = plugin/libsynnode.la $(PTHREAD_LIBS)
 EXTRA_DIST += plugin/slurm/spank_synergy.lds
 
 slurmplugin_LTLIBRARIES += plugin/job_submit_synergy.la
-plugin_job_submit_synergy_la_SOURCES = plugin/slurm/job_submit_synergy.c
+plugin_job_submit_synergy_la_SOURCES = plugin/slurm/job_submit_synergy.c plugin/slurm/slurm_compat.h
 plugin_job_submit_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_job_submit_synergy_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(srcdir)/plugin/slurm/job_submit_synergy.lds
@@ -40,7 +40,7 @@ uninstall-hook-slurmplugins:
 
 # synergyd: the tuner daemon on the controller host (libslurm).
 sbin_PROGRAMS += plugin/synergyd
-plugin_synergyd_SOURCES = plugin/slurm/synergyd.c
+plugin_synergyd_SOURCES = plugin/slurm/synergyd.c plugin/slurm/slurm_compat.h
 plugin_synergyd_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_synergyd_LDFLAGS = $(SLURM_LDFLAGS)
 plugin_synergyd_LDADD = plugin/libsynctl.la $(SLURM_LIBS)
