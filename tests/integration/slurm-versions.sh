@@ -49,11 +49,11 @@ while read -r suite vm_suites; do
 
 	t0=$SECONDS
 	out=$("$top_srcdir/tools/rootfs-run" --root "$root" --builddir "$bdir" --build \
-		plugin/spank_synergy.la plugin/job_submit_synergy.la 2>&1)
+		plugin/spank_synergy.la plugin/spank_synergy_node.la plugin/job_submit_synergy.la 2>&1)
 	rc=$?
 	test_ok "$name: the SPANK and job_submit plugins build against Slurm $ver ($suite's gcc)" \
 		test "$rc" = 0 -a -f "$bdir/plugin/.libs/spank_synergy.so" \
-		-a -f "$bdir/plugin/.libs/job_submit_synergy.so"
+		-a -f "$bdir/plugin/.libs/spank_synergy_node.so" -a -f "$bdir/plugin/.libs/job_submit_synergy.so"
 	[ "$rc" = 0 ] || sed 's/^/#   /' <<<"$out"
 	out=$("$top_srcdir/tools/rootfs-run" --root "$root" --builddir "$bdir" --build 2>&1)
 	rc=$?
