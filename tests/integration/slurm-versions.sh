@@ -11,7 +11,10 @@
 #     without a warning (-Werror; plugin/slurm/slurm_compat.h holds what
 #     differs between releases);
 #  3. the suites of the release's list run in the cgroup v2 guest booted
-#     on that root (tests/integration/cgroup-v2.sh with SYNERGY_VM_ROOT),
+#     on that root (tests/integration/cgroup-v2.sh with SYNERGY_VM_ROOT):
+#     plain Slurm's, and job_submit/synergy under concurrent clients
+#     (synergy-concurrent.sh: from 23.02 slurmctld really runs job_submit
+#     concurrently, 22.05 serializes it),
 #     their TAP lines renumbered as this file's, named
 #     "slurm-<x.y>/cgroup-v2: <suite>: ...".
 # The lists, one release a line: SUITE "FILE [VAR=VALUE]...;..." (the
@@ -19,8 +22,8 @@
 # them (e.g. SYNERGY_VERSIONS='sid cluster-limits.sh CLUSTER_SYNERGY=0'),
 # SYNERGY_VERSIONS=off skips this file. Other knobs: cgroup-v2.sh's.
 versions='
-trixie cluster-basic.sh CLUSTER_SYNERGY=0;cluster-limits.sh CLUSTER_SYNERGY=0
-sid cluster-basic.sh CLUSTER_SYNERGY=0;cluster-limits.sh CLUSTER_SYNERGY=0
+trixie cluster-basic.sh CLUSTER_SYNERGY=0;cluster-limits.sh CLUSTER_SYNERGY=0;synergy-concurrent.sh SYNERGY_CONC_JOBS=8
+sid cluster-basic.sh CLUSTER_SYNERGY=0;cluster-limits.sh CLUSTER_SYNERGY=0;synergy-concurrent.sh SYNERGY_CONC_JOBS=8
 '
 
 . "${top_srcdir:?}/tests/lib/tap.sh"
