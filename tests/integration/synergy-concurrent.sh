@@ -35,14 +35,17 @@ MaxProfileRequests=1000"
 cluster_start 1
 cluster_put_profile img image
 
-# One line per job of `scontrol show job`: "ID<TAB>NumCPUs<TAB>TRES<TAB>AdminComment".
+# One line per job of `scontrol show job`: "ID<TAB>CPUS<TAB>TRES<TAB>AdminComment",
+# CPUS its NumCPUs, CPUs/Task and memory request (MinMemoryNode, or from
+# 24.11 MinMemoryTRES when the job has a memory per GPU), TRES its TRES
+# (22.05 shows a pending job's, 24.11 none).
 jobs_table() {
 	scontrol show job 2>/dev/null | awk '
 		function flush() { if (id != "") printf "%s\t%s\t%s\t%s\n", id, cpus, tres, ac
 				   id = cpus = tres = ac = "" }
 		/^JobId=/ { flush(); id = $1; sub(/^JobId=/, "", id) }
 		{ for (i = 1; i <= NF; i++) {
-			if ($i ~ /^NumCPUs=/) { cpus = $i; sub(/^NumCPUs=/, "", cpus) }
+			if ($i ~ /^(NumCPUs|CPUs\/Task|MinMemory[A-Za-z]*)=/) cpus = cpus " " $i
 			if ($i ~ /^TRES=/) { tres = $i; sub(/^TRES=/, "", tres) } } }
 		/^ *AdminComment=/ { ac = $0; sub(/^ *AdminComment=/, "", ac); sub(/ +$/, "", ac) }
 		END { flush() }'
