@@ -241,27 +241,39 @@ void syn_atomic_abort(syn_atomic_t *a)
 	errno = e;
 }
 
-int syn_atomic_commit(syn_atomic_t *a)
+int syn_atomic_commit_how(syn_atomic_t *a, unsigned how)
 {
-	int rv = -1, e;
+	int rv = 0, e;
 
 	errno = 0;
+	if (how & ~(SYN_ATOMIC_NOSYNC | SYN_ATOMIC_EXCL)) {
+		errno = EINVAL;
+		goto fail;
+	}
 	if (a->f && (fflush(a->f) != 0 || ferror(a->f))) {
 		if (!errno)
 			errno = EIO;
 		goto fail;
 	}
-	if (fsync(a->fd) < 0)
+	if (!(how & SYN_ATOMIC_NOSYNC) && fsync(a->fd) < 0)
 		goto fail;
 	e = a->f ? fclose(a->f) : close(a->fd);
 	a->f = NULL;
 	a->fd = -1;
 	if (e != 0)
 		goto fail;
-	if (renameat(a->dfd, a->tmp, a->dfd, a->name) < 0)
+	if (how & SYN_ATOMIC_EXCL) {
+		/* link(2) fails if the name exists, where rename(2) would
+		 * replace it: of two creators exactly one succeeds. */
+		if (linkat(a->dfd, a->tmp, a->dfd, a->name, 0) < 0)
+			goto fail;
+		unlinkat(a->dfd, a->tmp, 0);
+	} else if (renameat(a->dfd, a->tmp, a->dfd, a->name) < 0) {
 		goto fail;
+	}
 	a->tmp[0] = '\0';
-	rv = fsync(a->dfd);
+	if (!(how & SYN_ATOMIC_NOSYNC))
+		rv = fsync(a->dfd);
 	e = errno;
 	if (a->own_dfd)
 		close(a->dfd);
@@ -273,7 +285,13 @@ fail:
 	return -1;
 }
 
-int syn_file_write_atomic(int dfd, const char *path, const void *data, size_t len, unsigned mode)
+int syn_atomic_commit(syn_atomic_t *a)
+{
+	return syn_atomic_commit_how(a, 0);
+}
+
+int syn_file_write_atomic_how(int dfd, const char *path, const void *data, size_t len,
+			      unsigned mode, unsigned how)
 {
 	syn_atomic_t a;
 
@@ -283,5 +301,47 @@ int syn_file_write_atomic(int dfd, const char *path, const void *data, size_t le
 		syn_atomic_abort(&a);
 		return -1;
 	}
-	return syn_atomic_commit(&a);
+	return syn_atomic_commit_how(&a, how);
+}
+
+int syn_file_write_atomic(int dfd, const char *path, const void *data, size_t len, unsigned mode)
+{
+	return syn_file_write_atomic_how(dfd, path, data, len, mode, 0);
+}
+
+int syn_file_stamp(const char *path, syn_file_stamp_t *s)
+{
+	struct stat st;
+
+	if (!path || !s) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(s, 0, sizeof(*s));
+	if (stat(path, &st) < 0)
+		return -1;
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	s->size = st.st_size;
+	s->mtime = st.st_mtim;
+	s->ctime = st.st_ctim;
+	s->taken = time(NULL);
+	return 0;
+}
+
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+int syn_file_stamp_fresh(const syn_file_stamp_t *old, const syn_file_stamp_t *cur)
+{
+	time_t changed;
+
+	if (!old || !cur || old->dev != cur->dev || old->ino != cur->ino ||
+	    old->size != cur->size || !same_time(&old->mtime, &cur->mtime) ||
+	    !same_time(&old->ctime, &cur->ctime))
+		return 0;
+	changed = old->mtime.tv_sec > old->ctime.tv_sec ? old->mtime.tv_sec : old->ctime.tv_sec;
+	return old->taken >= changed + 2;
 }

@@ -17,7 +17,10 @@
  * over the target, and the directory fsync'ed so that the rename survives
  * a crash. A reader sees the old file or the new one, never a part; of
  * concurrent writers exactly one file remains; a failed write leaves the
- * old file as it was and no temporary file.
+ * old file as it was and no temporary file. Two variants: without the
+ * fsyncs (a file that is made again if a crash loses it), and exclusive
+ * creation (linked into place, not renamed: an existing file stays, and of
+ * concurrent creators exactly one succeeds).
  *
  * Conventions: 0 / a descriptor / a pointer, or -1 / NULL with errno.
  * Nothing here logs.
@@ -27,6 +30,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
 
 /* syn_file_open() / syn_file_read() flags. */
 #define SYN_FILE_FOLLOW 0x1u  /* follow a final symbolic link (an admin's path) */
@@ -89,10 +94,54 @@ FILE *syn_atomic_stream(syn_atomic_t *a);
  * succeeded and only the directory's fsync failed. */
 int syn_atomic_commit(syn_atomic_t *a);
 
+/* syn_atomic_commit_how() and syn_file_write_atomic_how() flags. */
+#define SYN_ATOMIC_NOSYNC 0x1u /* no fsync of the file or the directory: a crash may
+				* lose the file, never show a part of it (for what
+				* is made again: hints, soft locks) */
+#define SYN_ATOMIC_EXCL 0x2u   /* create: link(2) the file into place instead of
+				* renaming it, so that an existing target stays and
+				* the call fails with EEXIST; of concurrent creators
+				* exactly one succeeds */
+
+/* syn_atomic_commit() as how says (0: the same). EINVAL for an unknown
+ * flag (the temporary file is then dropped). */
+int syn_atomic_commit_how(syn_atomic_t *a, unsigned how);
+
 /* Drop the temporary file. Preserves errno. */
 void syn_atomic_abort(syn_atomic_t *a);
 
 /* The three steps for a buffer. */
 int syn_file_write_atomic(int dfd, const char *path, const void *data, size_t len, unsigned mode);
+
+/* The same, committed as how says (SYN_ATOMIC_NOSYNC, SYN_ATOMIC_EXCL). */
+int syn_file_write_atomic_how(int dfd, const char *path, const void *data, size_t len,
+			      unsigned mode, unsigned how);
+
+/*
+ * A file's stamp, for a cache of what was read from it (the configuration
+ * job_submit reads for every job): its identity, size and times, and when
+ * it was taken. Take the stamp, then read the file; the content stays good
+ * while syn_file_stamp_fresh() says so of a new stamp.
+ */
+typedef struct syn_file_stamp {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	time_t taken; /* the clock (CLOCK_REALTIME) when the stamp was taken */
+} syn_file_stamp_t;
+
+/* Stamp path (following links: an admin's path). 0, or -1 with errno. */
+int syn_file_stamp(const char *path, syn_file_stamp_t *s);
+
+/*
+ * 1 if what was read after stamp old is still the file's content, now
+ * that its stamp is cur: the same file, size and times, and old taken at
+ * least 2 s after the file's last change (a change within the clock tick
+ * of a read keeps the times a file system records, and may keep the size:
+ * such a content is read again until the file has been still for 2 s).
+ * Else 0.
+ */
+int syn_file_stamp_fresh(const syn_file_stamp_t *old, const syn_file_stamp_t *cur);
 
 #endif

@@ -235,6 +235,98 @@ static void test_concurrent(void)
 	is_int(leftovers(), 0, "no temporary file is left");
 }
 
+/* The variants: without fsync, and exclusive creation (issue 26: two
+ * submissions of one new key must make one request file). */
+static void test_how(void)
+{
+	char *t = NULL;
+	int fd = open(top, O_RDONLY | O_DIRECTORY), wins = 0, lost = 0, torn = 0;
+
+	ok(syn_file_write_atomic_how(fd, "nosync", "n1", 2, 0600, SYN_ATOMIC_NOSYNC) == 0 &&
+		   syn_file_write_atomic_how(fd, "nosync", "n2", 2, 0600, SYN_ATOMIC_NOSYNC) == 0 &&
+		   (t = syn_file_read(fd, "nosync", 10, 0, NULL)) && strcmp(t, "n2") == 0,
+	   "without fsync: written and replaced");
+	free(t);
+	t = NULL;
+	ok(syn_file_write_atomic_how(fd, "excl", "first", 5, 0600, SYN_ATOMIC_EXCL) == 0,
+	   "exclusive: a new file is created");
+	errno = 0;
+	ok(syn_file_write_atomic_how(fd, "excl", "second", 6, 0600,
+				     SYN_ATOMIC_EXCL | SYN_ATOMIC_NOSYNC) == -1 && errno == EEXIST &&
+		   (t = syn_file_read(fd, "excl", 10, 0, NULL)) && strcmp(t, "first") == 0,
+	   "exclusive: an existing file stays, EEXIST");
+	free(t);
+	errno = 0;
+	ok(syn_file_write_atomic_how(fd, "bad", "x", 1, 0600, 0x80) == -1 && errno == EINVAL &&
+		   faccessat(fd, "bad", F_OK, 0) < 0,
+	   "an unknown flag is EINVAL and writes nothing");
+	is_int(leftovers(), 0, "no temporary file is left");
+
+	/* Eight processes create one name at once, 40 times over. */
+	for (int round = 0; round < 40; round++) {
+		pid_t kids[8];
+
+		unlinkat(fd, "excl-race", 0);
+		for (int k = 0; k < 8; k++) {
+			if ((kids[k] = fork()) == 0) {
+				char text[16];
+
+				snprintf(text, sizeof(text), "writer-%d", k);
+				if (syn_file_write_atomic_how(fd, "excl-race", text, strlen(text), 0600,
+							      SYN_ATOMIC_EXCL | SYN_ATOMIC_NOSYNC) == 0)
+					_exit(0);
+				_exit(errno == EEXIST ? 1 : 2);
+			}
+		}
+		for (int k = 0; k < 8; k++) {
+			int st;
+
+			waitpid(kids[k], &st, 0);
+			wins += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			lost += WIFEXITED(st) && WEXITSTATUS(st) == 1;
+		}
+		t = syn_file_read(fd, "excl-race", 20, 0, NULL);
+		torn += !t || strncmp(t, "writer-", 7) != 0 || strlen(t) != 8;
+		free(t);
+	}
+	is_int(wins, 40, "8 concurrent exclusive creators, 40 rounds: one wins each round");
+	is_int(lost, 40 * 7, "every other one gets EEXIST");
+	is_int(torn, 0, "the file is always one creator's whole text");
+	unlinkat(fd, "excl-race", 0);
+	is_int(leftovers(), 0, "no temporary file is left");
+	close(fd);
+}
+
+/* Stamps: a cache of a file's content is fresh while the file is the same
+ * and was still for 2 s before the content was read. */
+static void test_stamp(void)
+{
+	char path[256], other[256];
+	syn_file_stamp_t a, b;
+
+	snprintf(path, sizeof(path), "%s/stamped", top);
+	snprintf(other, sizeof(other), "%s/stamped.new", top);
+	put("stamped", "one");
+	ok(syn_file_stamp(path, &a) == 0 && syn_file_stamp(path, &b) == 0, "stamp a file twice");
+	ok(!syn_file_stamp_fresh(&a, &b), "just written: not fresh (a change in the same tick "
+	   "could keep its times)");
+	a.taken += 3; /* as if read 3 s after its change */
+	ok(syn_file_stamp_fresh(&a, &b), "read 2 s or more after its change, unchanged: fresh");
+	/* Longer: within one clock tick of the stamp a same-size write could
+	 * keep the times (the case the 2 s rule is for). */
+	put("stamped", "three");
+	ok(syn_file_stamp(path, &b) == 0 && !syn_file_stamp_fresh(&a, &b),
+	   "written again: not fresh");
+	a = b;
+	a.taken += 3;
+	put("stamped.new", "three");
+	ok(rename(other, path) == 0 && syn_file_stamp(path, &b) == 0 && !syn_file_stamp_fresh(&a, &b),
+	   "replaced by another file of the same size: not fresh");
+	errno = 0;
+	ok(syn_file_stamp(other, &b) == -1 && errno == ENOENT, "a missing file is ENOENT");
+	ok(!syn_file_stamp_fresh(NULL, &b), "no stamp: not fresh");
+}
+
 int main(void)
 {
 	if (!mkdtemp(top))
@@ -243,6 +335,8 @@ int main(void)
 	test_read();
 	test_atomic();
 	test_concurrent();
+	test_how();
+	test_stamp();
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);

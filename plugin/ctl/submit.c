@@ -25,12 +25,21 @@
  * MaxProfileRequests and MaxProfileRequestsPerUser. Anything unexpected
  * also leaves the job GPU-proportional; only a malformed synergy option is
  * refused.
+ *
+ * From Slurm 23.02 slurmctld calls job_submit for many jobs at once (one
+ * per RPC thread, under a shared lock). syn__decide keeps no state between
+ * calls but the files it shares with other processes: two jobs of one new
+ * key get one claim (claim.c) or one request (created exclusively), and
+ * the caps are counted and a claim or request added by one call at a time
+ * (profiling_mu), so that concurrent submissions never pass a cap with
+ * room for one between them.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,8 +180,20 @@ static int queue_request(const syn_conf_t *conf, const char *key, uint32_t uid, 
 	}
 	n = snprintf(text, sizeof(text), "key=%s\nuid=%u\ngpus=%d\ntime=%lld\n", key,
 		     (unsigned)uid, gpus, (long long)time(NULL));
-	return syn_file_write_atomic(AT_FDCWD, path, text, (size_t)n, 0644) < 0 ? -1 : 1;
+	/* Created exclusively: of two submissions of the key (here, or in
+	 * another slurmctld), one queues it and the other finds it queued.
+	 * Not fsync'ed: a request is a hint, which the key's next job queues
+	 * again if a crash loses it, and an fsync would hold slurmctld's
+	 * locks for a disk's flush. */
+	if (syn_file_write_atomic_how(AT_FDCWD, path, text, (size_t)n, 0644,
+				      SYN_ATOMIC_EXCL | SYN_ATOMIC_NOSYNC) == 0)
+		return 1;
+	return errno == EEXIST ? 1 : -1;
 }
+
+/* The profiling decision (caps counted, then a claim or a request added)
+ * of one call at a time in this process: see the top of the file. */
+static pthread_mutex_t profiling_mu = PTHREAD_MUTEX_INITIALIZER;
 
 uint32_t syn__strip_grant(char **env, uint32_t n, void (*free_fn)(char *))
 {
@@ -425,12 +446,14 @@ void syn__decide(const syn_conf_t *conf_in, const syn__job_req_t *req, syn__deci
 			char why[160] = "", note[160] = "";
 			int q, ip;
 
+			pthread_mutex_lock(&profiling_mu);
 			ip = in_place(conf, req, key, gname, gpus, d, note, sizeof(note));
+			q = ip < 0 ? queue_request(conf, key, req->uid, gpus, why, sizeof(why)) : 0;
+			pthread_mutex_unlock(&profiling_mu);
 			if (ip == 0)
 				group_only(req, key, gname, gpus, d);
 			if (ip >= 0)
 				goto out; /* profiles in place, or another job does, or refused */
-			q = queue_request(conf, key, req->uid, gpus, why, sizeof(why));
 			d->profiling_requested = q == 1;
 			snprintf(d->comment, sizeof(d->comment),
 				 "synergy: key=%s no profile: GPU-proportional, profiling %s%s%s", key,

@@ -4,12 +4,18 @@
  *
  * A claim is written whole to a temporary file beside its name and then
  * either linked to the name (taking it: link(2) fails if the name exists,
- * so of two takers exactly one wins) or renamed over it (renewing, or
- * taking over a lapsed claim). Readers therefore see a whole claim or none.
- * Releasing reads the claim and removes it only if it holds the caller's
- * nonce; a lapsed claim taken over between that read and the removal would
- * be removed too, which at worst lets one more first job profile the key
- * (its profile is as good as the other's).
+ * so of two takers exactly one wins, common/file.h's SYN_ATOMIC_EXCL) or
+ * renamed over it (renewing, or taking over a lapsed claim). Readers
+ * therefore see a whole claim or none. What reads a claim and then replaces
+ * or removes it (taking over a lapsed claim, renewing, releasing) holds the
+ * claims directory's lock meanwhile, so that it acts on the claim it read:
+ * of two takers of one lapsed claim exactly one wins, and a release never
+ * removes a claim another job took over since. Claims are not fsync'ed: a
+ * crash that loses one costs at most a second first job profiling its key
+ * (whose profile is as good as the other's).
+ *
+ * Slurm 23.02 and later run job_submit concurrently in slurmctld's threads:
+ * nothing here keeps state between calls.
  */
 #include "config.h"
 
@@ -213,53 +219,36 @@ static int read_at(int dfd, const char *name, syn__claim_t *c)
 	return rv;
 }
 
-/* A new file name in dfd holding text, mode 0600 (a stale one is removed
- * first; never follows a link): for the caller to link or rename into
- * place. A claim is taken by linking it (only one taker wins), which an
- * atomic rename cannot do. 0, or -1 with errno and nothing left. */
-static int write_new(int dfd, const char *name, const char *text, size_t len)
+/* c as a claim file's text into text; its length, or -1 (ENAMETOOLONG). */
+static int claim_text(const syn__claim_t *c, char *text, size_t len)
 {
-	int fd, e;
-
-	unlinkat(dfd, name, 0);
-	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	if (fchmod(fd, 0600) < 0 || syn_file_write_all(fd, text, len) < 0) {
-		e = errno;
-		close(fd);
-		unlinkat(dfd, name, 0);
-		errno = e;
-		return -1;
-	}
-	if (close(fd) != 0) {
-		e = errno;
-		unlinkat(dfd, name, 0);
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
-/* Write c into a new temporary file in dfd; its name into tmp. */
-static int write_tmp(int dfd, const syn__claim_t *c, char *tmp, size_t len)
-{
-	char text[256];
 	int n;
 
 	if (c->jobid)
-		n = snprintf(text, sizeof(text),
+		n = snprintf(text, len,
 			     "uid=%" PRIu32 "\nkey=%s\nnonce=%s\ntime=%" PRId64 "\njobid=%" PRIu32
 			     "\nnode=%s\n", c->uid, c->key, c->nonce, c->time, c->jobid, c->node);
 	else
-		n = snprintf(text, sizeof(text), "uid=%" PRIu32 "\nkey=%s\nnonce=%s\ntime=%" PRId64 "\n",
+		n = snprintf(text, len, "uid=%" PRIu32 "\nkey=%s\nnonce=%s\ntime=%" PRId64 "\n",
 			     c->uid, c->key, c->nonce, c->time);
-	if (n < 0 || (size_t)n >= sizeof(text)) {
+	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	snprintf(tmp, len, ".claim.%ld.%s", (long)getpid(), c->nonce);
-	return write_new(dfd, tmp, text, (size_t)n);
+	return n;
+}
+
+/* Write c as the claim name in dfd, mode 0600, never through a link: how
+ * is SYN_ATOMIC_EXCL to take a free name (EEXIST when it is not), 0 to
+ * replace the claim there. 0, or -1 with errno and nothing left. */
+static int claim_write(int dfd, const char *name, const syn__claim_t *c, unsigned how)
+{
+	char text[256];
+	int n = claim_text(c, text, sizeof(text));
+
+	if (n < 0)
+		return -1;
+	return syn_file_write_atomic_how(dfd, name, text, (size_t)n, 0600, how | SYN_ATOMIC_NOSYNC);
 }
 
 static int make_nonce(char *nonce)
@@ -284,9 +273,9 @@ static int make_nonce(char *nonce)
 int syn__claim_take(const char *store_dir, uint32_t uid, const char *key, uint64_t max_age,
 		    time_t now, char *nonce, syn__claim_t *held)
 {
-	char name[SYN_KEY_MAX + 16], tmp[SYN_KEY_MAX + 64];
+	char name[SYN_KEY_MAX + 16];
 	syn__claim_t c, old;
-	int dfd, tries, rv = -1, e;
+	int dfd, rv = -1, e, locked = 0;
 
 	if (claim_name(uid, key, name, sizeof(name)) < 0 || !nonce)
 		return -1;
@@ -299,41 +288,33 @@ int syn__claim_take(const char *store_dir, uint32_t uid, const char *key, uint64
 	dfd = dir_open(store_dir, 1);
 	if (dfd < 0)
 		return -1;
-	if (write_tmp(dfd, &c, tmp, sizeof(tmp)) < 0)
+	/* A free name: linked into place, so of two takers one wins. */
+	if (claim_write(dfd, name, &c, SYN_ATOMIC_EXCL) == 0) {
+		rv = 1;
 		goto out;
-	for (tries = 0; tries < 3; tries++) {
-		if (linkat(dfd, tmp, dfd, name, 0) == 0) {
-			rv = 1;
-			break;
-		}
-		if (errno != EEXIST)
-			break;
-		if (read_at(dfd, name, &old) < 0) {
-			if (errno == ENOENT)
-				continue; /* released meanwhile: try again */
-			/* Not a claim (a stray file): replace it. */
-			memset(&old, 0, sizeof(old));
-		} else if (!syn__claim_lapsed(&old, max_age, now)) {
-			if (held)
-				*held = old;
-			rv = 0;
-			break;
-		}
-		/* Lapsed (or garbage): take it over. */
-		if (renameat(dfd, tmp, dfd, name) == 0) {
-			rv = 1;
-			tmp[0] = '\0';
-		}
-		break;
 	}
-	e = errno;
-	if (tmp[0])
-		unlinkat(dfd, tmp, 0);
-	errno = e;
+	if (errno != EEXIST)
+		goto out;
+	/* Taken: read it and decide under the lock, which every taker over
+	 * and every releaser holds, so the claim cannot change meanwhile. */
+	if (dir_lock(dfd) < 0)
+		goto out;
+	locked = 1;
+	if (read_at(dfd, name, &old) == 0 && !syn__claim_lapsed(&old, max_age, now)) {
+		if (held)
+			*held = old;
+		rv = 0;
+		goto out;
+	}
+	/* Lapsed, released meanwhile, or not a claim (a stray file): take it. */
+	if (claim_write(dfd, name, &c, 0) == 0)
+		rv = 1;
+out:
 	if (rv == 1)
 		snprintf(nonce, SYN__NONCE_LEN + 1, "%s", c.nonce);
-out:
 	e = errno;
+	if (locked)
+		flock(dfd, LOCK_UN);
 	close(dfd);
 	errno = e;
 	return rv;
@@ -359,7 +340,7 @@ int syn__claim_read(const char *store_dir, uint32_t uid, const char *key, syn__c
 int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const char *nonce,
 		     uint32_t jobid, const char *node, time_t now)
 {
-	char name[SYN_KEY_MAX + 16], tmp[SYN_KEY_MAX + 64];
+	char name[SYN_KEY_MAX + 16];
 	syn__claim_t c;
 	int dfd, rv = -1, e;
 
@@ -389,14 +370,8 @@ int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const
 	c.time = (int64_t)now;
 	c.jobid = jobid;
 	snprintf(c.node, sizeof(c.node), "%s", node);
-	if (write_tmp(dfd, &c, tmp, sizeof(tmp)) < 0)
+	if (claim_write(dfd, name, &c, 0) < 0)
 		goto out;
-	if (renameat(dfd, tmp, dfd, name) < 0) {
-		e = errno;
-		unlinkat(dfd, tmp, 0);
-		errno = e;
-		goto out;
-	}
 	rv = 1;
 out:
 	e = errno;
@@ -418,6 +393,10 @@ int syn__claim_release(const char *store_dir, uint32_t uid, const char *key, con
 	dfd = dir_open(store_dir, 0);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -1;
+	/* Under the lock: a lapsed claim taken over after our read must not
+	 * be removed. */
+	if (dir_lock(dfd) < 0)
+		goto out;
 	if (read_at(dfd, name, &c) < 0) {
 		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
 		goto out;

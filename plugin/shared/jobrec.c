@@ -457,12 +457,6 @@ int syn__jobrec_remove(int dfd, const char *node, uint32_t jobid)
 	return rv;
 }
 
-int syn__group_name_valid(const char *name)
-{
-	return name && name[0] != '-' && strlen(name) <= SYNERGY_GROUP_NAME_MAX &&
-	       syn_key_valid(name);
-}
-
 int syn__group_format(uint32_t uid, uint32_t array_job_id, const char *name, char *buf,
 		      size_t len)
 {

@@ -37,7 +37,9 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "synergy_env.h"
 #include "plugin/shared/util.h"
 
 /* The spank environment variable job_submit sets and the prolog reads
@@ -188,8 +190,13 @@ int syn__jobrec_name(const char *node, uint32_t jobid, const char *suffix, char 
 int syn__jobrec_match(const char *name, const char *node, uint32_t *jobid);
 
 /* 1 if name is a valid --synergy-group NAME: 1..SYNERGY_GROUP_NAME_MAX of
- * [A-Za-z0-9_.-], not starting with '.' or '-'; else 0. */
-int syn__group_name_valid(const char *name);
+ * [A-Za-z0-9_.-], not starting with '.' or '-'; else 0. Inline: the SPANK
+ * plugin's client side checks it with nothing but libsyncommon linked. */
+static inline int syn__group_name_valid(const char *name)
+{
+	return name && name[0] != '-' && strlen(name) <= SYNERGY_GROUP_NAME_MAX &&
+	       syn_key_valid(name);
+}
 
 /*
  * The group of a job of user uid: SYNERGY_GROUP_NAMED_FMT when name is

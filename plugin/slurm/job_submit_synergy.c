@@ -12,10 +12,14 @@
  * policy error leaves the job GPU-proportional with a log line; only a
  * malformed synergy option is refused, with a message saying what is wrong.
  *
- * Runs inside slurmctld under its locks: it only reads synergy.conf and one
- * profile file, and writes at most one small request file. Built against
- * the installed Slurm headers; plugin_version must equal the running
- * slurmctld's SLURM_VERSION_NUMBER.
+ * Runs inside slurmctld under its locks, for every job of every user, and
+ * from Slurm 23.02 for many jobs at once (one per RPC thread): it reads one
+ * profile, keeps synergy.conf and slurm.conf parsed until they change (one
+ * stat each per job), asks munged to seal a sized job's grant, and writes
+ * at most one small claim or request file (submit.c says how concurrent
+ * submissions share those). Built against the installed Slurm headers
+ * (plugin/slurm/slurm_compat.h holds what differs between releases);
+ * plugin_version must equal the running slurmctld's SLURM_VERSION_NUMBER.
  */
 #include "config.h"
 
@@ -26,10 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+
+#include "plugin/slurm/slurm_compat.h"
 
 #include "common/conf.h"
 #include "plugin/shared/grantauth.h"
@@ -56,24 +61,52 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 int init(void);
 int fini(void);
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg);
-int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid);
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+	       uint32_t submit_uid SYN_JOB_MODIFY_ERR_MSG);
 
 /*
  * synergy.conf: $SYNERGY_CONF, else beside slurm.conf ($SLURM_CONF's
- * directory), else the default (syn_conf_default_path). Read at every
- * submission (one small file) so that changes need no restart. Returns 0
+ * directory), else the default (syn_conf_default_path). Read again only
+ * when the file changed (its stamp, common/file.h: a stat per job, not a
+ * read and a parse), so that changes need no restart; a file that does not
+ * load is read (and logged) at every submission until it is fixed. Slurm
+ * 23.02 and later call job_submit concurrently, hence the lock. Returns 0
  * or -1 (logged).
  */
+static pthread_mutex_t conf_mu = PTHREAD_MUTEX_INITIALIZER;
+static syn_conf_t conf_cache;
+static syn_file_stamp_t conf_stamp;
+static int conf_cached;
+
 static int load_conf(syn_conf_t *conf)
 {
+	char def[4096];
+	const char *path = syn_conf_default_path(def, sizeof(def));
+	syn_file_stamp_t st;
 	syn_error_t err;
+	int stamped, rv = 0;
 
-	syn_conf_defaults(conf);
-	if (syn_conf_load(conf, NULL, &err) < 0) {
-		slurm_error("synergy: %s; jobs stay GPU-proportional", err.text);
-		return -1;
+	pthread_mutex_lock(&conf_mu);
+	stamped = syn_file_stamp(path, &st) == 0;
+	if (stamped && conf_cached && syn_file_stamp_fresh(&conf_stamp, &st)) {
+		*conf = conf_cache;
+		goto out;
 	}
-	return 0;
+	conf_cached = 0;
+	syn_conf_defaults(conf);
+	if (syn_conf_load(conf, path, &err) < 0) {
+		slurm_error("synergy: %s; jobs stay GPU-proportional", err.text);
+		rv = -1;
+		goto out;
+	}
+	if (stamped) {
+		conf_cache = *conf;
+		conf_stamp = st;
+		conf_cached = 1;
+	}
+out:
+	pthread_mutex_unlock(&conf_mu);
+	return rv;
 }
 
 int init(void)
@@ -106,31 +139,28 @@ static void xfree_str(char *s)
 
 /*
  * Where munged is, from slurm.conf ($SLURM_CONF, else /etc/slurm/slurm.conf):
- * read again only when the file changed, since it can be large and
- * job_submit runs for every job. Slurm 23.02 and later call job_submit
- * concurrently, hence the lock.
+ * read again only when the file changed (as synergy.conf above), since it
+ * can be large and job_submit runs for every job.
  */
 static pthread_mutex_t auth_mu = PTHREAD_MUTEX_INITIALIZER;
 static syn__grantauth_t auth;
-static struct stat auth_st;
+static syn_file_stamp_t auth_stamp;
 static int auth_ok;
 
 static int auth_get(syn__grantauth_t *out, char *err, size_t errlen)
 {
 	const char *path = getenv("SLURM_CONF");
-	struct stat st;
+	syn_file_stamp_t st;
 	int rv = 0;
 
 	if (!path || !*path)
 		path = "/etc/slurm/slurm.conf";
 	pthread_mutex_lock(&auth_mu);
-	if (stat(path, &st) < 0) {
+	if (syn_file_stamp(path, &st) < 0) {
 		rv = syn_errbuf(err, errlen, errno, "%s: %s", path, strerror(errno));
-	} else if (!auth_ok || st.st_ino != auth_st.st_ino || st.st_dev != auth_st.st_dev ||
-		   st.st_mtim.tv_sec != auth_st.st_mtim.tv_sec ||
-		   st.st_mtim.tv_nsec != auth_st.st_mtim.tv_nsec || st.st_size != auth_st.st_size) {
+	} else if (!auth_ok || !syn_file_stamp_fresh(&auth_stamp, &st)) {
 		auth_ok = syn__grantauth_load(path, &auth, err, errlen) == 0;
-		auth_st = st;
+		auth_stamp = st;
 		rv = auth_ok ? 0 : -1;
 	}
 	if (rv == 0)
@@ -231,7 +261,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		if (d.gpus_per_node > 0) {
 			char tres[64];
 
-			snprintf(tres, sizeof(tres), "gres:gpu:%llu",
+			snprintf(tres, sizeof(tres), SYN_TRES_GPU ":%llu",
 				 (unsigned long long)(d.mem_mb / (uint64_t)d.gpus_per_node));
 			if (job_desc->mem_per_tres)
 				slurm_xfree((void **)&job_desc->mem_per_tres);
@@ -255,8 +285,11 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	return SLURM_SUCCESS;
 }
 
-/* Updates go through unchanged: the tuner resizes pending jobs itself. */
-int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid)
+/* Updates go through unchanged: the tuner resizes pending jobs itself.
+ * From 23.02 slurmctld also passes err_msg, for a refusal's reason; this
+ * plugin refuses no update. */
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+	       uint32_t submit_uid SYN_JOB_MODIFY_ERR_MSG)
 {
 	return SLURM_SUCCESS;
 }

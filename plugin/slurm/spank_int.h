@@ -12,8 +12,15 @@
  *                    grant job_submit decided into the node's job record,
  *                    and remove everything of the job at its end; and
  *                    slurmd's start (the cache directory, made safe).
+ *   spank_node.c     what the node-side contexts share.
+ * The node side (spank_remote.c, spank_jobscript.c, spank_node.c and the
+ * libraries below them) is a module of its own, spank_synergy_node.so,
+ * which spank_synergy.so loads only on the nodes (syn__spank_node_t): the
+ * clients, run for every job of every user, load nothing but the options.
  * Every hook logs "synergy: ..." and returns success: no hook fails a job
- * because of this plugin (a failure leaves the job GPU-proportional).
+ * because of this plugin (a failure leaves the job GPU-proportional); only
+ * the client refuses a malformed option. A hook returns 0 or -1, never
+ * anything else: from Slurm 25.05 any non-zero return fails the step.
  */
 #ifndef SYN_PLUGIN_SPANK_INT_H
 #define SYN_PLUGIN_SPANK_INT_H
@@ -50,6 +57,29 @@ extern syn__spank_opts_t syn__spank_opts;
 
 /* Client context. */
 int syn__client_post_opt(spank_t sp);
+
+/*
+ * The node module's hooks (spank_synergy_node.so exports one of these as
+ * syn__spank_node): each returns 0 or -1. init is slurm_spank_init in
+ * slurmd and slurmstepd; job_prolog and job_epilog get the plugstack
+ * arguments too (Slurm calls no init in the job script context). size and
+ * version tell a module of another build, which is not used.
+ */
+typedef struct syn__spank_node {
+	size_t size;         /* sizeof(syn__spank_node_t) */
+	const char *version; /* PACKAGE_VERSION */
+	int (*init)(spank_t sp, int ac, char **av);
+	int (*init_post_opt)(spank_t sp);
+	int (*task_post_fork)(spank_t sp);
+	int (*task_init)(spank_t sp);
+	int (*task_exit)(spank_t sp);
+	int (*exit)(spank_t sp);
+	int (*job_prolog)(spank_t sp, int ac, char **av);
+	int (*job_epilog)(spank_t sp, int ac, char **av);
+} syn__spank_node_t;
+extern const syn__spank_node_t syn__spank_node;
+#define SYN__SPANK_NODE_MODULE "spank_synergy_node.so"
+#define SYN__SPANK_NODE_SYMBOL "syn__spank_node"
 
 /* slurmstepd context. */
 int syn__remote_init_post_opt(spank_t sp);

@@ -37,6 +37,8 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "plugin/slurm/slurm_compat.h"
+
 #include "common/conf.h"
 #include "common/store.h"
 #include "plugin/shared/claim.h"
@@ -149,7 +151,7 @@ static void part_share(const partition_info_msg_t *parts, const char *name,
 			/* libslurm fills the list; the string form is kept as a
 			 * fallback for what older servers send. */
 			if (p->job_defaults_list) {
-				ListIterator it = slurm_list_iterator_create(p->job_defaults_list);
+				syn_list_itr_t it = slurm_list_iterator_create(p->job_defaults_list);
 				job_defaults_t *jd;
 
 				while (it && (jd = slurm_list_next(it))) {
@@ -242,7 +244,7 @@ static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int 
 	if (o->dry_run)
 		return 0;
 	slurm_init_job_desc_msg(&d);
-	d.job_id = j->job_id;
+	SYN_JOB_DESC_JOB_ID(&d) = j->job_id;
 	d.cpus_per_task = cpt;
 	d.min_cpus = (uint32_t)cpt * tasks * nodes;
 	/* Submission derived the per-node minimum from the sized request. */
@@ -251,7 +253,7 @@ static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int 
 		d.pn_min_memory = mem;
 		/* job_submit/synergy set the memory per GPU too (it replaces the
 		 * partition's DefMemPerGPU floor): keep the two in step. */
-		snprintf(mem_tres, sizeof(mem_tres), "gres:gpu:%llu",
+		snprintf(mem_tres, sizeof(mem_tres), SYN_TRES_GPU ":%llu",
 			 (unsigned long long)(mem / (uint64_t)gpus));
 		d.mem_per_tres = mem_tres;
 		/* slurmctld validates a job's GRES request as a whole. */
@@ -260,7 +262,7 @@ static int downgrade(const opts_t *o, const job_info_t *j, const char *key, int 
 	}
 	d.admin_comment = comment;
 	if (slurm_update_job(&d) != SLURM_SUCCESS) {
-		logmsg("job %u: update failed: %s", j->job_id, slurm_strerror(slurm_get_errno()));
+		logmsg("job %u: update failed: %s", j->job_id, syn_slurm_error());
 		return -1;
 	}
 	return 0;
@@ -422,11 +424,11 @@ static int submit_profiling(const syn_conf_t *conf, const char *key, uint32_t *i
 		d.min_cpus = (uint32_t)(conf->node_cpus / conf->node_gpus);
 	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS || !resp) {
 		logmsg("cannot submit a profiling job for %s: %s", key,
-		       slurm_strerror(slurm_get_errno()));
+		       syn_slurm_error());
 		work_remove(conf, key);
 		return -1;
 	}
-	*id = resp->job_id;
+	*id = SYN_SUBMIT_RESP_JOB_ID(resp);
 	slurm_free_submit_response_response_msg(resp);
 	return 0;
 }
@@ -781,7 +783,7 @@ static int round_once(const opts_t *o, const syn_conf_t *conf, stats_t *st)
 	    slurm_load_node(0, &nodes, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS ||
 	    slurm_load_jobs(0, &jobs, SHOW_ALL) != SLURM_SUCCESS) {
 		logmsg("cannot reach slurmctld: %s; trying again next round",
-		       slurm_strerror(slurm_get_errno()));
+		       syn_slurm_error());
 		st->ctld_ok = 0;
 		st->errors_total++;
 		goto out;

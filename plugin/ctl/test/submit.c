@@ -186,6 +186,11 @@ int main(void)
 	is_int(syn__gpus_per_node("gres:gpu", NULL, 1), 1, "gres:gpu means one");
 	is_int(syn__gpus_per_node("gres:shard:4", "gres:gpu:4", 2), 2, "--gpus=4 over 2 nodes");
 	is_int(syn__gpus_per_node(NULL, NULL, 1), 0, "no GPUs");
+	/* Slurm 23.11 and later write TRES as type/name (issue 26). */
+	is_int(syn__gpus_per_node("gres/gpu:2", NULL, 1), 2, "gres/gpu:2 (23.11+)");
+	is_int(syn__gpus_per_node("gres/gpu", NULL, 1), 1, "gres/gpu means one");
+	is_int(syn__gpus_per_node("gres/shard:4", "gres/gpu:4", 2), 2, "--gpus=4 over 2 nodes (23.11+)");
+	is_int(syn__gpus_per_node("cpu=2,gres/gpu=3", NULL, 1), 3, "gres/gpu=3 among other TRES");
 
 	decide("img", NULL, "gres:gpu:2", &d);
 	ok(d.action == SYN__SIZED && d.cpus_per_task == 2 && d.min_cpus == 2 && d.mem_mb == 3072,

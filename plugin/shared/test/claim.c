@@ -225,6 +225,84 @@ static void test_private(void)
 	   "once the holder is gone, the renewal goes through");
 }
 
+/*
+ * Eight processes take one claim at once (issue 26: from Slurm 23.02
+ * job_submit runs concurrently), rounds times over: of a free name, and of
+ * a lapsed claim (each taker reads it lapsed, then replaces it). Exactly
+ * one wins each round, the others find the winner's nonce, and the file
+ * holds the winner's nonce. Returns the rounds that went otherwise.
+ */
+#define RACERS 8
+static int race(const char *what, int lapsed, int rounds)
+{
+	int bad = 0;
+
+	for (int r = 0; r < rounds; r++) {
+		char key[32], name[64], line[RACERS][64], winner[SYN__NONCE_LEN + 1] = "";
+		int go[2], out[2], wins = 0, held = 0, n = 0;
+		syn__claim_t c;
+		pid_t kids[RACERS];
+		FILE *f;
+
+		snprintf(key, sizeof(key), "%s%d", what, r);
+		snprintf(name, sizeof(name), "4000.%s", key);
+		if (lapsed)
+			put(name, "uid=4000\nkey=x\nnonce=0123456789abcdef\ntime=1\n");
+		if (pipe(go) < 0 || pipe(out) < 0)
+			bail_out("pipe");
+		for (int k = 0; k < RACERS; k++) {
+			if ((kids[k] = fork()) == 0) {
+				char nonce[SYN__NONCE_LEN + 1], buf[64], x;
+				syn__claim_t h;
+				int rc, len;
+
+				close(go[1]);
+				close(out[0]);
+				if (read(go[0], &x, 1) < 0) /* EOF: all start together */
+					_exit(3);
+				rc = syn__claim_take(store, 4000, key, 3600, 100000, nonce, &h);
+				len = snprintf(buf, sizeof(buf), "%c %s\n", rc == 1 ? 'W' : rc == 0 ? 'H' : 'E',
+					       rc == 1 ? nonce : rc == 0 ? h.nonce : strerror(errno));
+				_exit(write(out[1], buf, (size_t)len) == len ? 0 : 3);
+			}
+		}
+		close(go[0]);
+		close(out[1]);
+		close(go[1]);
+		f = fdopen(out[0], "r");
+		while (f && n < RACERS && fgets(line[n], sizeof(line[n]), f))
+			n++;
+		if (f)
+			fclose(f);
+		for (int k = 0; k < RACERS; k++)
+			waitpid(kids[k], NULL, 0);
+		for (int k = 0; k < n; k++) {
+			line[k][strcspn(line[k], "\n")] = '\0';
+			if (line[k][0] == 'W') {
+				wins++;
+				snprintf(winner, sizeof(winner), "%s", line[k] + 2);
+			}
+		}
+		for (int k = 0; k < n; k++)
+			held += line[k][0] == 'H' && strcmp(line[k] + 2, winner) == 0;
+		if (n != RACERS || wins != 1 || held != RACERS - 1 ||
+		    syn__claim_read(store, 4000, key, &c) < 0 || strcmp(c.nonce, winner) != 0) {
+			diag("%s round %d: %d answers, %d won, %d found the winner's claim", what, r, n,
+			     wins, held);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static void test_race(void)
+{
+	is_int(race("new", 0, 25), 0,
+	       "8 takers of a free claim at once, 25 rounds: one wins, 7 find its nonce");
+	is_int(race("lapsed", 1, 25), 0,
+	       "8 takers of a lapsed claim at once, 25 rounds: one takes it over, 7 find its nonce");
+}
+
 int main(void)
 {
 	char cmd[600];
@@ -238,6 +316,7 @@ int main(void)
 	test_parse();
 	test_take();
 	test_private();
+	test_race();
 	test_grant();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store);
 	if (system(cmd) != 0)
