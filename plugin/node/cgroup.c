@@ -840,6 +840,59 @@ int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 	return count;
 }
 
+static int count_job(uint32_t jobid, const char *job_rel, void *arg)
+{
+	(void)jobid;
+	(void)job_rel;
+	(void)arg;
+	return 0;
+}
+
+int syn__cg_node_survey(const syn__cg_t *cg, const char *node_rel, syn__cg_survey_t *out)
+{
+	char path[SYN_PATH_MAX * 3], *text;
+	struct dirent *d;
+	uint32_t num;
+	DIR *dp;
+
+	memset(out, 0, sizeof(*out));
+	if (cg->version == 1) {
+		/* uid_U/job_J: only what the layout names is looked at. */
+		int n = syn__cg_foreach_job(cg, node_rel, count_job, NULL);
+
+		if (n < 0)
+			return -1;
+		out->by_id = n;
+		return 0;
+	}
+	if (syn__cg_path(cg, NULL, node_rel, NULL, path, sizeof(path)) < 0)
+		return -1;
+	dp = opendir(path);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		const char *n = d->d_name;
+
+		if (d->d_type != DT_DIR || n[0] == '.')
+			continue;
+		if (numbered(n, "job_", &num))
+			out->by_id++;
+		else if (syn__sluid_valid(n))
+			out->by_sluid++;
+		else if (strcmp(n, "slurmd") == 0 || strcmp(n, "system") == 0)
+			out->slurm++;
+		else if (out->other++ == 0)
+			snprintf(out->other_name, sizeof(out->other_name), "%.64s", n);
+	}
+	closedir(dp);
+	if (syn__cg_path(cg, NULL, node_rel, "cgroup.subtree_control", path, sizeof(path)) == 0 &&
+	    (text = syn__cg_read_file(path))) {
+		snprintf(out->subtree, sizeof(out->subtree), "%s", text);
+		free(text);
+	}
+	return 0;
+}
+
 /* foreach_node's look at one directory (base: "" or a slice). Returns
  * the nodes found, -1 with errno; *stop when fn asked to. */
 static int nodes_in(const syn__cg_t *cg, const char *base,

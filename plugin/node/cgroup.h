@@ -217,6 +217,20 @@ int syn__cg_job_path(const syn__cg_t *cg, uint32_t jobid, uid_t uid, char *out, 
 int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg);
 
+/* What a node cgroup holds (synergy-lend --check). */
+typedef struct syn__cg_survey {
+	int by_id;               /* job directories named job_<id> (v1: uid_U/job_J) */
+	int by_sluid;            /* job directories named by SLUID (v2, Slurm 26.05) */
+	int slurm;               /* Slurm's own: slurmd, system (v2) */
+	int other;               /* directories of no name Slurm gives */
+	char other_name[SYN_KEY_MAX + 1]; /* the first of those */
+	char subtree[128];       /* v2: the node cgroup's cgroup.subtree_control */
+} syn__cg_survey_t;
+
+/* Count what node_rel holds into out. Returns 0, or -1 with errno when
+ * node_rel cannot be read. */
+int syn__cg_node_survey(const syn__cg_t *cg, const char *node_rel, syn__cg_survey_t *out);
+
 /*
  * Call fn(node_rel, node_name, arg) for every Slurm node cgroup on this
  * machine (synergy-lend: a machine may run several slurmd). node_name is

@@ -326,6 +326,7 @@ typedef struct lend_ctx {
 	lend_entry_t *e;
 	int n;
 	int failed;
+	char ended_sluid[SYN__SLUID_LEN + 1]; /* the ended job's, from its record */
 	sluid_map_t *map;           /* the node's records' SLUIDs (jobs_each) */
 	int nmap;
 	int map_built;
@@ -412,6 +413,9 @@ static int jobs_each_cb(uint32_t jobid, const char *job_rel, void *arg)
 	int i;
 
 	if (jobid == 0 && syn__cg_job_sluid(job_rel, sluid, sizeof(sluid)) == 0) {
+		/* The ended job's record is gone by now; its cgroup may not be. */
+		if (x->c->ended && strcmp(sluid, x->c->ended_sluid) == 0)
+			return x->fn(x->c->ended, job_rel, x->arg);
 		if (!x->c->map_built)
 			map_build(x->c);
 		for (i = 0; i < x->c->nmap; i++)
@@ -1177,8 +1181,13 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 		say(c, 1, "synergy: lend: cannot read the cpuset of %s", a->node_rel);
 		goto failsafe;
 	}
-	if (ended_jobid)
+	if (ended_jobid) {
+		syn__jobrec_t r;
+
+		if (syn__jobrec_read(c->dfd, c->node, ended_jobid, &r, NULL, 0) == 0)
+			snprintf(c->ended_sluid, sizeof(c->ended_sluid), "%s", r.sluid);
 		syn__jobrec_remove(c->dfd, c->node, ended_jobid);
+	}
 	if (start) {
 		char sluid[SYN__SLUID_LEN + 1];
 		syn__jobrec_t r;

@@ -493,12 +493,26 @@ static void test_sluid(void)
 	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/cpuset.cpus", sc);
 	ok(strcmp(get(p), "1") == 0 && strstr(allmsg, "lend cgroup=sBBBBBBBBBBBBB returns cpus=0"),
 	   "an unknown SLUID job gives back a recorded job's CPU (%s)", allmsg);
-	/* Job 21 ends: its record goes; its directory, still there, is
-	 * nobody's now. */
+	/* Job 21 ends while job 22 (by SLUID too) runs on its CPUs: its
+	 * record goes, and its directory, still there, is no job's. */
+	snprintf(p, sizeof(p), "%s/sCCCCCCCCCCCCC/cpuset.cpus", sc);
+	put(p, "0,2\n");
+	memset(&r, 0, sizeof(r));
+	r.has_allotted = 1;
+	syn_cpus_parse("0,2", &r.allotted);
+	snprintf(r.sluid, sizeof(r.sluid), "sCCCCCCCCCCCCC");
+	if (syn__jobrec_write(dfd, "n1", 22, &r) < 0)
+		bail_out("record 22");
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB", sc);
+	rm_rf(p);
 	allmsg[0] = '\0';
+	errors = 0;
 	rv = syn__lend_rebalance(&agent, NULL, 21);
 	ok(syn__jobrec_read(dfd, "n1", 21, &r, err, sizeof(err)) == -1 && errno == ENOENT,
 	   "the ended job's record is gone");
+	ok(rv == 0 && errors == 0 && !strstr(allmsg, "sAAAAAAAAAAAAA"),
+	   "the ended job's cgroup, known by the SLUID its record had, is left out (%s)",
+	   allmsg);
 	syn__cg_close(cg);
 	close(dfd);
 }
