@@ -255,9 +255,10 @@ static int slurmd_of(const char *cmdline, size_t len, const char *node)
  * that serves node (info only: nothing the plugin does depends on it).
  * On v2 it tells how slurmd was started: in <scope>/slurmd (by hand, as
  * every release does), in <unit>/slurmd (systemd, Slurm 25.11.3+), or in
- * its unit's own cgroup (systemd, earlier releases).
+ * its unit's own cgroup (systemd, earlier releases). A scope found so is
+ * copied to scope (len bytes; "" if none). Returns how many run.
  */
-static int check_slurmd(const syn__cg_t *cg, const char *node, const char *node_rel)
+static int check_slurmd(const syn__cg_t *cg, const char *node, char *scope, size_t len_scope)
 {
 	char path[64], rel[SYN_PATH_MAX * 2], *cmd;
 	struct dirent *d;
@@ -265,6 +266,7 @@ static int check_slurmd(const syn__cg_t *cg, const char *node, const char *node_
 	DIR *dp = opendir("/proc");
 	int found = 0;
 
+	scope[0] = '\0';
 	if (!dp)
 		return 0;
 	while ((d = readdir(dp))) {
@@ -294,11 +296,12 @@ static int check_slurmd(const syn__cg_t *cg, const char *node, const char *node_
 			continue;
 		}
 		len = strlen(rel);
-		if (len >= 7 && strcmp(rel + len - 7, "/slurmd") == 0 &&
-		    strncmp(rel, node_rel, strlen(node_rel)) == 0 && rel[strlen(node_rel)] == '/')
+		if (len >= 7 && strcmp(rel + len - 7, "/slurmd") == 0 && len - 7 >= 16 &&
+		    strncmp(rel + len - 7 - 16, "slurmstepd.scope", 16) == 0) {
 			note("slurmd", "pid %llu in /%s: its scope's slurmd cgroup (started by hand "
 			     "or believing so)", (unsigned long long)pid, rel);
-		else if (len >= 7 && strcmp(rel + len - 7, "/slurmd") == 0)
+			snprintf(scope, len_scope, "%.*s", (int)(len - 7), rel);
+		} else if (len >= 7 && strcmp(rel + len - 7, "/slurmd") == 0)
 			note("slurmd", "pid %llu in /%s: a slurmd sub-cgroup of its unit (systemd, "
 			     "Slurm 25.11.3+)", (unsigned long long)pid, rel);
 		else
@@ -319,7 +322,7 @@ static int check_slurmd(const syn__cg_t *cg, const char *node, const char *node_
  */
 static void check_layout(const syn_conf_t *conf, const syn__cg_t *cg, const char *node)
 {
-	char rel[SYN_PATH_MAX * 2], cand[SYN_PATH_MAX * 2];
+	char rel[SYN_PATH_MAX * 2], cand[SYN_PATH_MAX * 2], scope[SYN_PATH_MAX * 2];
 	syn__cg_survey_t sv;
 	int i, v2 = syn__cg_version(cg) == 2, exists, running;
 
@@ -343,7 +346,7 @@ static void check_layout(const syn_conf_t *conf, const syn__cg_t *cg, const char
 			     syn__cg_init_prefix(cg));
 	}
 	exists = syn__cg_node_path(cg, rel, sizeof(rel)) == 0;
-	running = check_slurmd(cg, node, rel);
+	running = check_slurmd(cg, node, scope, sizeof(scope));
 	if (exists) {
 		check(1, "node cgroup", "/%s", rel);
 	} else {
@@ -357,9 +360,10 @@ static void check_layout(const syn_conf_t *conf, const syn__cg_t *cg, const char
 		 * without one here uses a layout the plugin does not know. */
 		if (v2 && running)
 			check(!conf->lend_idle, "node cgroup", "slurmd runs, but none of %s "
-			      "exists: %s (set CgroupRoot in synergy.conf to the node's scope)",
+			      "exists: %s (set CgroupRoot in synergy.conf to the node's scope%s%s)",
 			      tried, conf->lend_idle ? "the node agent would find no job and "
-			      "lend nothing" : "only lending needs it, and LendIdleCores=no");
+			      "lend nothing" : "only lending needs it, and LendIdleCores=no",
+			      scope[0] ? ", slurmd's: /" : "", scope);
 		else
 			check(1, "node cgroup", "none yet of %s (slurmd makes it when it starts, "
 			      "or with the node's first job; set CgroupRoot if your layout "

@@ -14,7 +14,11 @@ cluster_put_profile img image
 printf '{ "schema": 1, "key": "broken", "cpus": [' >"$C/store/broken.json"
 
 # prop ID: the job ran GPU-proportional (1 CPU, 512M per GPU here).
-prop() { cluster_job_field "$1" TRES | grep -q '^cpu=1,mem=512M,'; }
+prop() {
+	cluster_job_tres "$1" | grep -q '^cpu=1,mem=512M,' && return 0
+	diag "job $1: TRES=$(cluster_job_tres "$1")"
+	return 1
+}
 active0() { grep -qx SYNERGY_ACTIVE=0 "$(cluster_out "$1")"; }
 script='env | grep -E "^SYNERGY_"; grep -E ":cpuset:|^0::" /proc/self/cgroup'
 
@@ -102,7 +106,7 @@ if [ "$CLUSTER_CGROUP" = v2 ]; then
 	test_ok "v2: a CgroupSlice the node does not use fails the check (lending)" \
 		bash -c "! '$lend' --check -c '$C/etc/synergy-slice.conf' -N $node >'$C/check.slice' 2>&1 &&
 			grep -q '^info  slice        nowhere.slice (cgroup.conf' '$C/check.slice' &&
-			grep -q '^FAIL  node cgroup  slurmd runs, but none of /nowhere.slice/${node}_slurmstepd.scope' '$C/check.slice'"
+			grep -q '^FAIL  node cgroup  slurmd runs, but none of /nowhere.slice/${node}_slurmstepd.scope.*slurmd.s: ${scope#/sys/fs/cgroup})' '$C/check.slice'"
 	[ "$tap_failed" = 0 ] || diag "$(cat "$C/check.ok" "$C/check.slice" 2>/dev/null)"
 fi
 # A slurm.conf whose munged is not there: no grant can be sealed or opened.
