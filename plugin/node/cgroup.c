@@ -26,6 +26,7 @@
 
 #include "common/kv.h"
 #include "plugin/node/cgroup_int.h"
+#include "plugin/shared/jobrec.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -102,14 +103,14 @@ void syn__cg_free_list(char **list)
 
 /* ---- configuration and detection ---- */
 
-int syn__cg_read_slurm_conf(const char *path, char *plugin, size_t plen, char *mnt,
-			    size_t mlen, char *prepend, size_t prelen)
+int syn__cg_read_slurm_conf(const char *path, syn__cg_slurm_conf_t *out)
 {
 	const char *v;
 	syn_kv_t *kv;
 	char *text;
+	int b;
 
-	plugin[0] = mnt[0] = prepend[0] = '\0';
+	memset(out, 0, sizeof(*out));
 	text = syn__cg_read_file(path);
 	if (!text)
 		return -1;
@@ -120,11 +121,17 @@ int syn__cg_read_slurm_conf(const char *path, char *plugin, size_t plen, char *m
 	if (!kv)
 		return -1;
 	if ((v = syn_kv_get(kv, NULL, "CgroupPlugin")))
-		snprintf(plugin, plen, "%s", v);
+		snprintf(out->plugin, sizeof(out->plugin), "%s", v);
 	if ((v = syn_kv_get(kv, NULL, "CgroupMountpoint")))
-		snprintf(mnt, mlen, "%s", v);
+		snprintf(out->mountpoint, sizeof(out->mountpoint), "%s", v);
 	if ((v = syn_kv_get(kv, NULL, "CgroupPrepend")))
-		snprintf(prepend, prelen, "%s", v);
+		snprintf(out->prepend, sizeof(out->prepend), "%s", v);
+	if ((v = syn_kv_get(kv, NULL, "CgroupSlice")))
+		snprintf(out->slice, sizeof(out->slice), "%s", v);
+	/* Slurm's own booleans: yes/no, true/false, 1/0; anything else is
+	 * Slurm's error to report, and means "no" here. */
+	if ((v = syn_kv_get(kv, NULL, "CgroupJobIdPaths")) && syn_parse_bool(v, &b) == 0)
+		out->job_id_paths = b;
 	syn_kv_destroy(kv);
 	return 0;
 }
@@ -177,6 +184,93 @@ static int detect_version(const char *mnt)
 	return 0;
 }
 
+/* 1 if rel is a clean relative path (no "." or ".." component, no "//",
+ * no leading or trailing '/'), short enough for a layout. */
+static int clean_rel(const char *rel)
+{
+	char path[SYN_PATH_MAX + 2];
+	size_t n = strlen(rel);
+
+	if (!n || rel[0] == '/' || rel[n - 1] == '/' ||
+	    (size_t)snprintf(path, sizeof(path), "/%s", rel) >= sizeof(path))
+		return 0;
+	return syn_path_ok(path);
+}
+
+/*
+ * Where a mount point of the unified hierarchy is rooted (the fourth field
+ * of /proc/1/mountinfo: "/" unless PID 1 sees a cgroup namespace whose
+ * root is below the hierarchy's), into out. 0, or -1 when no line mounts
+ * mnt.
+ */
+static int init_mount_root(const char *mnt, char *out, size_t len)
+{
+	char *text = syn__cg_read_file("/proc/1/mountinfo"), *line, *save = NULL;
+	int rv = -1;
+
+	if (!text)
+		return -1;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[5], *p = line;
+		int i;
+
+		/* id parent major:minor root mount-point options... */
+		for (i = 0; i < 5 && p; i++) {
+			f[i] = p;
+			p = strchr(p, ' ');
+			if (p)
+				*p++ = '\0';
+		}
+		if (i == 5 && strcmp(f[4], mnt) == 0 && f[3][0] == '/') {
+			snprintf(out, len, "%s", f[3]);
+			rv = 0;
+		}
+	}
+	free(text);
+	return rv;
+}
+
+/*
+ * PID 1's cgroup (given, or read from /proc/1/cgroup) and the prefix Slurm
+ * 23.02.1+ puts before its slice (cgroup.h): the parent of PID 1's cgroup
+ * ("/init.scope" on a host: the root; "/docker.slice/docker-X.scope/
+ * init.scope" in a container without a cgroup namespace), after the mount's
+ * own root is taken off it, as Slurm's _get_init_cg_path does. A PID 1 in
+ * the root cgroup itself gives "". Unknown (not readable): both "".
+ */
+static void init_prefix(syn__cg_t *cg, const char *given)
+{
+	char path[SYN_PATH_MAX], root[SYN_PATH_MAX], *text, *slash;
+	size_t rl;
+
+	cg->init_cg[0] = cg->prefix[0] = '\0';
+	if (given) {
+		snprintf(path, sizeof(path), "%s", given);
+	} else {
+		text = syn__cg_read_file("/proc/1/cgroup");
+		if (!text || syn__cg_proc_path(text, NULL, path + 1, sizeof(path) - 1) < 0) {
+			free(text);
+			return;
+		}
+		free(text);
+		path[0] = '/';
+		if (init_mount_root(cg->mnt, root, sizeof(root)) == 0 && strcmp(root, "/") != 0) {
+			rl = strlen(root);
+			if (strncmp(path, root, rl) == 0 && (path[rl] == '/' || !path[rl]))
+				memmove(path, path + rl, strlen(path + rl) + 1);
+			if (!path[0])
+				snprintf(path, sizeof(path), "/");
+		}
+	}
+	if (path[0] != '/' || !syn_path_ok(path))
+		return;
+	snprintf(cg->init_cg, sizeof(cg->init_cg), "%s", path);
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	/* The rest has no leading '/': a path relative to the mount. */
+	snprintf(cg->prefix, sizeof(cg->prefix), "%s", path[0] ? path + 1 : "");
+}
+
 syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 {
 	char path[SYN_PATH_MAX + 64];
@@ -205,6 +299,11 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 			return NULL;
 		}
 	}
+	if (o->slice && *o->slice && !clean_rel(o->slice)) {
+		syn_errbuf(err, errlen, EINVAL,
+			   "cgroup: CgroupSlice '%.100s' is not a clean relative path", o->slice);
+		return NULL;
+	}
 	if (o->plugin && *o->plugin && strcasecmp(o->plugin, "autodetect") != 0) {
 		if (strcasecmp(o->plugin, "cgroup/v1") == 0)
 			want = 1;
@@ -231,7 +330,12 @@ syn__cg_t *syn__cg_open(const syn__cg_opts_t *o, char *err, size_t errlen)
 	cg->host[strcspn(cg->host, ".")] = '\0';
 	if (o->root && *o->root)
 		snprintf(cg->root, sizeof(cg->root), "%s", o->root + (o->root[0] == '/'));
+	snprintf(cg->slice, sizeof(cg->slice), "%s",
+		 o->slice && *o->slice ? o->slice : "system.slice");
+	cg->job_id_paths = o->job_id_paths;
 	cg->version = want ? want : detect_version(cg->mnt);
+	if (cg->version == 2)
+		init_prefix(cg, o->init_cgroup);
 	switch (cg->version) {
 	case 1:
 		snprintf(path, sizeof(path), "%s/cpuset", cg->mnt);
@@ -280,8 +384,10 @@ fail:
 syn__cg_t *syn__cg_open_conf(const struct syn_conf *conf, const char *node, char *used_conf,
 			     size_t used_len, char *err, size_t errlen)
 {
-	char path[SYN_PATH_MAX + 16], plugin[64], mnt[SYN_PATH_MAX], prepend[SYN_PATH_MAX];
+	char path[SYN_PATH_MAX + 16];
 	const char *file = conf->cgroup_conf, *slurm_conf, *slash;
+	syn__cg_slurm_conf_t sc;
+	syn__cg_t *cg;
 	syn__cg_opts_t o;
 
 	if (!file[0]) {
@@ -296,18 +402,27 @@ syn__cg_t *syn__cg_open_conf(const struct syn_conf *conf, const char *node, char
 	}
 	if (used_conf && used_len)
 		snprintf(used_conf, used_len, "%s", file);
-	if (syn__cg_read_slurm_conf(file, plugin, sizeof(plugin), mnt, sizeof(mnt), prepend,
-				    sizeof(prepend)) < 0 && errno != ENOENT) {
+	if (syn__cg_read_slurm_conf(file, &sc) < 0 && errno != ENOENT) {
 		syn_errbuf(err, errlen, errno ? errno : EIO, "cgroup: cannot read %s: %s", file,
 			   strerror(errno));
 		return NULL;
 	}
 	memset(&o, 0, sizeof(o));
 	o.node = node;
-	o.plugin = plugin;
-	o.mountpoint = mnt;
-	o.root = conf->cgroup_root[0] ? conf->cgroup_root : prepend;
-	return syn__cg_open(&o, err, errlen);
+	o.plugin = sc.plugin;
+	o.mountpoint = sc.mountpoint;
+	o.root = conf->cgroup_root[0] ? conf->cgroup_root : sc.prepend;
+	o.slice = sc.slice;
+	o.job_id_paths = sc.job_id_paths;
+	cg = syn__cg_open(&o, err, errlen);
+	/* Name the file: a bad CgroupSlice is the admin's to fix there. */
+	if (!cg && errno == EINVAL && sc.slice[0] && strstr(err, "CgroupSlice")) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, errlen > n ? errlen - n : 0, " (in %s)", file);
+		errno = EINVAL;
+	}
+	return cg;
 }
 
 void syn__cg_close(syn__cg_t *cg)
@@ -323,6 +438,16 @@ int syn__cg_version(const syn__cg_t *cg) { return cg->version; }
 const char *syn__cg_mountpoint(const syn__cg_t *cg) { return cg->mnt; }
 
 const char *syn__cg_node(const syn__cg_t *cg) { return cg->node; }
+
+const char *syn__cg_root(const syn__cg_t *cg) { return cg->root; }
+
+const char *syn__cg_slice(const syn__cg_t *cg) { return cg->slice; }
+
+const char *syn__cg_init_cgroup(const syn__cg_t *cg) { return cg->init_cg; }
+
+const char *syn__cg_init_prefix(const syn__cg_t *cg) { return cg->prefix; }
+
+int syn__cg_job_id_paths(const syn__cg_t *cg) { return cg->job_id_paths; }
 
 /* ---- layouts ---- */
 
@@ -357,25 +482,59 @@ static int expand(const syn__cg_t *cg, const char *pattern, char *out, size_t le
 	return 0;
 }
 
+/* The v2 slices that may hold the node's scope, in order: under PID 1's
+ * parent (23.02.1+) and, when that is not the root, at the root (22.05). */
+static int v2_bases(const syn__cg_t *cg, char base[2][SYN_PATH_MAX * 2])
+{
+	int n = 0;
+
+	if (cg->prefix[0])
+		snprintf(base[n++], sizeof(base[0]), "%s/%s", cg->prefix, cg->slice);
+	snprintf(base[n++], sizeof(base[0]), "%s", cg->slice);
+	return n;
+}
+
+int syn__cg_node_candidate(const syn__cg_t *cg, int i, char *out, size_t len)
+{
+	static const char *const v1[] = { "slurm_%n", "slurm" };
+	static const char *const scope[] = { "%n_slurmstepd.scope", "slurmstepd.scope" };
+	char base[2][SYN_PATH_MAX * 2], pattern[SYN_PATH_MAX * 3];
+	int nb;
+
+	if (i < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (cg->root[0] || cg->version == 1) {
+		if (i >= (cg->root[0] ? 1 : 2)) {
+			errno = ENOENT;
+			return -1;
+		}
+		return expand(cg, cg->root[0] ? cg->root : v1[i], out, len);
+	}
+	nb = v2_bases(cg, base);
+	if (i >= nb * 2) {
+		errno = ENOENT;
+		return -1;
+	}
+	if ((size_t)snprintf(pattern, sizeof(pattern), "%s/%s", base[i / 2], scope[i % 2]) >=
+	    sizeof(pattern)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return expand(cg, pattern, out, len);
+}
+
 int syn__cg_node_path(const syn__cg_t *cg, char *out, size_t len)
 {
-	static const char *const v1[] = { "slurm_%n", "slurm", NULL };
-	static const char *const v2[] = { "system.slice/%n_slurmstepd.scope",
-					  "system.slice/slurmstepd.scope", NULL };
-	const char *const *cand = cg->version == 1 ? v1 : v2;
-	const char *one[2] = { cg->root, NULL };
-	char dir[SYN_PATH_MAX + 64];
-	size_t i;
+	char dir[SYN_PATH_MAX * 3];
+	int i;
 
-	if (cg->root[0])
-		cand = one;
-	for (i = 0; cand[i]; i++) {
-		if (expand(cg, cand[i], out, len) < 0)
-			return -1;
+	for (i = 0; syn__cg_node_candidate(cg, i, out, len) == 0; i++) {
 		if (syn__cg_path(cg, "cpuset", out, NULL, dir, sizeof(dir)) == 0 && is_dir(dir))
 			return 0;
 	}
-	if (expand(cg, cand[0], out, len) < 0)
+	if (errno != ENOENT || syn__cg_node_candidate(cg, 0, out, len) < 0)
 		return -1;
 	errno = ENOENT;
 	return -1;
@@ -411,6 +570,18 @@ static int numbered(const char *name, const char *prefix, uint32_t *out)
 	return 1;
 }
 
+/* 1 if the len bytes at name are a SLUID. */
+static int sluid_at(const char *name, size_t len)
+{
+	char buf[SYN__SLUID_LEN + 1];
+
+	if (len != SYN__SLUID_LEN)
+		return 0;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return syn__sluid_valid(buf);
+}
+
 int syn__cg_node_of_job(const syn__cg_t *cg, const char *job_rel, char *out, size_t len)
 {
 	char *slash;
@@ -424,11 +595,27 @@ int syn__cg_node_of_job(const syn__cg_t *cg, const char *job_rel, char *out, siz
 	for (i = 0; i < levels; i++) {
 		slash = strrchr(out, '/');
 		if (!slash || slash == out ||
-		    !numbered(slash + 1, i == 0 ? "job_" : "uid_", &num)) {
+		    !(numbered(slash + 1, i == 0 ? "job_" : "uid_", &num) ||
+		      (cg->version == 2 && syn__sluid_valid(slash + 1)))) {
 			errno = EINVAL;
 			return -1;
 		}
 		*slash = '\0';
+	}
+	return 0;
+}
+
+int syn__cg_job_sluid(const char *job_rel, char *out, size_t len)
+{
+	const char *slash = strrchr(job_rel, '/'), *name = slash ? slash + 1 : job_rel;
+
+	if (!syn__sluid_valid(name)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if ((size_t)snprintf(out, len, "%s", name) >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
 	return 0;
 }
@@ -506,11 +693,31 @@ int syn__cg_parse_proc(const char *proc_cgroup, const char *controller, uint32_t
 		if (after == end || *after == '/')
 			break;
 	}
-	if (!hit || hit >= end) {
+	if (hit && hit < end) {
+		len = (size_t)(hit + wlen - (path + 1));
+	} else if (!controller || !*controller) {
+		/* Slurm 26.05 names the job's directory by its SLUID: the
+		 * last "/<SLUID>/step_" of the line (cgroup.h). */
+		const char *c, *job = NULL;
+
+		for (c = path; c < end; c++) {
+			const char *next = memchr(c + 1, '/', (size_t)(end - c - 1));
+
+			if (*c != '/' || !next)
+				continue;
+			if (sluid_at(c + 1, (size_t)(next - c - 1)) &&
+			    (size_t)(end - next) > 6 && strncmp(next, "/step_", 6) == 0)
+				job = next;
+		}
+		if (!job) {
+			errno = ENOENT;
+			return -1;
+		}
+		len = (size_t)(job - (path + 1));
+	} else {
 		errno = ENOENT;
 		return -1;
 	}
-	len = (size_t)(hit + wlen - (path + 1));
 	if (len + 1 > outlen) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -569,6 +776,20 @@ int syn__cg_job_of_pid(const syn__cg_t *cg, pid_t pid, uint32_t jobid, char *out
 	return rv;
 }
 
+int syn__cg_of_pid(const syn__cg_t *cg, pid_t pid, char *out, size_t len)
+{
+	char *text = read_proc(pid);
+	int rv, e;
+
+	if (!text)
+		return -1;
+	rv = syn__cg_proc_path(text, cg->version == 1 ? "cpuset" : NULL, out, len);
+	e = errno;
+	free(text);
+	errno = e;
+	return rv;
+}
+
 int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg)
 {
@@ -585,7 +806,9 @@ int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 		return -1;
 	while (!stop && (u = readdir(top))) {
 		if (cg->version == 2) {
-			if (!numbered(u->d_name, "job_", &num))
+			/* job_<id>, or a SLUID the caller maps (cgroup.h). */
+			num = 0;
+			if (!numbered(u->d_name, "job_", &num) && !syn__sluid_valid(u->d_name))
 				continue;
 			if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", node_rel, u->d_name) >=
 			    sizeof(rel))
@@ -617,29 +840,76 @@ int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 	return count;
 }
 
-int syn__cg_foreach_node(const syn__cg_t *cg,
-			 int (*fn)(const char *node_rel, const char *node_name, void *arg),
-			 void *arg)
+static int count_job(uint32_t jobid, const char *job_rel, void *arg)
 {
-	char dir[SYN_PATH_MAX + 64], rel[SYN_PATH_MAX + 64], name[SYN_KEY_MAX + 1];
-	const char *base = cg->version == 1 ? "" : "system.slice";
+	(void)jobid;
+	(void)job_rel;
+	(void)arg;
+	return 0;
+}
+
+int syn__cg_node_survey(const syn__cg_t *cg, const char *node_rel, syn__cg_survey_t *out)
+{
+	char path[SYN_PATH_MAX * 3], *text;
+	struct dirent *d;
+	uint32_t num;
+	DIR *dp;
+
+	memset(out, 0, sizeof(*out));
+	if (cg->version == 1) {
+		/* uid_U/job_J: only what the layout names is looked at. */
+		int n = syn__cg_foreach_job(cg, node_rel, count_job, NULL);
+
+		if (n < 0)
+			return -1;
+		out->by_id = n;
+		return 0;
+	}
+	if (syn__cg_path(cg, NULL, node_rel, NULL, path, sizeof(path)) < 0)
+		return -1;
+	dp = opendir(path);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		const char *n = d->d_name;
+
+		if (d->d_type != DT_DIR || n[0] == '.')
+			continue;
+		if (numbered(n, "job_", &num))
+			out->by_id++;
+		else if (syn__sluid_valid(n))
+			out->by_sluid++;
+		else if (strcmp(n, "slurmd") == 0 || strcmp(n, "system") == 0)
+			out->slurm++;
+		else if (out->other++ == 0)
+			snprintf(out->other_name, sizeof(out->other_name), "%.64s", n);
+	}
+	closedir(dp);
+	if (syn__cg_path(cg, NULL, node_rel, "cgroup.subtree_control", path, sizeof(path)) == 0 &&
+	    (text = syn__cg_read_file(path))) {
+		snprintf(out->subtree, sizeof(out->subtree), "%s", text);
+		free(text);
+	}
+	return 0;
+}
+
+/* foreach_node's look at one directory (base: "" or a slice). Returns
+ * the nodes found, -1 with errno; *stop when fn asked to. */
+static int nodes_in(const syn__cg_t *cg, const char *base,
+		    int (*fn)(const char *node_rel, const char *node_name, void *arg), void *arg,
+		    int *stop)
+{
+	char dir[SYN_PATH_MAX * 3], rel[SYN_PATH_MAX * 3], name[SYN_KEY_MAX + 1];
 	struct dirent *d;
 	DIR *dp;
 	int count = 0;
 
-	if (cg->root[0]) {
-		/* The admin's layout names one node: this one. */
-		if (syn__cg_node_path(cg, rel, sizeof(rel)) < 0)
-			return errno == ENOENT ? 0 : -1;
-		fn(rel, cg->node, arg);
-		return 1;
-	}
 	if (syn__cg_path(cg, "cpuset", base, NULL, dir, sizeof(dir)) < 0)
 		return -1;
 	dp = opendir(dir);
 	if (!dp)
 		return errno == ENOENT ? 0 : -1;
-	while ((d = readdir(dp))) {
+	while (!*stop && (d = readdir(dp))) {
 		const char *n = d->d_name;
 		size_t len = strlen(n);
 
@@ -670,9 +940,35 @@ int syn__cg_foreach_node(const syn__cg_t *cg,
 		}
 		count++;
 		if (fn(rel, name, arg))
-			break;
+			*stop = 1;
 	}
 	closedir(dp);
+	return count;
+}
+
+int syn__cg_foreach_node(const syn__cg_t *cg,
+			 int (*fn)(const char *node_rel, const char *node_name, void *arg),
+			 void *arg)
+{
+	char rel[SYN_PATH_MAX * 3], base[2][SYN_PATH_MAX * 2];
+	int i, nb, n, count = 0, stop = 0;
+
+	if (cg->root[0]) {
+		/* The admin's layout names one node: this one. */
+		if (syn__cg_node_path(cg, rel, sizeof(rel)) < 0)
+			return errno == ENOENT ? 0 : -1;
+		fn(rel, cg->node, arg);
+		return 1;
+	}
+	if (cg->version == 1)
+		return nodes_in(cg, "", fn, arg, &stop);
+	nb = v2_bases(cg, base);
+	for (i = 0; i < nb && !stop; i++) {
+		n = nodes_in(cg, base[i], fn, arg, &stop);
+		if (n < 0)
+			return -1;
+		count += n;
+	}
 	return count;
 }
 

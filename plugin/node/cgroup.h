@@ -15,14 +15,30 @@
  *     tracking them through the freezer hierarchy, which it leaves alone.
  *
  *   cgroup v2 (Slurm's cgroup/v2): one hierarchy; slurmstepds live in the
- *     scope <mnt>/system.slice/<node>_slurmstepd.scope (multiple-slurmd)
- *     or .../slurmstepd.scope, a job is <scope>/job_J and each step
- *     job_J/step_S/{slurm,user/task_T}. Slurm constrains job_J and
- *     step_S/user and tracks a step's processes by reading the task_T
+ *     scope <mnt>/<prefix>/<slice>/<node>_slurmstepd.scope (multiple-
+ *     slurmd) or .../slurmstepd.scope, a job is a directory <scope>/<J>
+ *     and each step <J>/step_S/{slurm,user/task_T}. Slurm constrains <J>
+ *     and step_S/user and tracks a step's processes by reading the task_T
  *     leaves, so a task moved into a cgroup of ours would escape scancel
  *     and step cleanup. Synergy therefore creates nothing on v2: the
  *     step's "user" cgroup is where its limits apply (the no-internal-
  *     processes rule holds: only the task_T leaves hold processes).
+ *     What varies between Slurm releases (doc/slurm-versions.md):
+ *       <slice>   cgroup.conf's CgroupSlice from 25.11, else system.slice;
+ *       <prefix>  from 23.02.1 the parent of PID 1's cgroup (a slurmd in
+ *                 a container without a cgroup namespace: docker.slice/
+ *                 docker-<id>.scope), "" on a host and on 22.05;
+ *       <J>       job_<id> up to 25.11; the job's SLUID ("s" and 13
+ *                 Crockford base-32 digits) from 26.05, unless cgroup.conf
+ *                 says CgroupJobIdPaths=yes (26.05.2+).
+ *     A SLUID says nothing of the job id: where a job's directory must be
+ *     found, it is read from a process of the job (every remote SPANK
+ *     hook runs in <J>/step_S/...), and where the node's jobs are listed,
+ *     a SLUID directory comes with job id 0 for the caller to map (the
+ *     node agent: the job records, jobrec.h). slurmd itself sits in
+ *     <scope>/slurmd when started by hand, in its unit's cgroup when
+ *     systemd started it (<unit>/slurmd from 25.11.3): nothing here
+ *     depends on where.
  *
  * Both are described to callers in the same terms: a node cgroup (node_rel)
  * holding job cgroups (job_rel, relative to the hierarchy's root), and per
@@ -42,6 +58,7 @@
 #include <sys/types.h>
 
 #include "common/cpus.h"
+#include "common/parse.h"
 
 /* The v1 child that holds a Synergy job's tasks. */
 #define SYN__CG_CHILD "synergy"
@@ -57,10 +74,17 @@ typedef struct syn__cg_opts {
 	const char *mountpoint; /* CgroupMountpoint; NULL: /sys/fs/cgroup */
 	const char *root;       /* the node's cgroup relative to the hierarchy
 	                           root, with %n (node) and %h (short hostname);
-	                           NULL: the layouts Slurm 22.05 makes, first that
+	                           NULL: the layouts Slurm makes, first that
 	                           exists (v1 slurm_%n, slurm; v2
-	                           system.slice/%n_slurmstepd.scope,
-	                           system.slice/slurmstepd.scope) */
+	                           <prefix>/<slice>/%n_slurmstepd.scope,
+	                           <prefix>/<slice>/slurmstepd.scope, then the
+	                           same without <prefix>, as 22.05 makes them) */
+	const char *slice;      /* v2: CgroupSlice; NULL or "": system.slice */
+	const char *init_cgroup; /* v2: PID 1's cgroup as /proc/1/cgroup's "0::"
+	                           line shows it, relative to the mount ("/",
+	                           "/init.scope"; tests); NULL: read it there */
+	int job_id_paths;       /* v2: CgroupJobIdPaths=yes (reported only: both
+	                           namings of job directories are always read) */
 } syn__cg_opts_t;
 
 typedef struct syn__cg syn__cg_t;
@@ -97,55 +121,115 @@ int syn__cg_version(const syn__cg_t *cg);
 const char *syn__cg_mountpoint(const syn__cg_t *cg);
 const char *syn__cg_node(const syn__cg_t *cg);
 
+/* What the handle assumes of the layout (synergy-lend --check): the
+ * admin's root pattern ("" for Slurm's own layouts); v2: the slice, PID
+ * 1's cgroup ("" when unreadable), the prefix Slurm 23.02+ puts before
+ * the slice ("" for the mount's root), CgroupJobIdPaths. */
+const char *syn__cg_root(const syn__cg_t *cg);
+const char *syn__cg_slice(const syn__cg_t *cg);
+const char *syn__cg_init_cgroup(const syn__cg_t *cg);
+const char *syn__cg_init_prefix(const syn__cg_t *cg);
+int syn__cg_job_id_paths(const syn__cg_t *cg);
+
+/* What of Slurm's cgroup.conf this layer reads ("" or 0 when absent). */
+typedef struct syn__cg_slurm_conf {
+	char plugin[64];                /* CgroupPlugin */
+	char mountpoint[SYN_PATH_MAX];  /* CgroupMountpoint */
+	char prepend[SYN_PATH_MAX];     /* CgroupPrepend (v1, older Slurm) */
+	char slice[SYN_PATH_MAX];       /* CgroupSlice (v2, 25.11+) */
+	int job_id_paths;               /* CgroupJobIdPaths=yes (v2, 26.05.2+) */
+} syn__cg_slurm_conf_t;
+
 /*
- * Read Slurm's cgroup.conf at path into opts-compatible strings: the values
- * of CgroupPlugin, CgroupMountpoint and (older Slurm) CgroupPrepend, each
- * copied into its buffer ("" when absent). Unknown keys are ignored, as
- * Slurm's own parser knows many. Returns 0, or -1 with errno from open(2)
- * (ENOENT: no such file, which callers may treat as "all defaults").
+ * Read Slurm's cgroup.conf at path into out. Unknown keys are ignored, as
+ * Slurm's own parser knows many; a value too long for its field is
+ * truncated (and then refused by syn__cg_open as no clean path). Returns
+ * 0, or -1 with errno from open(2) (ENOENT: no such file, which callers
+ * may treat as "all defaults"; out is then all empty).
  */
-int syn__cg_read_slurm_conf(const char *path, char *plugin, size_t plen, char *mnt,
-			    size_t mlen, char *prepend, size_t prelen);
+int syn__cg_read_slurm_conf(const char *path, syn__cg_slurm_conf_t *out);
 
 /*
  * From a /proc/<pid>/cgroup text, the path (relative to the hierarchy's
- * root, without the leading '/') of job_<jobid> in the hierarchy of
+ * root, without the leading '/') of job jobid's cgroup in the hierarchy of
  * controller (v1, e.g. "cpuset"), or in the unified hierarchy when
  * controller is NULL or "" (the "0::" line): "slurm_n1/uid_0/job_42" for a
- * task in ".../job_42/step_0". Pure (tests, fuzzing). Returns 0, or -1 with
- * errno ENOENT (no such line, or not inside job_<jobid>) or ENAMETOOLONG.
+ * task in ".../job_42/step_0". On the unified line, where no job_<jobid>
+ * is, a SLUID directly above a step_* directory is the job's (Slurm 26.05:
+ * ".../sEKNKTV3WPV500/step_0/user/task_0"): a SLUID cannot be checked
+ * against jobid, so pass only a process of job jobid. Pure (tests,
+ * fuzzing). Returns 0, or -1 with errno ENOENT (no such line, or not
+ * inside the job's cgroup) or ENAMETOOLONG.
  */
 int syn__cg_parse_proc(const char *proc_cgroup, const char *controller, uint32_t jobid,
 		       char *out, size_t outlen);
 
-/* The job cgroup of job jobid that process pid is in (from the kernel's
- * /proc/<pid>/cgroup). Returns 0, or -1 with errno (ENOENT: pid is not
- * inside that job's cgroup). */
+/* The job cgroup of job jobid that process pid (0: the caller) is in (from
+ * the kernel's /proc/<pid>/cgroup, syn__cg_parse_proc). Returns 0, or -1
+ * with errno (ENOENT: pid is not inside that job's cgroup). */
 int syn__cg_job_of_pid(const syn__cg_t *cg, pid_t pid, uint32_t jobid, char *out, size_t len);
 
+/* The cgroup process pid (0: the caller) is in, relative to the
+ * hierarchy's root (v1: its cpuset cgroup; v2: the "0::" line). Returns 0,
+ * or -1 with errno (ENOENT: the process or the line is not there). */
+int syn__cg_of_pid(const syn__cg_t *cg, pid_t pid, char *out, size_t len);
+
 /* The node cgroup (node_rel) that holds job_rel. Returns 0 or -1 (EINVAL:
- * not a job cgroup path of this layout). */
+ * not a job cgroup path of this layout: v1 .../uid_U/job_J, v2 .../job_J
+ * or .../<SLUID>). */
 int syn__cg_node_of_job(const syn__cg_t *cg, const char *job_rel, char *out, size_t len);
+
+/* The SLUID that names job cgroup job_rel (its last component), copied to
+ * out (at least 15 bytes). Returns 0, or -1 with errno ENOENT when job_rel
+ * is not named by a SLUID (job_<id>, v1) or ENAMETOOLONG. */
+int syn__cg_job_sluid(const char *job_rel, char *out, size_t len);
 
 /*
  * The node's cgroup: opts->root expanded, or the first layout of Slurm's
- * that exists. Returns 0, or -1 with errno ENOENT when none exists (no job
- * ran on this node since boot) and the first candidate in out all the same.
+ * that exists. Returns 0, or -1 with errno ENOENT when none exists (slurmd
+ * is not running, or no job ran on this node since boot) and the first
+ * candidate in out all the same.
  */
 int syn__cg_node_path(const syn__cg_t *cg, char *out, size_t len);
 
+/*
+ * The i-th (from 0) node cgroup this handle looks for, in its order of
+ * preference (syn__cg_node_path's candidates), for messages. Returns 0, or
+ * -1 with errno ENOENT past the last one, or ENAMETOOLONG.
+ */
+int syn__cg_node_candidate(const syn__cg_t *cg, int i, char *out, size_t len);
+
 /* The job cgroup of job jobid (owned by uid, used on v1) on this node,
- * built from the layout (no task needed: prolog, epilog, a new step).
- * Returns 0 or -1 (ENOENT: the node's cgroup is not there). */
+ * built from the layout (no task needed: the epilog): job_<jobid>, which
+ * is right on v1 and on v2 up to Slurm 25.11 (and with CgroupJobIdPaths);
+ * a job named by its SLUID is found from a process of it
+ * (syn__cg_job_of_pid). Returns 0 or -1 (ENOENT: the node's cgroup is not
+ * there). */
 int syn__cg_job_path(const syn__cg_t *cg, uint32_t jobid, uid_t uid, char *out, size_t len);
 
 /*
- * Call fn(jobid, job_rel, arg) for every job cgroup under node_rel. Stops
- * when fn returns non-zero. Returns the number of jobs visited, or -1 with
- * errno if node_rel cannot be read.
+ * Call fn(jobid, job_rel, arg) for every job cgroup under node_rel: v1
+ * uid_U/job_J, v2 job_J and (Slurm 26.05) the SLUID directories, which
+ * come with jobid 0 (syn__cg_job_sluid gives the SLUID). Stops when fn
+ * returns non-zero. Returns the number of jobs visited, or -1 with errno
+ * if node_rel cannot be read.
  */
 int syn__cg_foreach_job(const syn__cg_t *cg, const char *node_rel,
 			int (*fn)(uint32_t jobid, const char *job_rel, void *arg), void *arg);
+
+/* What a node cgroup holds (synergy-lend --check). */
+typedef struct syn__cg_survey {
+	int by_id;               /* job directories named job_<id> (v1: uid_U/job_J) */
+	int by_sluid;            /* job directories named by SLUID (v2, Slurm 26.05) */
+	int slurm;               /* Slurm's own: slurmd, system (v2) */
+	int other;               /* directories of no name Slurm gives */
+	char other_name[SYN_KEY_MAX + 1]; /* the first of those */
+	char subtree[128];       /* v2: the node cgroup's cgroup.subtree_control */
+} syn__cg_survey_t;
+
+/* Count what node_rel holds into out. Returns 0, or -1 with errno when
+ * node_rel cannot be read. */
+int syn__cg_node_survey(const syn__cg_t *cg, const char *node_rel, syn__cg_survey_t *out);
 
 /*
  * Call fn(node_rel, node_name, arg) for every Slurm node cgroup on this

@@ -17,6 +17,11 @@ struct syn__cg {
 	char node[SYN_KEY_MAX + 1];
 	char host[SYN_KEY_MAX + 1];
 	char root[SYN_PATH_MAX];     /* the admin's pattern, "" for Slurm's layouts */
+	/* v2 (cgroup.h): */
+	char slice[SYN_PATH_MAX];    /* CgroupSlice, "system.slice" by default */
+	char init_cg[SYN_PATH_MAX];  /* PID 1's cgroup, "" when unknown */
+	char prefix[SYN_PATH_MAX];   /* its parent ("" for the mount's root) */
+	int job_id_paths;            /* CgroupJobIdPaths=yes */
 };
 
 /* The path of file in cgroup rel: v1 <mnt>/<ctl>/<rel>/<file>, v2

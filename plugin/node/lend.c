@@ -19,7 +19,11 @@
  *     they hold. A job cgroup without a record (started before lending was
  *     turned on, or left behind by a job whose slurmstepd died) counts as
  *     allotted what it holds, less what Slurm allotted recorded jobs, and
- *     is never granted anything.
+ *     is never granted anything. Slurm 26.05 names a job's cgroup by the
+ *     job's SLUID, not its id: the records say which SLUID is whose
+ *     (jobrec.h; the job's first step writes it here), and a SLUID
+ *     directory no record names is such a job without a record (job id 0
+ *     here, "cgroup=<SLUID>" in messages).
  * Under the lock only local files are read (StateDir, cgroups, the job's
  * cache directory), never the profile store, so a slow store cannot stall a
  * job launch.
@@ -303,10 +307,17 @@ typedef struct lend_entry {
 	int profiling;              /* profiles in place: lent idle cores for its search */
 	int rec_dirty;              /* its record changed here: write it back */
 	int narrow_failed;          /* its CPUs could not be taken back */
+	int drop;                   /* no running job: left out of the plan */
 	int lend;                   /* CPUs of its allotment others may harvest */
 	int harvest;                /* CPUs of others' it should harvest */
 	cpu_set_t harvested;        /* which (in job.target) */
 } lend_entry_t;
+
+/* A job cgroup named by a SLUID and the job its record says it is. */
+typedef struct sluid_map {
+	char sluid[SYN__SLUID_LEN + 1];
+	uint32_t jobid;
+} sluid_map_t;
 
 typedef struct lend_ctx {
 	const syn__agent_t *a;
@@ -316,6 +327,10 @@ typedef struct lend_ctx {
 	lend_entry_t *e;
 	int n;
 	int failed;
+	char ended_sluid[SYN__SLUID_LEN + 1]; /* the ended job's, from its record */
+	sluid_map_t *map;           /* the node's records' SLUIDs (jobs_each) */
+	int nmap;
+	int map_built;
 } lend_ctx_t;
 
 static void say(lend_ctx_t *c, int is_error, const char *fmt, ...)
@@ -335,12 +350,100 @@ static void say(lend_ctx_t *c, int is_error, const char *fmt, ...)
 	c->a->log(is_error, msg, c->a->arg);
 }
 
+/* How messages name e: "job=<id>", or for a job cgroup that no record
+ * names by its SLUID, "cgroup=<its name>". */
+static const char *who(const lend_entry_t *e, char *buf, size_t len)
+{
+	const char *slash = strrchr(e->job_rel, '/');
+
+	if (e->job.jobid)
+		snprintf(buf, len, "job=%u", (unsigned)e->job.jobid);
+	else
+		snprintf(buf, len, "cgroup=%.40s", slash ? slash + 1 : e->job_rel);
+	return buf;
+}
+
+/* Read the SLUIDs the node's records name into c->map, once. Records that
+ * cannot be read are left out (their job cgroups stay without a record). */
+static void map_build(lend_ctx_t *c)
+{
+	struct dirent *d;
+	sluid_map_t *grown;
+	DIR *dir;
+	int copy, cap = 0;
+
+	c->map_built = 1;
+	if (c->dfd < 0 || (copy = dup(c->dfd)) < 0)
+		return;
+	dir = fdopendir(copy);
+	if (!dir) {
+		close(copy);
+		return;
+	}
+	while ((d = readdir(dir))) {
+		syn__jobrec_t r;
+		uint32_t id;
+
+		if (!syn__jobrec_match(d->d_name, c->node, &id) ||
+		    strchr(d->d_name + strlen(c->node) + 1, '.') ||
+		    syn__jobrec_read(c->dfd, c->node, id, &r, NULL, 0) < 0 || !r.sluid[0])
+			continue;
+		if (c->nmap >= cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(c->map, (size_t)cap * sizeof(*c->map));
+			if (!grown)
+				break;
+			c->map = grown;
+		}
+		snprintf(c->map[c->nmap].sluid, sizeof(c->map[0].sluid), "%s", r.sluid);
+		c->map[c->nmap++].jobid = id;
+	}
+	closedir(dir);
+}
+
+typedef struct jobs_each_arg {
+	lend_ctx_t *c;
+	int (*fn)(uint32_t jobid, const char *job_rel, void *arg);
+	void *arg;
+} jobs_each_arg_t;
+
+static int jobs_each_cb(uint32_t jobid, const char *job_rel, void *arg)
+{
+	jobs_each_arg_t *x = arg;
+	char sluid[SYN__SLUID_LEN + 1];
+	int i;
+
+	if (jobid == 0 && syn__cg_job_sluid(job_rel, sluid, sizeof(sluid)) == 0) {
+		/* The ended job's record is gone by now; its cgroup may not be. */
+		if (x->c->ended && strcmp(sluid, x->c->ended_sluid) == 0)
+			return x->fn(x->c->ended, job_rel, x->arg);
+		if (!x->c->map_built)
+			map_build(x->c);
+		for (i = 0; i < x->c->nmap; i++)
+			if (strcmp(x->c->map[i].sluid, sluid) == 0) {
+				jobid = x->c->map[i].jobid;
+				break;
+			}
+	}
+	return x->fn(jobid, job_rel, x->arg);
+}
+
+/* syn__cg_foreach_job over the node, each SLUID directory given the id of
+ * the job whose record names it (0: none does). */
+static int jobs_each(lend_ctx_t *c, int (*fn)(uint32_t jobid, const char *job_rel, void *arg),
+		     void *arg)
+{
+	jobs_each_arg_t x = { c, fn, arg };
+
+	return syn__cg_foreach_job(c->a->cg, c->a->node_rel, jobs_each_cb, &x);
+}
+
 static int collect_cb(uint32_t jobid, const char *job_rel, void *arg)
 {
 	lend_ctx_t *c = arg;
 	lend_entry_t *e;
 
-	if (jobid == c->ended)
+	if (jobid && jobid == c->ended)
 		return 0;
 	if (c->n >= LEND_MAX_JOBS) {
 		say(c, 1, "synergy: lend: more than %d jobs on %s; the rest are ignored",
@@ -393,20 +496,21 @@ static int apply_narrow(lend_ctx_t *c, lend_entry_t *e)
 {
 	syn__lend_job_t *j = &e->job;
 	cpu_set_t keep, gone;
-	char err[400], *now, *gone_s;
+	char err[400], name[64], *now, *gone_s;
 
 	CPU_AND(&keep, &j->held, &j->target);
 	CPU_XOR(&gone, &j->held, &keep);
 	if (CPU_COUNT(&gone) == 0)
 		return 0;
 	if (syn__cg_job_set_cpus(c->a->cg, e->job_rel, &keep, &j->allotted, err, sizeof(err)) < 0) {
-		say(c, 1, "synergy: lend job=%u: cannot take CPUs back: %s", (unsigned)j->jobid, err);
+		say(c, 1, "synergy: lend %s: cannot take CPUs back: %s", who(e, name, sizeof(name)),
+		    err);
 		return -1;
 	}
 	j->held = keep;
 	now = syn_cpus_format_alloc(&keep);
 	gone_s = syn_cpus_format_alloc(&gone);
-	say(c, 0, "synergy: lend job=%u returns cpus=%s now=%s", (unsigned)j->jobid,
+	say(c, 0, "synergy: lend %s returns cpus=%s now=%s", who(e, name, sizeof(name)),
 	    gone_s ? gone_s : "?", now ? now : "?");
 	free(now);
 	free(gone_s);
@@ -577,7 +681,8 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
 		 * nothing and is not touched. */
 		CPU_ZERO(&e->job.held);
 	}
-	if (syn__jobrec_read(c->dfd, c->node, e->job.jobid, &e->rec, NULL, 0) == 0 &&
+	if (e->job.jobid &&
+	    syn__jobrec_read(c->dfd, c->node, e->job.jobid, &e->rec, NULL, 0) == 0 &&
 	    e->rec.has_allotted) {
 		e->has_record = 1;
 		e->job.allotted = e->rec.allotted;
@@ -613,26 +718,26 @@ static void load_entry(lend_ctx_t *c, lend_entry_t *e)
  */
 static void orphans_idle(lend_ctx_t *c, lend_entry_t *e)
 {
-	char err[400];
+	char err[400], name[64];
 	int k;
 
 	if (!e->has_limits) {
 		/* Nothing of ours to lower; said only while something runs. */
 		if (syn__cg_job_has_tasks(c->a->cg, e->job_rel) > 0)
-			say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs "
+			say(c, 1, "synergy: lend %s: has no record and holds only CPUs "
 			    "Slurm allotted to other jobs; leaving it as it is",
-			    (unsigned)e->job.jobid);
+			    who(e, name, sizeof(name)));
 		return;
 	}
 	k = syn__cg_job_sched_idle(c->a->cg, e->job_rel, 1, err, sizeof(err));
 	if (k < 0)
-		say(c, 1, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
+		say(c, 1, "synergy: lend %s: has no record and holds only CPUs Slurm "
 		    "allotted to other jobs; cannot lower its priority: %s",
-		    (unsigned)e->job.jobid, err);
+		    who(e, name, sizeof(name)), err);
 	else if (k > 0)
-		say(c, 0, "synergy: lend job=%u: has no record and holds only CPUs Slurm "
+		say(c, 0, "synergy: lend %s: has no record and holds only CPUs Slurm "
 		    "allotted to other jobs (processes of an ended job): %d threads at idle "
-		    "priority", (unsigned)e->job.jobid, k);
+		    "priority", who(e, name, sizeof(name)), k);
 }
 
 /*
@@ -642,7 +747,7 @@ static void orphans_idle(lend_ctx_t *c, lend_entry_t *e)
  */
 static void orphans_cleanup(lend_ctx_t *c)
 {
-	char err[400];
+	char err[400], name[64];
 	int i;
 
 	for (i = 0; i < c->n; i++) {
@@ -653,7 +758,7 @@ static void orphans_cleanup(lend_ctx_t *c)
 			continue;
 		if (syn__cg_job_cleanup(c->a->cg, e->job_rel, err, sizeof(err)) < 0 &&
 		    errno != EBUSY)
-			say(c, 1, "synergy: lend job=%u: %s", (unsigned)e->job.jobid, err);
+			say(c, 1, "synergy: lend %s: %s", who(e, name, sizeof(name)), err);
 		e->has_limits = syn__cg_job_has_limits(c->a->cg, e->job_rel);
 	}
 }
@@ -689,13 +794,13 @@ static void disown_unrecorded(lend_ctx_t *c)
 		CPU_XOR(&rest, &e->job.allotted, &both);
 		if (CPU_COUNT(&rest) == 0) {
 			orphans_idle(c, e);
-			e->job.jobid = 0; /* dropped below */
+			e->drop = 1; /* dropped below */
 			continue;
 		}
 		e->job.allotted = rest;
 	}
 	for (i = k = 0; i < c->n; i++)
-		if (c->e[i].job.jobid != 0) {
+		if (!c->e[i].drop) {
 			if (k != i)
 				c->e[k] = c->e[i];
 			k++;
@@ -709,7 +814,7 @@ static int collect(lend_ctx_t *c)
 	int i;
 
 	c->n = 0;
-	if (syn__cg_foreach_job(c->a->cg, c->a->node_rel, collect_cb, c) < 0) {
+	if (jobs_each(c, collect_cb, c) < 0) {
 		say(c, 1, "synergy: lend: cannot list the jobs of %s: %s", c->a->node_rel,
 		    strerror(errno));
 		return -1;
@@ -990,7 +1095,7 @@ static void failsafe(lend_ctx_t *c, const cpu_set_t *newcomer, uint32_t newjob)
 	for (i = 0; i < c->n; i++) {
 		lend_entry_t *e = &c->e[i];
 
-		if (e->job.jobid == newjob)
+		if (newjob && e->job.jobid == newjob)
 			continue;
 		if (!e->has_record && syn__cg_get_cpus(c->a->cg, e->job_rel, &e->job.held) < 0)
 			continue;
@@ -1034,6 +1139,7 @@ static void ctx_free(lend_ctx_t *c)
 		return;
 	if (c->dfd >= 0)
 		close(c->dfd);
+	free(c->map);
 	free(c->e);
 	free(c);
 }
@@ -1076,10 +1182,17 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 		say(c, 1, "synergy: lend: cannot read the cpuset of %s", a->node_rel);
 		goto failsafe;
 	}
-	if (ended_jobid)
-		syn__jobrec_remove(c->dfd, c->node, ended_jobid);
-	if (start) {
+	if (ended_jobid) {
 		syn__jobrec_t r;
+
+		if (syn__jobrec_read(c->dfd, c->node, ended_jobid, &r, NULL, 0) == 0)
+			snprintf(c->ended_sluid, sizeof(c->ended_sluid), "%s", r.sluid);
+		syn__jobrec_remove(c->dfd, c->node, ended_jobid);
+	}
+	if (start) {
+		char sluid[SYN__SLUID_LEN + 1];
+		syn__jobrec_t r;
+		int dirty = 0;
 
 		/* Only the job's first step records its CPUs: later steps see a
 		 * job cgroup that lending may have widened already. A job
@@ -1098,11 +1211,24 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 			 * unknown, not a figure the record could hold. */
 			r.alloc_mem_mb = start->alloc_mem_mb <= SYN__JOBREC_MEM_MAX ?
 					 start->alloc_mem_mb : 0;
-			if (syn__jobrec_write(c->dfd, c->node, start->jobid, &r) < 0) {
-				say(c, 1, "synergy: lend job=%u: cannot write its record in %s: %s",
-				    (unsigned)start->jobid, a->state_dir, strerror(errno));
-				goto failsafe;
-			}
+			dirty = 1;
+		}
+		/* A job cgroup named by the job's SLUID (Slurm 26.05) is this
+		 * job's from now on: the name the kernel shows wins over what
+		 * the prolog was told. */
+		if (syn__cg_job_sluid(start->job_rel, sluid, sizeof(sluid)) == 0 &&
+		    strcmp(r.sluid, sluid) != 0) {
+			if (r.sluid[0])
+				say(c, 1, "synergy: lend job=%u: its prolog was given SLUID %s, "
+				    "its cgroup is %s; the cgroup's name is recorded",
+				    (unsigned)start->jobid, r.sluid, start->job_rel);
+			snprintf(r.sluid, sizeof(r.sluid), "%s", sluid);
+			dirty = 1;
+		}
+		if (dirty && syn__jobrec_write(c->dfd, c->node, start->jobid, &r) < 0) {
+			say(c, 1, "synergy: lend job=%u: cannot write its record in %s: %s",
+			    (unsigned)start->jobid, a->state_dir, strerror(errno));
+			goto failsafe;
 		}
 	}
 	if (collect(c) < 0)
@@ -1170,14 +1296,14 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 failsafe:
 	/* Without a list of jobs there is nothing to shrink; try to get one
 	 * even without the lock or the state directory. */
-	if (c->n == 0 && syn__cg_foreach_job(a->cg, a->node_rel, collect_cb, c) >= 0) {
+	if (c->n == 0 && jobs_each(c, collect_cb, c) >= 0) {
 		for (i = 0; i < c->n; i++) {
 			lend_entry_t *e = &c->e[i];
 
 			if (syn__cg_get_cpus(a->cg, e->job_rel, &e->job.held) < 0)
 				CPU_ZERO(&e->job.held);
 			e->job.allotted = e->job.held;
-			if (c->dfd >= 0 &&
+			if (c->dfd >= 0 && e->job.jobid &&
 			    syn__jobrec_read(c->dfd, c->node, e->job.jobid, &e->rec, NULL, 0) == 0 &&
 			    e->rec.has_allotted) {
 				e->has_record = 1;
@@ -1310,7 +1436,7 @@ static int status_cb(uint32_t jobid, const char *job_rel, void *arg)
 		fmt(&held, info->held, sizeof(info->held));
 	if (syn__cg_job_limit_cpus(st->c->a->cg, job_rel, &lim) > 0)
 		fmt(&lim, info->limits, sizeof(info->limits));
-	if (st->c->dfd >= 0 &&
+	if (st->c->dfd >= 0 && jobid &&
 	    syn__jobrec_read(st->c->dfd, st->c->node, jobid, &r, NULL, 0) == 0) {
 		info->borrow = r.synergy;
 		snprintf(info->key, sizeof(info->key), "%s", r.key);
@@ -1357,7 +1483,7 @@ int syn__lend_status(const syn__agent_t *a, char *node_cpus, size_t len,
 	st.fn = fn;
 	st.arg = arg;
 	st.c->dfd = open(a->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	n = syn__cg_foreach_job(a->cg, a->node_rel, status_cb, &st);
+	n = jobs_each(st.c, status_cb, &st);
 	ctx_free(st.c);
 	free(st.info);
 	return n;

@@ -8,7 +8,10 @@
  * limit cgroups hold now, and which of them are lent.
  * --check: what the SPANK plugin would do on this node and, if it would
  * leave jobs GPU-proportional, why: the configuration, the cgroup version
- * and layout it detects, StateDir, CacheDir and the profile store.
+ * and layout it detects (on v2 the slice, PID 1's cgroup and the prefix
+ * Slurm 23.02+ takes from it, the node's scope, where slurmd runs, and how
+ * the running jobs' directories are named: job_<id> or, from Slurm 26.05,
+ * the SLUID), StateDir, CacheDir and the profile store.
  * Both read the cgroup tree through the plugins' cgroup layer and change
  * nothing.
  */
@@ -71,7 +74,15 @@ static int print_job(const syn__lend_info_t *i, void *arg)
 		snprintf(cache, sizeof(cache), "%lluM", (unsigned long long)i->cache_mb);
 	if (i->has_idle)
 		snprintf(idle, sizeof(idle), "%.2f", i->idle);
-	printf("  %-10u %-12s %-12s %-12s %-12s %-9s %-6s %-14s %s%s\n", (unsigned)i->jobid,
+	char id[32];
+	const char *slash = strrchr(i->job_rel, '/');
+
+	/* A job cgroup named by a SLUID that no record names (cgroup.h). */
+	if (i->jobid)
+		snprintf(id, sizeof(id), "%u", (unsigned)i->jobid);
+	else
+		snprintf(id, sizeof(id), "%.20s", slash ? slash + 1 : i->job_rel);
+	printf("  %-14s %-12s %-12s %-12s %-12s %-9s %-6s %-14s %s%s\n", id,
 	       i->recorded ? i->allotted : "-", i->held[0] ? i->held : "-",
 	       i->limits[0] ? i->limits : "-", i->lent[0] ? i->lent : "-", cache, idle,
 	       i->group[0] ? i->group : "-",
@@ -102,7 +113,7 @@ static int print_node(const char *node_rel, const char *name, void *arg)
 	text = syn__cg_get_cpus_text(cg, node_rel);
 	printf("node %s: cpus %s (cgroup %s)\n", name, text ? text : "?", node_rel);
 	free(text);
-	printf("  %-10s %-12s %-12s %-12s %-12s %-9s %-6s %-14s %s\n", "JOB", "ALLOTTED", "HOLDS",
+	printf("  %-14s %-12s %-12s %-12s %-12s %-9s %-6s %-14s %s\n", "JOB", "ALLOTTED", "HOLDS",
 	       "LIMITS", "LENT", "CACHE", "IDLE", "GROUP", "PROFILE");
 	if (syn__lend_status(&agent, cpus, sizeof(cpus), print_job, NULL) < 0) {
 		printf("  unreadable: %s\n", strerror(errno));
@@ -215,9 +226,191 @@ static void check_grants(const syn_conf_t *conf)
 		      (unsigned)(st.st_mode & 07777));
 }
 
+/* 1 if argument list cmdline (NUL-separated, len bytes) names node with
+ * -N (slurmd of a multiple-slurmd host), or names no node at all. */
+static int slurmd_of(const char *cmdline, size_t len, const char *node)
+{
+	const char *a = cmdline, *end = cmdline + len;
+	int named = 0;
+
+	while (a < end) {
+		size_t n = strnlen(a, (size_t)(end - a));
+
+		if (strcmp(a, "-N") == 0 && a + n + 1 < end) {
+			named = 1;
+			if (strcmp(a + n + 1, node) == 0)
+				return 1;
+		} else if (strncmp(a, "-N", 2) == 0 && a[2]) {
+			named = 1;
+			if (strcmp(a + 2, node) == 0)
+				return 1;
+		}
+		a += n + 1;
+	}
+	return !named;
+}
+
+/*
+ * Where this node's slurmd runs: the cgroup of each process named slurmd
+ * that serves node (info only: nothing the plugin does depends on it).
+ * On v2 it tells how slurmd was started: in <scope>/slurmd (by hand, as
+ * every release does), in <unit>/slurmd (systemd, Slurm 25.11.3+), or in
+ * its unit's own cgroup (systemd, earlier releases). A scope found so is
+ * copied to scope (len bytes; "" if none). Returns how many run.
+ */
+static int check_slurmd(const syn__cg_t *cg, const char *node, char *scope, size_t len_scope)
+{
+	char path[64], rel[SYN_PATH_MAX * 2], *cmd;
+	struct dirent *d;
+	size_t len;
+	DIR *dp = opendir("/proc");
+	int found = 0;
+
+	scope[0] = '\0';
+	if (!dp)
+		return 0;
+	while ((d = readdir(dp))) {
+		uint64_t pid;
+		char *comm;
+
+		if (syn_parse_u64(d->d_name, 1, INT32_MAX, &pid) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%llu/comm", (unsigned long long)pid);
+		comm = syn_file_read(AT_FDCWD, path, 64, 0, NULL);
+		if (!comm || strcmp(comm, "slurmd\n") != 0) {
+			free(comm);
+			continue;
+		}
+		free(comm);
+		snprintf(path, sizeof(path), "/proc/%llu/cmdline", (unsigned long long)pid);
+		cmd = syn_file_read(AT_FDCWD, path, 1 << 16, 0, &len);
+		if (!cmd || !slurmd_of(cmd, len, node) ||
+		    syn__cg_of_pid(cg, (pid_t)pid, rel, sizeof(rel)) < 0) {
+			free(cmd);
+			continue;
+		}
+		free(cmd);
+		found++;
+		if (syn__cg_version(cg) == 1) {
+			note("slurmd", "pid %llu in /%s (cpuset)", (unsigned long long)pid, rel);
+			continue;
+		}
+		len = strlen(rel);
+		if (len >= 7 && strcmp(rel + len - 7, "/slurmd") == 0 && len - 7 >= 16 &&
+		    strncmp(rel + len - 7 - 16, "slurmstepd.scope", 16) == 0) {
+			note("slurmd", "pid %llu in /%s: its scope's slurmd cgroup (started by hand "
+			     "or believing so)", (unsigned long long)pid, rel);
+			snprintf(scope, len_scope, "%.*s", (int)(len - 7), rel);
+		} else if (len >= 7 && strcmp(rel + len - 7, "/slurmd") == 0)
+			note("slurmd", "pid %llu in /%s: a slurmd sub-cgroup of its unit (systemd, "
+			     "Slurm 25.11.3+)", (unsigned long long)pid, rel);
+		else
+			note("slurmd", "pid %llu in /%s (systemd's unit, or where it was started)",
+			     (unsigned long long)pid, rel);
+	}
+	closedir(dp);
+	if (!found)
+		note("slurmd", "no slurmd of node %s runs on this machine", node);
+	return found;
+}
+
+/*
+ * The cgroup layout the plugin assumes, and what of it could make jobs
+ * fall back: the node's cgroup (FAIL while slurmd runs without one the
+ * layer finds), controllers the node cgroup does not pass to its jobs, and
+ * job directories of a naming the layer does not know.
+ */
+static void check_layout(const syn_conf_t *conf, const syn__cg_t *cg, const char *node)
+{
+	char rel[SYN_PATH_MAX * 2], cand[SYN_PATH_MAX * 2], scope[SYN_PATH_MAX * 2];
+	syn__cg_survey_t sv;
+	int i, v2 = syn__cg_version(cg) == 2, exists, running;
+
+	if (syn__cg_root(cg)[0])
+		note("layout", "the node cgroup is CgroupRoot=%s (synergy.conf or cgroup.conf's "
+		     "CgroupPrepend), not Slurm's own layout", syn__cg_root(cg));
+	if (v2) {
+		note("slice", "%s%s", syn__cg_slice(cg),
+		     strcmp(syn__cg_slice(cg), "system.slice") == 0 ?
+		     " (Slurm's default; cgroup.conf's CgroupSlice from Slurm 25.11)" :
+		     " (cgroup.conf's CgroupSlice)");
+		if (!syn__cg_init_cgroup(cg)[0])
+			note("PID 1", "its cgroup is unreadable: Slurm's tree is looked for at the "
+			     "mount's root only");
+		else if (!syn__cg_init_prefix(cg)[0])
+			note("PID 1", "in %s: Slurm's tree is at the mount's root",
+			     syn__cg_init_cgroup(cg));
+		else
+			note("PID 1", "in %s: Slurm 23.02+ puts its tree under /%s (22.05 at the "
+			     "mount's root; both are looked at)", syn__cg_init_cgroup(cg),
+			     syn__cg_init_prefix(cg));
+	}
+	exists = syn__cg_node_path(cg, rel, sizeof(rel)) == 0;
+	running = check_slurmd(cg, node, scope, sizeof(scope));
+	if (exists) {
+		check(1, "node cgroup", "/%s", rel);
+	} else {
+		char tried[1024] = "";
+		size_t n = 0;
+
+		for (i = 0; syn__cg_node_candidate(cg, i, cand, sizeof(cand)) == 0; i++)
+			n += (size_t)snprintf(tried + n, n < sizeof(tried) ? sizeof(tried) - n : 0,
+					      "%s/%s", i ? ", " : "", cand);
+		/* On v2 slurmd makes its scope as it starts: a running slurmd
+		 * without one here uses a layout the plugin does not know. */
+		if (v2 && running)
+			check(!conf->lend_idle, "node cgroup", "slurmd runs, but none of %s "
+			      "exists: %s (set CgroupRoot in synergy.conf to the node's scope%s%s)",
+			      tried, conf->lend_idle ? "the node agent would find no job and "
+			      "lend nothing" : "only lending needs it, and LendIdleCores=no",
+			      scope[0] ? ", slurmd's: /" : "", scope);
+		else
+			check(1, "node cgroup", "none yet of %s (slurmd makes it when it starts, "
+			      "or with the node's first job; set CgroupRoot if your layout "
+			      "differs)", tried);
+	}
+	if (!exists) {
+		note("job cgroup", "%s", v2 ? "<node>/<job>/step_S/user/task_T, <job> job_<id> "
+		     "(Slurm up to 25.11, or CgroupJobIdPaths=yes) or the job's SLUID (26.05)" :
+		     "<node>/uid_U/job_J, tasks in job_J/synergy");
+		return;
+	}
+	if (syn__cg_node_survey(cg, rel, &sv) < 0) {
+		check(0, "node cgroup", "/%s cannot be read: %s", rel, strerror(errno));
+		return;
+	}
+	if (!v2) {
+		note("job cgroup", "<node>/uid_U/job_J, tasks in job_J/synergy (%d running)",
+		     sv.by_id);
+		return;
+	}
+	check(strstr(sv.subtree, "cpuset") && strstr(sv.subtree, "memory"), "controllers",
+	      "/%s passes '%s' to its jobs (Synergy reads and sets each job's cpuset and "
+	      "memory there; Slurm enables them when it makes the scope)", rel, sv.subtree);
+	if (sv.by_sluid && sv.by_id)
+		note("job dirs", "%d named by SLUID, %d job_<id> (CgroupJobIdPaths changed "
+		     "while jobs ran?): both are read", sv.by_sluid, sv.by_id);
+	else if (sv.by_sluid)
+		note("job dirs", "named by the job's SLUID (Slurm 26.05; CgroupJobIdPaths=yes "
+		     "names them job_<id>), %d running: a job is known by the SLUID its record "
+		     "in StateDir keeps (written by the prolog from SLURM_JOB_SLUID and by the "
+		     "job's first step)", sv.by_sluid);
+	else if (sv.by_id)
+		note("job dirs", "named job_<id>, %d running", sv.by_id);
+	else
+		note("job dirs", "none running (job_<id> up to Slurm 25.11 or with "
+		     "CgroupJobIdPaths=yes%s, the SLUID from 26.05: both are read)",
+		     syn__cg_job_id_paths(cg) ? ", which cgroup.conf sets" : "");
+	check(sv.other == 0, "job dirs", "%s%s%s", sv.other ? "a directory of a naming the "
+	      "plugin does not know: " : "no directory of another naming", sv.other_name,
+	      sv.other ? " (a job named so would run GPU-proportional)" : "");
+	note("job cgroup", "<node>/<job>/step_S/user/task_T; tasks stay in Slurm's task_T, "
+	     "bounded by their step's user cgroup (cgroup.h)");
+}
+
 static int run_check(const syn_conf_t *conf, const char *conf_path, const char *node)
 {
-	char used[SYN_PATH_MAX + 16], err[300], rel[SYN_PATH_MAX * 2];
+	char used[SYN_PATH_MAX + 16], err[300];
 	syn__cg_t *cg;
 	struct statfs fs;
 	struct statvfs vfs;
@@ -233,16 +426,7 @@ static int run_check(const syn_conf_t *conf, const char *conf_path, const char *
 		check(0, "cgroups", "%s", err);
 	} else {
 		check(1, "cgroups", "cgroup v%d at %s", syn__cg_version(cg), syn__cg_mountpoint(cg));
-		n = syn__cg_node_path(cg, rel, sizeof(rel));
-		if (n == 0)
-			check(1, "node cgroup", "%s", rel);
-		else
-			check(1, "node cgroup", "%s does not exist yet (Slurm makes it with the "
-			      "node's first job; set CgroupRoot if your layout differs)", rel);
-		note("job cgroup", "%s %s",
-		     syn__cg_version(cg) == 1 ? "<node>/uid_U/job_J, tasks in job_J/synergy" :
-		     "<node>/job_J, tasks stay in Slurm's job_J/step_S/user/task_T",
-		     "(cgroup.h)");
+		check_layout(conf, cg, node);
 		syn__cg_close(cg);
 	}
 	check_dir_safe("StateDir", conf->state_dir, 0);

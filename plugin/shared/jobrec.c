@@ -45,6 +45,20 @@ int syn__secret_valid(const char *s)
 	return hex_valid(s, SYN__SECRET_HEX);
 }
 
+int syn__sluid_valid(const char *s)
+{
+	/* Crockford's base 32 as Slurm's print_sluid writes it. */
+	static const char digits[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+	size_t n;
+
+	if (!s || s[0] != 's')
+		return 0;
+	for (n = 1; s[n]; n++)
+		if (n >= SYN__SLUID_LEN || !strchr(digits, s[n]))
+			return 0;
+	return n == SYN__SLUID_LEN;
+}
+
 int syn__grant_format(const syn__jobrec_t *r, char *buf, size_t len)
 {
 	int n;
@@ -84,7 +98,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 					     "want_cpus", "want_cache_mb", "allotted",
 					     "alloc_mem_mb", "hold_cache_mb", "profile", "group",
 					     "nodes", "unprofiled", "cpu_ns", "cpu_at_ns",
-					     "spare_milli", "harvest", "secret" };
+					     "spare_milli", "harvest", "secret", "sluid" };
 	const uint64_t mem_max = SYN__JOBREC_MEM_MAX;
 	uint64_t v = 0;
 	size_t i;
@@ -120,6 +134,11 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 			return syn_errbuf(err, errlen, EINVAL, "secret: not %d lowercase hex digits",
 					 SYN__SECRET_HEX);
 		snprintf(r->secret, sizeof(r->secret), "%s", val);
+		return 0;
+	case 20:
+		if (!syn__sluid_valid(val))
+			return syn_errbuf(err, errlen, EINVAL, "sluid: '%.40s' is not a SLUID", val);
+		snprintf(r->sluid, sizeof(r->sluid), "%s", val);
 		return 0;
 	case 8:
 		if (syn_cpus_parse(val, &r->allotted) < 0 || CPU_COUNT(&r->allotted) == 0)
@@ -157,7 +176,7 @@ static int field(syn__jobrec_t *r, const char *name, const char *val, unsigned *
 
 /* The fields the node adds to a record, never in a grant. */
 #define RECORD_ONLY ((1u << 8) | (1u << 9) | (1u << 10) | (1u << 15) | (1u << 16) | \
-		     (1u << 17) | (1u << 18))
+		     (1u << 17) | (1u << 18) | (1u << 20))
 
 /* A grant (grant set: only what job_submit decides, and its key) or a
  * record. */
@@ -423,6 +442,8 @@ int syn__jobrec_write(int dfd, const char *node, uint32_t jobid, const syn__jobr
 		fprintf(f, "spare_milli=%" PRIu64 "\n", r->spare_milli);
 	if (r->harvest)
 		fprintf(f, "harvest=1\n");
+	if (r->sluid[0])
+		fprintf(f, "sluid=%s\n", r->sluid);
 	if (fclose(f) != 0) {
 		f = NULL;
 		goto out;

@@ -26,6 +26,15 @@
  * (GroupDir/<node>.group_<group>, the job's user's, 0700); the epilog
  * removes it once no record of the node names the group.
  *
+ * Job cgroups named by SLUID (Slurm 26.05, cgroup.h): the node agent lists
+ * a node's jobs by their cgroup directories, which Slurm 26.05 names by
+ * the job's SLUID instead of job_<id>. The record says which SLUID its job
+ * has ("sluid"): the prolog writes the one slurmd hands it
+ * (SLURM_JOB_SLUID, 25.11+), the job's first step the name of the
+ * directory its own slurmstepd runs in (the kernel's word, which wins).
+ * A SLUID directory that no record of the node names is a job Synergy
+ * does not know, as a job_<id> directory without a record always was.
+ *
  * Files in StateDir, per node (NodeName) and job id:
  *   <node>.job_<id>        the record: "key=value" lines (syn__jobrec_*)
  *   <node>.job_<id>.json   the job's profile (synergy_profile.h schema)
@@ -52,6 +61,9 @@
 
 /* A group (synergy_env.h) is at most this long. */
 #define SYN__GROUP_MAX 64
+
+/* A SLUID as Slurm prints it: 's' and 13 Crockford base-32 digits. */
+#define SYN__SLUID_LEN 14
 
 /* A claim's nonce: this many lowercase hex digits (claim.h). */
 #define SYN__NONCE_LEN 16
@@ -107,6 +119,9 @@ typedef struct syn__jobrec {
 	int has_allotted;
 	cpu_set_t allotted;          /* CPUs its job cgroup had from Slurm */
 	uint64_t alloc_mem_mb;       /* memory Slurm allotted it on the node (0: unknown) */
+	/* The job's SLUID ("" unknown), which names its cgroup directory on
+	 * Slurm 26.05 (see the top of the file). Never in a grant. */
+	char sluid[SYN__SLUID_LEN + 1];
 	/* Kept by the node agent (lend.h): the cache grant the job's grant
 	 * file says now, in MB (has_hold 0: none written since the prolog,
 	 * which wrote cache_mb). */
@@ -140,6 +155,11 @@ int syn__nonce_valid(const char *s);
 /* 1 if s is a job secret: SYN__SECRET_HEX lowercase hex digits. */
 int syn__secret_valid(const char *s);
 
+/* 1 if s is a SLUID as Slurm prints it (print_sluid): 's' followed by 13
+ * characters of Crockford's base 32 (0-9 and A-Z without I, L, O, U),
+ * upper case; else 0. */
+int syn__sluid_valid(const char *s);
+
 /*
  * Parse a record (newline-separated; also a grant's fields, space-separated)
  * into r, strictly: every field known, every number in range, the key
@@ -153,7 +173,7 @@ int syn__jobrec_parse(const char *text, syn__jobrec_t *r, char *err, size_t errl
  * Parse a grant, as syn__jobrec_parse() and stricter: it must name key, uid
  * and gpus, and none of the fields only the node writes into a record
  * ("allotted", "alloc_mem_mb", "hold_cache_mb", "cpu_ns", "cpu_at_ns",
- * "spare_milli", "harvest"). What reached the node as a grant goes through
+ * "spare_milli", "harvest", "sluid"). What reached the node as a grant goes through
  * this parser only.
  */
 int syn__grant_parse(const char *text, syn__jobrec_t *r, char *err, size_t errlen);

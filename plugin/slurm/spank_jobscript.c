@@ -27,6 +27,11 @@
  * grant) joins here; a job array's task joins at its first step, where
  * slurmstepd knows the array job id (spank_remote.c).
  *
+ * The record also keeps the job's SLUID when slurmd hands the prolog one
+ * (SLURM_JOB_SLUID, Slurm 25.11+, in the prolog's own environment, which
+ * slurmd builds, not the user): Slurm 26.05 names the job's cgroup by it
+ * (jobrec.h, cgroup.h).
+ *
  * Epilog: removes the job's synergy cgroup (v1; a leftover child blocks
  * Slurm's own cleanup), its cache directory and its record, and lends the
  * CPUs it held to the jobs still running; then, under the node's lock, the
@@ -474,6 +479,14 @@ int syn__job_prolog(spank_t sp)
 		goto out;
 	}
 	clamp_cache(&r, dfd, node, jobid);
+	{
+		const char *sluid = getenv("SLURM_JOB_SLUID");
+
+		/* Only a well-formed one: the job's first step checks it
+		 * against the name of its cgroup (lend.h). */
+		if (sluid && syn__sluid_valid(sluid))
+			snprintf(r.sluid, sizeof(r.sluid), "%s", sluid);
+	}
 	/* A named group is in the grant; it joins once the rest is made. An
 	 * array task's group is added at its first step (spank_remote.c):
 	 * slurmd hands the job prolog no array job id. A job that profiles
@@ -536,13 +549,17 @@ int syn__job_epilog(spank_t sp)
 	if (node && access(conf.state_dir, F_OK) == 0)
 		syn__inplace_run(jobid, (uint32_t)uid, 1);
 	cg = syn__node_cgroup();
-	if (cg && syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0) {
-		if (syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
-			slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
-		/* Also drops the job's record. */
-		if (conf.enabled && conf.lend_idle && syn__node_agent())
-			syn__lend_rebalance(syn__node_agent(), NULL, jobid);
-	}
+	/* What Synergy made in the job's cgroup exists on v1 only, where the
+	 * job's directory is job_<id>; on v2 (job_<id> or, from Slurm 26.05,
+	 * the SLUID) there is nothing of ours to remove. */
+	if (cg && syn__cg_version(cg) == 1 &&
+	    syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0 &&
+	    syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
+		slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
+	/* Also drops the job's record. The agent exists once the node has
+	 * its cgroup. */
+	if (cg && conf.enabled && conf.lend_idle && syn__node_agent())
+		syn__lend_rebalance(syn__node_agent(), NULL, jobid);
 	syn__cache_dir_remove(jobid);
 	if (syn__grant_path(conf.cache_dir, jobid, grant, sizeof(grant)) == 0)
 		unlink(grant);

@@ -396,9 +396,13 @@ int syn__remote_init_post_opt(spank_t sp)
 		return 0;
 	}
 	/* A job that borrows gives back before Slurm sets up this step: also
-	 * with lending turned off since it borrowed. */
+	 * with lending turned off since it borrowed. slurmstepd already runs
+	 * in its step's cgroup below the job's, whatever the job directory's
+	 * name (job_<id>, or the SLUID on Slurm 26.05); where it does not
+	 * (cgroup v1), the name is job_<id>. */
 	if (st.rec.has_allotted && syn__node_agent() &&
-	    syn__cg_job_path(cg, st.jobid, uid, st.lend_rel, sizeof(st.lend_rel)) == 0)
+	    (syn__cg_job_of_pid(cg, 0, st.jobid, st.lend_rel, sizeof(st.lend_rel)) == 0 ||
+	     syn__cg_job_path(cg, st.jobid, uid, st.lend_rel, sizeof(st.lend_rel)) == 0))
 		syn__lend_step_start(syn__node_agent(), st.lend_rel, st.jobid);
 	st.lend_rel[0] = '\0';
 	return 0;
@@ -413,8 +417,14 @@ static void enter(spank_t sp, syn__cg_t *cg, pid_t pid)
 	char *list;
 
 	if (syn__cg_job_of_pid(cg, pid, st.jobid, st.job_rel, sizeof(st.job_rel)) < 0) {
-		slurm_error("synergy: job %u: task %d is not in the job's cgroup; running "
-			    "GPU-proportional", (unsigned)st.jobid, (int)pid);
+		char own[SYN_PATH_MAX * 2];
+
+		if (syn__cg_of_pid(cg, pid, own, sizeof(own)) < 0)
+			snprintf(own, sizeof(own), "unknown");
+		slurm_error("synergy: job %u: task %d is not in the job's cgroup (it is in /%s: "
+			    "no job_%u nor SLUID directory above a step_*); running "
+			    "GPU-proportional", (unsigned)st.jobid, (int)pid, own,
+			    (unsigned)st.jobid);
 		st.job_rel[0] = '\0';
 		return;
 	}
@@ -471,6 +481,19 @@ int syn__remote_task_post_fork(spank_t sp)
 	agent = syn__node_agent();
 	if (!agent)
 		return 0;
+	{
+		/* The agent lists the jobs of the node cgroup it found from
+		 * the layout (cgroup.h); one this job is not in would never
+		 * see it. Said once per step. */
+		char node_rel[SYN_PATH_MAX * 2];
+
+		if (syn__cg_node_of_job(cg, st.lend_rel, node_rel, sizeof(node_rel)) == 0 &&
+		    strcmp(node_rel, agent->node_rel) != 0)
+			slurm_error("synergy: lend job=%u: its cgroup %s is not in the node "
+				    "cgroup %s the node agent watches; set CgroupRoot in "
+				    "synergy.conf (synergy-lend --check)", (unsigned)st.jobid,
+				    st.lend_rel, agent->node_rel);
+	}
 	if (spank_get_item(sp, S_JOB_ALLOC_MEM, &mem_mb) != ESPANK_SUCCESS)
 		mem_mb = 0;
 	start.jobid = st.jobid;

@@ -49,6 +49,14 @@
 #   CLUSTER_SLURM_CONF_EXTRA    extra lines for slurm.conf (e.g. PrologFlags=Alloc)
 #   CLUSTER_CGROUP_CONF_EXTRA   extra lines for cgroup.conf (e.g. CgroupSlice=x.slice,
 #                               CgroupJobIdPaths=yes: Slurm 25.11+, 26.05.2+)
+#   CLUSTER_INIT_CGROUP     v2, in the test guest only: a cgroup (e.g.
+#                           pod.slice/init.scope) PID 1 is moved into for the
+#                           cluster's life, as the init of a container without
+#                           a cgroup namespace sits: Slurm 23.02+ then puts its
+#                           tree under that cgroup's parent (pod.slice/<slice>/
+#                           <node>_slurmstepd.scope). PID 1 goes back to the
+#                           root cgroup at the end. Skipped unless PID 1 is in
+#                           the root cgroup (a host's init never is)
 #   CLUSTER_NODE_SHAPES     "GPUS:CPUS:MEM ..." one per node: nodes of different
 #                           shapes (scheduling only: CPUs past the real ones are
 #                           faked), each also in its own partition "shape<i>";
@@ -134,6 +142,11 @@ cluster__cgmnt=/sys/fs/cgroup
 # cgroup v2: the slice of the nodes' scopes (cgroup.conf CgroupSlice, 25.11+).
 cluster__slice=$(printf '%s\n' "$CLUSTER_CGROUP_CONF_EXTRA" | sed -n 's/^[[:space:]]*CgroupSlice=\([^[:space:]]*\).*/\1/p' | tail -n 1)
 cluster__slice=${cluster__slice:-system.slice}
+# cgroup v2: PID 1's cgroup when CLUSTER_INIT_CGROUP moves it, and the
+# prefix Slurm 23.02+ takes from it (its parent; "" for the mount's root).
+CLUSTER_INIT_CGROUP=${CLUSTER_INIT_CGROUP:-}
+cluster__prefix=
+cluster__init_moved=
 CLUSTER_SLURM_VERSION=
 C=
 CLUSTER_NODES=
@@ -203,6 +216,16 @@ cluster_require_system() {
 		done
 		[ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/cgroup_v2.so ] ||
 			skip_all "Slurm's cgroup_v2.so not installed"
+	fi
+	if [ -n "$CLUSTER_INIT_CGROUP" ]; then
+		[ "$CLUSTER_CGROUP" = v2 ] || skip_all "CLUSTER_INIT_CGROUP needs cgroup v2"
+		[[ "$CLUSTER_INIT_CGROUP" =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] &&
+			[[ "/$CLUSTER_INIT_CGROUP/" != */../* ]] && [[ "/$CLUSTER_INIT_CGROUP/" != */./* ]] ||
+			bail "CLUSTER_INIT_CGROUP='$CLUSTER_INIT_CGROUP': expected a relative cgroup path of two components or more"
+		[ "$(sed -n 's/^0:://p' /proc/1/cgroup 2>/dev/null)" = / ] ||
+			skip_all "CLUSTER_INIT_CGROUP: PID 1 is not in the root cgroup (only the test guest's init is moved)"
+		# (Slurm 23.02.1's _get_init_cg_path: none of our releases is 23.02.0)
+		! cluster__slurm_at_least 23.02 || cluster__prefix=${CLUSTER_INIT_CGROUP%/*}
 	fi
 }
 
@@ -471,16 +494,32 @@ cluster_stop_ctld() {
 # our own, $cluster__launch_cg (it leaves it at once; removed at the end).
 cluster__launch_cg=
 cluster__v2_prepare() {
-	local f c
-	mkdir -p "$cluster__cgmnt/$cluster__slice" ||
-		bail "cannot create $cluster__cgmnt/$cluster__slice"
-	for f in "$cluster__cgmnt/cgroup.subtree_control" \
-		"$cluster__cgmnt/$cluster__slice/cgroup.subtree_control"; do
+	local f c d base=$cluster__cgmnt/${cluster__prefix:+$cluster__prefix/}$cluster__slice
+	local dirs=$cluster__cgmnt
+	if [ -n "$CLUSTER_INIT_CGROUP" ]; then
+		# Every cgroup from the root to PID 1's parent passes the
+		# controllers on; PID 1 itself sits in a leaf.
+		d=$cluster__cgmnt
+		for c in $(tr / ' ' <<<"${CLUSTER_INIT_CGROUP%/*}"); do
+			d=$d/$c
+			dirs="$dirs $d"
+		done
+		mkdir -p "$cluster__cgmnt/$CLUSTER_INIT_CGROUP" ||
+			bail "cannot create $cluster__cgmnt/$CLUSTER_INIT_CGROUP"
+	fi
+	mkdir -p "$base" || bail "cannot create $base"
+	for d in $dirs "$base"; do
+		f=$d/cgroup.subtree_control
 		for c in cpuset cpu memory pids; do
 			grep -qw "$c" "$f" || echo "+$c" >"$f" ||
 				bail "cannot enable the $c controller in $f"
 		done
 	done
+	if [ -n "$CLUSTER_INIT_CGROUP" ]; then
+		echo 1 >"$cluster__cgmnt/$CLUSTER_INIT_CGROUP/cgroup.procs" ||
+			bail "cannot move PID 1 into $cluster__cgmnt/$CLUSTER_INIT_CGROUP"
+		cluster__init_moved=1
+	fi
 	if [ "$(cat /proc/self/cgroup)" = "0::/" ]; then
 		cluster__launch_cg=$cluster__cgmnt/$cluster__slice/${CLUSTER_TAG}_launch
 		mkdir -p "$cluster__launch_cg" || bail "cannot create $cluster__launch_cg"
@@ -495,7 +534,7 @@ cluster__v2_prepare() {
 # slurmstepd scope. Whether or not it exists.
 cluster_node_cgroup() {
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
-		echo "$cluster__cgmnt/$cluster__slice/${1}_slurmstepd.scope"
+		echo "$cluster__cgmnt/${cluster__prefix:+$cluster__prefix/}$cluster__slice/${1}_slurmstepd.scope"
 	elif [ "$cluster__multi" = 1 ]; then
 		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$1"
 	else
@@ -589,6 +628,20 @@ cluster_stop() {
 		# one rmdir, children before their parents (-depth)
 		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
+	if [ -n "$cluster__init_moved" ]; then
+		# PID 1 back home; what we made for it goes (a slice under the
+		# prefix only if empty: it was ours, not shared).
+		echo 1 >"$cluster__cgmnt/cgroup.procs"
+		rmdir "$cluster__cgmnt/$CLUSTER_INIT_CGROUP" 2>/dev/null
+		[ -z "$cluster__prefix" ] ||
+			rmdir "$cluster__cgmnt/$cluster__prefix/$cluster__slice" 2>/dev/null
+		d=${CLUSTER_INIT_CGROUP%/*}
+		while [ -n "$d" ] && rmdir "$cluster__cgmnt/$d" 2>/dev/null; do
+			[ "$d" = "${d%/*}" ] && break
+			d=${d%/*}
+		done
+		cluster__init_moved=
+	fi
 	cd /
 	rm -rf "$C"
 	C=
@@ -621,6 +674,27 @@ cluster_job_state() { cluster_job_field "$1" JobState; }
 # cluster_job_field ID FIELD: one field of `scontrol -o show job`.
 cluster_job_field() {
 	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# cluster_job_min_mem ID: the memory per node the job asks for, as scontrol
+# prints it: MinMemoryNode, or, from Slurm 23.11 for a job with a memory
+# per GPU (mem_per_tres, as job_submit sizes it), the same figure named
+# MinMemoryTRES.
+cluster_job_min_mem() {
+	local v
+	v=$(cluster_job_field "$1" MinMemoryNode)
+	[ -n "$v" ] || v=$(cluster_job_field "$1" MinMemoryTRES)
+	echo "$v"
+}
+
+# cluster_job_tres ID: the TRES the job was allotted, as scontrol prints
+# them: TRES= (22.05), AllocTRES= from 23.02 (where TRES= is gone; ReqTRES=
+# is the request).
+cluster_job_tres() {
+	local v
+	v=$(cluster_job_field "$1" TRES)
+	[ -n "$v" ] || v=$(cluster_job_field "$1" AllocTRES)
+	echo "$v"
 }
 
 # cluster_wait_job ID [TIMEOUT]: poll every CLUSTER_POLL_MS until the job
@@ -682,7 +756,7 @@ cluster_cgroup_of() {
 
 # cluster_job_cgroup ID [CONTROLLER]: where Slurm keeps job ID's cgroup on
 # its first node: v1 <mnt>/CONTROLLER/slurm_<node>/uid_<uid>/job_<id>
-# (CONTROLLER default cpuset), v2 <mnt>/system.slice/<node>_slurmstepd.scope/
+# (CONTROLLER default cpuset), v2 <mnt>/[<prefix>/]<slice>/<node>_slurmstepd.scope/
 # job_<id> (26.05: .../<SLUID>, see cluster_job_dir). Prints the path
 # whether or not it exists (yet, or still).
 cluster_job_cgroup() {

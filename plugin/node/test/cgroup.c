@@ -121,23 +121,54 @@ static void test_proc(void)
 	   strcmp(out, "job_42") == 0, "leading slashes are all skipped");
 	ok(syn__cg_parse_proc("0::relative/job_42\n", NULL, 42, out, sizeof(out)) == -1,
 	   "a relative path is refused");
+	/* Issue 26: Slurm 26.05 names a job's directory by its SLUID. */
+	ok(syn__cg_parse_proc("0::/system.slice/c0837n1_slurmstepd.scope/s72XM8G6TT4S00/"
+			      "step_batch/user/task_0\n", NULL, 1, out, sizeof(out)) == 0 &&
+	   strcmp(out, "system.slice/c0837n1_slurmstepd.scope/s72XM8G6TT4S00") == 0,
+	   "26.05: a task's job directory by its SLUID");
+	ok(syn__cg_parse_proc("0::/x.slice/n1_slurmstepd.scope/sEKNKTV3WPV500/step_0/slurm\n",
+			      "", 7, out, sizeof(out)) == 0 &&
+	   strcmp(out, "x.slice/n1_slurmstepd.scope/sEKNKTV3WPV500") == 0,
+	   "26.05: slurmstepd's own (step_S/slurm), under CgroupSlice");
+	ok(syn__cg_parse_proc("0::/system.slice/n1_slurmstepd.scope/job_7/step_0/slurm\n", NULL, 7,
+			      out, sizeof(out)) == 0 &&
+	   strcmp(out, "system.slice/n1_slurmstepd.scope/job_7") == 0,
+	   "26.05 with CgroupJobIdPaths=yes: job_<id> as before");
+	ok(syn__cg_parse_proc("0::/system.slice/n1_slurmstepd.scope/s72XM8G6TT4S00\n", NULL, 1,
+			      out, sizeof(out)) == -1 && errno == ENOENT,
+	   "a SLUID without a step below it is no job's task");
+	ok(syn__cg_parse_proc("0::/system.slice/n1_slurmstepd.scope/slurmd\n", NULL, 1, out,
+			      sizeof(out)) == -1 && errno == ENOENT, "slurmd's own cgroup is no job's");
+	ok(syn__cg_parse_proc("0::/a/s72xm8g6tt4s00/step_0/user\n", NULL, 1, out, sizeof(out)) ==
+	   -1 && errno == ENOENT, "a lower-case name is no SLUID");
+	ok(syn__cg_parse_proc("7:cpuset:/a/s72XM8G6TT4S00/step_0\n", "cpuset", 1, out,
+			      sizeof(out)) == -1 && errno == ENOENT,
+	   "v1 lines are never named by SLUID");
+	ok(syn__cg_parse_proc("0::/a/s72XM8G6TT4S00/step_0/user/task_0\n", NULL, 1, out, 10) ==
+	   -1 && errno == ENAMETOOLONG, "short buffer (SLUID)");
 }
 
 static void test_slurm_conf(void)
 {
-	char plugin[64], mnt[256], pre[256], path[512];
+	char path[512];
+	syn__cg_slurm_conf_t sc;
 
 	put("cgroup.conf", "# comment\nCgroupPlugin = cgroup/v2 # trailing\n"
-	    "cgroupmountpoint=/cg\nConstrainCores=yes\nCgroupPrepend=/slurm_%n\n");
+	    "cgroupmountpoint=/cg\nConstrainCores=yes\nCgroupPrepend=/slurm_%n\n"
+	    "CgroupSlice=batch.slice\nCgroupJobIdPaths=Yes\n");
 	snprintf(path, sizeof(path), "%s/cgroup.conf", top);
-	ok(syn__cg_read_slurm_conf(path, plugin, sizeof(plugin), mnt, sizeof(mnt), pre,
-				   sizeof(pre)) == 0, "cgroup.conf read");
-	is_str(plugin, "cgroup/v2", "CgroupPlugin, comments and spaces stripped");
-	is_str(mnt, "/cg", "CgroupMountpoint, key case-insensitive");
-	is_str(pre, "/slurm_%n", "CgroupPrepend");
+	ok(syn__cg_read_slurm_conf(path, &sc) == 0, "cgroup.conf read");
+	is_str(sc.plugin, "cgroup/v2", "CgroupPlugin, comments and spaces stripped");
+	is_str(sc.mountpoint, "/cg", "CgroupMountpoint, key case-insensitive");
+	is_str(sc.prepend, "/slurm_%n", "CgroupPrepend");
+	is_str(sc.slice, "batch.slice", "CgroupSlice (Slurm 25.11+)");
+	is_int(sc.job_id_paths, 1, "CgroupJobIdPaths=Yes (Slurm 26.05.2+)");
+	put("cgroup2.conf", "CgroupJobIdPaths=perhaps\n");
+	snprintf(path, sizeof(path), "%s/cgroup2.conf", top);
+	ok(syn__cg_read_slurm_conf(path, &sc) == 0 && !sc.job_id_paths && !sc.slice[0],
+	   "CgroupJobIdPaths not a boolean: no; no CgroupSlice: empty");
 	snprintf(path, sizeof(path), "%s/none.conf", top);
-	ok(syn__cg_read_slurm_conf(path, plugin, sizeof(plugin), mnt, sizeof(mnt), pre,
-				   sizeof(pre)) == -1 && errno == ENOENT && !plugin[0],
+	ok(syn__cg_read_slurm_conf(path, &sc) == -1 && errno == ENOENT && !sc.plugin[0],
 	   "a missing cgroup.conf is ENOENT, all values empty");
 }
 
@@ -412,6 +443,116 @@ static void test_v2(void)
 	ok(!cg && errno == ENOTSUP, "CgroupPlugin=cgroup/v1 on a v2 tree: ENOTSUP");
 }
 
+/*
+ * Issue 26: what Slurm 23.02 to 26.05 change in the v2 tree: PID 1's
+ * parent before the slice (a slurmd in a container), CgroupSlice (25.11),
+ * the job's SLUID as its directory name (26.05).
+ */
+static void test_v2_layouts(void)
+{
+	const char *pod = "docker.slice/docker-ab12.scope";
+	char err[300], rel[512], p[600], job[1024];
+	syn__cg_opts_t o;
+	syn__cg_t *cg;
+	seen_t seen;
+	char mnt[512];
+	int i;
+
+	snprintf(mnt, sizeof(mnt), "%s/v2l", top);
+	put("v2l/cgroup.controllers", "cpuset cpu memory pids\n");
+	/* 26.05 in a container, CgroupSlice=batch.slice: one job by SLUID,
+	 * one by job_<id> (CgroupJobIdPaths before a reconfigure), slurmd. */
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/cpuset.cpus.effective", pod);
+	put(p, "0-7\n");
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/sEKNKTV3WPV500/cpuset.cpus",
+		 pod);
+	put(p, "2-3\n");
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/sEKNKTV3WPV500/step_0/"
+		 "user/cpuset.cpus", pod);
+	put(p, "2-3\n");
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/job_9/cpuset.cpus", pod);
+	put(p, "4\n");
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/slurmd", pod);
+	dir(p);
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/system", pod);
+	dir(p);
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n1_slurmstepd.scope/sEKNKTV3WPV5", pod);
+	dir(p);
+	snprintf(p, sizeof(p), "v2l/%s/batch.slice/n2_slurmstepd.scope", pod);
+	dir(p);
+	/* A 22.05 slurmd of another node in the same tree ignores PID 1. */
+	dir("v2l/batch.slice/n3_slurmstepd.scope");
+
+	memset(&o, 0, sizeof(o));
+	o.node = "n1";
+	o.mountpoint = mnt;
+	o.slice = "batch.slice";
+	o.init_cgroup = "/docker.slice/docker-ab12.scope/init.scope";
+	cg = syn__cg_open(&o, err, sizeof(err));
+	ok(cg != NULL, "v2 with CgroupSlice and PID 1 in a container (%s)", cg ? "" : err);
+	if (!cg)
+		return;
+	is_str(syn__cg_slice(cg), "batch.slice", "the slice is CgroupSlice's");
+	is_str(syn__cg_init_cgroup(cg), "/docker.slice/docker-ab12.scope/init.scope",
+	       "PID 1's cgroup");
+	is_str(syn__cg_init_prefix(cg), pod, "its parent is the prefix (Slurm 23.02.1+)");
+	snprintf(p, sizeof(p), "%s/batch.slice/n1_slurmstepd.scope", pod);
+	ok(syn__cg_node_path(cg, rel, sizeof(rel)) == 0 && strcmp(rel, p) == 0,
+	   "the node's scope under the prefix and the slice: %s", rel);
+	for (i = 0; syn__cg_node_candidate(cg, i, rel, sizeof(rel)) == 0; i++)
+		diag("candidate %d: %s", i, rel);
+	is_int(i, 4, "four candidates: with and without the prefix, multiple-slurmd or not");
+	ok(syn__cg_node_candidate(cg, 2, rel, sizeof(rel)) == 0 &&
+	   strcmp(rel, "batch.slice/n1_slurmstepd.scope") == 0,
+	   "the third is 22.05's, at the mount's root");
+	memset(&seen, 0, sizeof(seen));
+	snprintf(p, sizeof(p), "%s/batch.slice/n1_slurmstepd.scope", pod);
+	ok(syn__cg_foreach_job(cg, p, note_job, &seen) == 2, "two jobs listed (%d)", seen.n);
+	snprintf(job, sizeof(job), "0:%s/sEKNKTV3WPV500", p);
+	ok(has(&seen, job), "the SLUID directory with job id 0, for the caller to map");
+	snprintf(job, sizeof(job), "9:%s/job_9", p);
+	ok(has(&seen, job), "job_9 with its id; slurmd, system and a short name are no jobs");
+	snprintf(job, sizeof(job), "%s/sEKNKTV3WPV500", p);
+	ok(syn__cg_job_sluid(job, rel, sizeof(rel)) == 0 && strcmp(rel, "sEKNKTV3WPV500") == 0,
+	   "the SLUID of a job cgroup");
+	ok(syn__cg_job_sluid("a/job_9", rel, sizeof(rel)) == -1 && errno == ENOENT,
+	   "job_9 has none");
+	ok(syn__cg_node_of_job(cg, job, rel, sizeof(rel)) == 0 && strcmp(rel, p) == 0,
+	   "the node of a SLUID job");
+	ok(syn__cg_job_limit_cpus(cg, job, &(cpu_set_t){ 0 }) == 1,
+	   "its step's user cgroup is a limit cgroup");
+	memset(&seen, 0, sizeof(seen));
+	ok(syn__cg_foreach_node(cg, note_node, &seen) == 3, "three nodes (%d)", seen.n);
+	snprintf(job, sizeof(job), "n2:%s/batch.slice/n2_slurmstepd.scope", pod);
+	ok(has(&seen, job) && has(&seen, "n3:batch.slice/n3_slurmstepd.scope"),
+	   "under the prefix and at the root");
+	syn__cg_close(cg);
+
+	/* A host: PID 1 in /init.scope or in the root; default slice. */
+	o.slice = NULL;
+	o.init_cgroup = "/init.scope";
+	cg = syn__cg_open(&o, err, sizeof(err));
+	ok(cg && !syn__cg_init_prefix(cg)[0] && strcmp(syn__cg_slice(cg), "system.slice") == 0,
+	   "PID 1 in /init.scope: no prefix, system.slice");
+	ok(cg && syn__cg_node_path(cg, rel, sizeof(rel)) == -1 && errno == ENOENT &&
+	   strcmp(rel, "system.slice/n1_slurmstepd.scope") == 0,
+	   "no scope there yet: ENOENT and the first candidate");
+	for (i = 0; cg && syn__cg_node_candidate(cg, i, rel, sizeof(rel)) == 0; i++)
+		;
+	is_int(i, 2, "two candidates without a prefix");
+	syn__cg_close(cg);
+	o.init_cgroup = "/";
+	cg = syn__cg_open(&o, err, sizeof(err));
+	ok(cg && !syn__cg_init_prefix(cg)[0] && strcmp(syn__cg_init_cgroup(cg), "/") == 0,
+	   "PID 1 in the root cgroup: no prefix");
+	syn__cg_close(cg);
+	o.slice = "../etc";
+	ok(!syn__cg_open(&o, err, sizeof(err)) && errno == EINVAL && strstr(err, "CgroupSlice"),
+	   "a CgroupSlice with '..' is refused (%s)", err);
+	o.slice = "/abs.slice";
+	ok(!syn__cg_open(&o, err, sizeof(err)) && errno == EINVAL, "so is an absolute one");
+}
+
 int main(void)
 {
 	fake_tree_init("cgroup-t");
@@ -421,6 +562,7 @@ int main(void)
 	test_open();
 	test_v1();
 	test_v2();
+	test_v2_layouts();
 	rm_rf(top);
 	return done_testing();
 }

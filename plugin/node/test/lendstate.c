@@ -9,7 +9,11 @@
  * is read from a profile store under the lock; a job profiling in place
  * (issue 17) is lent the idle cores for its search and gives them back;
  * the jobs of a coordinated-prep group (issue 15) are lent one job's prep
- * cores between them, not one job's each.
+ * cores between them, not one job's each. On a fake cgroup v2 tree of
+ * Slurm 26.05 (issue 26), whose job directories are named by SLUID: the
+ * first step records its job's SLUID, by which later calls know the job
+ * (it is lent to), while a SLUID directory no record names is a job
+ * without a record (never lent to, its CPUs never lent to others).
  * StateDir must be root's, so without root the file is skipped.
  */
 #include "config.h"
@@ -353,6 +357,166 @@ static void test_harvest(int dfd, syn__agent_t *agent)
 	unlink(path);
 }
 
+static int note_status(const syn__lend_info_t *i, void *arg)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 512 - n, "%u:%s:%s:%s|", (unsigned)i->jobid,
+		 strrchr(i->job_rel, '/') + 1, i->recorded ? i->allotted : "-",
+		 i->borrow ? i->key : "-");
+	return 0;
+}
+
+/* Issue 26: Slurm 26.05's job directories, named by SLUID (see the top). */
+static void test_sluid(void)
+{
+	const char *sc = "v2/system.slice/n1_slurmstepd.scope";
+	const char *a = "system.slice/n1_slurmstepd.scope/sAAAAAAAAAAAAA";
+	char err[300], mnt[512], p[900], st2[700], status[512] = "", cpus[64];
+	syn__cg_opts_t o;
+	syn__cg_t *cg;
+	syn__agent_t agent;
+	syn__lend_start_t st;
+	syn__jobrec_t r;
+	cpu_set_t set;
+	int dfd, rv;
+
+	snprintf(st2, sizeof(st2), "%s/state-v2", top);
+	dfd = syn__state_dir_open(st2, err, sizeof(err));
+	if (dfd < 0)
+		bail_out(err);
+	put("v2/cgroup.controllers", "cpuset cpu memory pids\n");
+	snprintf(p, sizeof(p), "%s/cpuset.cpus", sc);
+	put(p, "0-4\n");
+	/* Job 21 (Synergy) on CPU 0; an unknown job on CPU 1; 2-4 idle. */
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/cpuset.cpus", sc);
+	put(p, "0\n");
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/memory.max", sc);
+	put(p, "1073741824\n");
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/step_batch/user/cpuset.cpus", sc);
+	put(p, "0\n");
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/step_batch/user/memory.max", sc);
+	put(p, "1073741824\n");
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/cpuset.cpus", sc);
+	put(p, "1\n");
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/step_0/user/cpuset.cpus", sc);
+	put(p, "1\n");
+	snprintf(p, sizeof(p), "%s/slurmd", sc);
+	dir(p);
+	snprintf(mnt, sizeof(mnt), "%s/v2", top);
+	memset(&o, 0, sizeof(o));
+	o.node = "n1";
+	o.mountpoint = mnt;
+	o.init_cgroup = "/";
+	cg = syn__cg_open(&o, err, sizeof(err));
+	if (!cg)
+		bail_out(err);
+	memset(&agent, 0, sizeof(agent));
+	agent.cg = cg;
+	agent.state_dir = st2;
+	agent.node_rel = "system.slice/n1_slurmstepd.scope";
+	agent.lend = 1;
+	agent.shape.gpus = 4;
+	agent.shape.mem_mb = 8192;
+	agent.shape.process_mem_mb = 512;
+	agent.log = logf_;
+
+	/* The prolog's record (a grant, and the SLUID slurmd told it, which
+	 * the kernel contradicts here) and the job's profile copy. */
+	memset(&r, 0, sizeof(r));
+	r.synergy = 1;
+	snprintf(r.key, sizeof(r.key), "img");
+	r.gpus = 1;
+	snprintf(r.sluid, sizeof(r.sluid), "sZZZZZZZZZZZZZ");
+	if (syn__jobrec_write(dfd, "n1", 21, &r) < 0)
+		bail_out("record");
+	{
+		syn_profile_t pr;
+		syn_error_t serr;
+
+		memset(&pr, 0, sizeof(pr));
+		snprintf(pr.key, sizeof(pr.key), "img");
+		pr.n_cpu = 2;
+		pr.n_mem = 1;
+		pr.cpus[0] = 1;
+		pr.cpus[1] = 2;
+		pr.tput[0][0] = 1;
+		pr.tput[1][0] = 2;
+		pr.prop_cpus = 1;
+		snprintf(p, sizeof(p), "%s/n1.job_21.json", st2);
+		if (syn_profile_write_file(p, &pr, &serr) < 0)
+			bail_out(serr.text);
+	}
+	memset(&st, 0, sizeof(st));
+	st.jobid = 21;
+	st.job_rel = a;
+	st.alloc_mem_mb = 1024;
+	errors = 0;
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(&agent, &st, 0);
+	diag("%s", allmsg);
+	ok(rv == -1 && strstr(allmsg, "prolog was given SLUID sZZZZZZZZZZZZZ"),
+	   "a SLUID the kernel contradicts is reported");
+	ok(syn__jobrec_read(dfd, "n1", 21, &r, err, sizeof(err)) == 0 &&
+	   strcmp(r.sluid, "sAAAAAAAAAAAAA") == 0 && r.has_allotted,
+	   "the first step recorded its cgroup's SLUID and its CPUs");
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/cpuset.cpus", sc);
+	snprintf(cpus, sizeof(cpus), "%s", get(p));
+	ok(syn_cpus_parse(cpus, &set) == 0 && CPU_ISSET(0, &set) && CPU_COUNT(&set) == 2 &&
+	   !CPU_ISSET(1, &set), "job 21, known by its SLUID, borrows an idle CPU (%s)", cpus);
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/step_batch/user/cpuset.cpus", sc);
+	is_str(get(p), cpus, "its step's user cgroup too");
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/cpuset.cpus", sc);
+	is_str(get(p), "1", "a SLUID no record names is lent nothing");
+	ok(strstr(allmsg, "lend job=21 borrows") && !strstr(allmsg, "cgroup=sBBBBBBBBBBBBB"),
+	   "messages name job 21 by its id");
+	errors = 0;
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(&agent, NULL, 0);
+	snprintf(p, sizeof(p), "%s/sAAAAAAAAAAAAA/cpuset.cpus", sc);
+	ok(rv == 0 && errors == 0 && strcmp(get(p), cpus) == 0,
+	   "a later call knows job 21 from its record's SLUID: it keeps what it holds (%s)",
+	   allmsg);
+	rv = syn__lend_status(&agent, p, sizeof(p), note_status, status);
+	ok(rv == 2 && strstr(status, "21:sAAAAAAAAAAAAA:0:img|") &&
+	   strstr(status, "0:sBBBBBBBBBBBBB:-:-|"),
+	   "synergy-lend's view: job 21 by its SLUID, the other without a record (%s)", status);
+	/* The unknown job is an ended one whose processes live on, on CPUs
+	 * job 21 was allotted: it loses them, named by its cgroup. */
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/cpuset.cpus", sc);
+	put(p, "0-1\n");
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/step_0/user/cpuset.cpus", sc);
+	put(p, "0-1\n");
+	allmsg[0] = '\0';
+	rv = syn__lend_rebalance(&agent, NULL, 0);
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB/cpuset.cpus", sc);
+	ok(strcmp(get(p), "1") == 0 && strstr(allmsg, "lend cgroup=sBBBBBBBBBBBBB returns cpus=0"),
+	   "an unknown SLUID job gives back a recorded job's CPU (%s)", allmsg);
+	/* Job 21 ends while job 22 (by SLUID too) runs on its CPUs: its
+	 * record goes, and its directory, still there, is no job's. */
+	snprintf(p, sizeof(p), "%s/sCCCCCCCCCCCCC/cpuset.cpus", sc);
+	put(p, "0,2\n");
+	memset(&r, 0, sizeof(r));
+	r.has_allotted = 1;
+	syn_cpus_parse("0,2", &r.allotted);
+	snprintf(r.sluid, sizeof(r.sluid), "sCCCCCCCCCCCCC");
+	if (syn__jobrec_write(dfd, "n1", 22, &r) < 0)
+		bail_out("record 22");
+	snprintf(p, sizeof(p), "%s/sBBBBBBBBBBBBB", sc);
+	rm_rf(p);
+	allmsg[0] = '\0';
+	errors = 0;
+	rv = syn__lend_rebalance(&agent, NULL, 21);
+	ok(syn__jobrec_read(dfd, "n1", 21, &r, err, sizeof(err)) == -1 && errno == ENOENT,
+	   "the ended job's record is gone");
+	ok(rv == 0 && errors == 0 && !strstr(allmsg, "sAAAAAAAAAAAAA"),
+	   "the ended job's cgroup, known by the SLUID its record had, is left out (%s)",
+	   allmsg);
+	syn__cg_close(cg);
+	close(dfd);
+}
+
 int main(void)
 {
 	char err[300], mnt[512];
@@ -640,6 +804,7 @@ int main(void)
 		}
 	}
 	test_harvest(dfd, &agent);
+	test_sluid();
 	syn__cg_close(cg);
 	close(dfd);
 	rm_rf(top);

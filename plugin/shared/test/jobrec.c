@@ -151,6 +151,27 @@ static void test_records(void)
 	ok(syn__jobrec_parse("allotted=1\ncpu_ns=5\ncpu_at_ns=6\nspare_milli=0\nharvest=1\n", &back,
 			     err, sizeof(err)) == 0 && !back.synergy && back.harvest,
 	   "a bare record may carry them (%s)", err);
+	/* Issue 26: the SLUID that names the job's cgroup on Slurm 26.05. */
+	ok(syn__sluid_valid("s72XM8G6TT4S00") && syn__sluid_valid("sEKNKTV3WPV500"),
+	   "SLUIDs as Slurm 26.05 prints them are valid");
+	ok(!syn__sluid_valid("s72XM8G6TT4S0") && !syn__sluid_valid("s72XM8G6TT4S000") &&
+	   !syn__sluid_valid("S72XM8G6TT4S00") && !syn__sluid_valid("s72xm8g6tt4s00") &&
+	   !syn__sluid_valid("s72XM8G6TT4SI0") && !syn__sluid_valid("s72XM8G6TT4SU0") &&
+	   !syn__sluid_valid("job_42") && !syn__sluid_valid("") && !syn__sluid_valid(NULL),
+	   "short, long, lower-case, I/U (not Crockford) and job_<id> are not");
+	snprintf(r.sluid, sizeof(r.sluid), "sEKNKTV3WPV500");
+	ok(syn__jobrec_write(dfd, "n1", 5, &r) == 0 &&
+	   syn__jobrec_read(dfd, "n1", 5, &back, err, sizeof(err)) == 0 &&
+	   strcmp(back.sluid, "sEKNKTV3WPV500") == 0 && back.synergy && back.harvest,
+	   "a record's SLUID reads back");
+	ok(syn__jobrec_parse("sluid=s72XM8G6TT4S00\n", &back, err, sizeof(err)) == 0 &&
+	   !back.synergy && strcmp(back.sluid, "s72XM8G6TT4S00") == 0,
+	   "a bare record may carry only the SLUID (the prolog of a job that is not sized)");
+	ok(syn__jobrec_parse("sluid=../job_1\n", &back, err, sizeof(err)) == -1 &&
+	   strstr(err, "sluid"), "a record's sluid must be a SLUID (%s)", err);
+	ok(syn__grant_parse("key=img uid=7 gpus=1 sluid=s72XM8G6TT4S00", &back, err,
+			    sizeof(err)) == -1, "a grant never carries a SLUID (%s)", err);
+	r.sluid[0] = '\0';
 	ok(syn__jobrec_match("n1.job_5", "n1", &id) && id == 5, "record names match");
 	ok(!syn__jobrec_match("n1.job_5x", "n1", &id) && !syn__jobrec_match("n10.job_5", "n1", &id),
 	   "other names do not");
