@@ -33,26 +33,32 @@ trap 'rm -rf "$W"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# root_of SUITE: "DIR VERSION" of the suite's root, or a skipped test.
-root_of() {
-	"$top_srcdir/tools/build-slurm-rootfs" --check --suite "$1" 2>/dev/null ||
-		{ test_skip "$1: no root file system (tools/build-slurm-rootfs --suite $1, as root)"; return 1; }
+# pkg_build SUITE KIND WHAT: the packages of KIND (deb or rpm) built by
+# rootfs-packages in SUITE's root into $W/KIND, one test; sets root, ver
+# (the root's Slurm), next (its next micro version) and rc. Without that
+# root: a skipped test, and status 1.
+pkg_build() {
+	local line out t0=$SECONDS
+	if ! line=$("$top_srcdir/tools/build-slurm-rootfs" --check --suite "$1" 2>/dev/null); then
+		test_skip "$1: no root file system (tools/build-slurm-rootfs --suite $1, as root)"
+		return 1
+	fi
+	root=${line%% *}
+	ver=$(chroot "$root" dpkg-query -W -f='${source:Upstream-Version}' slurmctld)
+	next=${ver%.*}.$((${ver##*.} + 1))
+	out=$("$top_srcdir/tools/rootfs-packages" --root "$root" --"$2" --out "$W/$2" 2>&1)
+	rc=$?
+	test_ok "$1: the $3 build against Slurm $ver (rootfs-packages --$2)" test "$rc" = 0
+	[ "$rc" = 0 ] || sed 's/^/#   /' <<<"$out"
+	diag "$1: $2 build $((SECONDS - t0)) s"
 }
 
 # 1. Debian 13.
-if line=$(root_of trixie); then
-	root=${line%% *}
-	ver=$(chroot "$root" dpkg-query -W -f='${source:Upstream-Version}' slurmctld)
-	t0=$SECONDS
-	out=$("$top_srcdir/tools/rootfs-packages" --root "$root" --deb --out "$W/deb" 2>&1)
-	rc=$?
-	test_ok "trixie: the Debian packages build against Slurm $ver (rootfs-packages --deb)" test "$rc" = 0
-	[ "$rc" = 0 ] || sed 's/^/#   /' <<<"$out"
-	diag "trixie: package build $((SECONDS - t0)) s"
+if pkg_build trixie deb "Debian packages"; then
 	f=$(ls "$W"/deb/synergy-slurm-plugins_*.deb 2>/dev/null)
 	dep=$([ -n "$f" ] && dpkg-deb -f "$f" Depends)
 	test_ok "trixie: the plugins package accepts exactly Slurm $ver" \
-		grep -qF "slurm-wlm-basic-plugins (>= $ver~), slurm-wlm-basic-plugins (<< ${ver%.*}.$((${ver##*.} + 1))~)" <<<"$dep"
+		grep -qF "slurm-wlm-basic-plugins (>= $ver~), slurm-wlm-basic-plugins (<< $next~)" <<<"$dep"
 	[ "$tap_failed" = 0 ] || diag "Depends: $dep"
 	if [ "$rc" != 0 ]; then
 		test_skip "trixie/packaging: the packages did not build"
@@ -70,28 +76,20 @@ if line=$(root_of trixie); then
 fi
 
 # 2. The RPMs against 26.05.
-if line=$(root_of sid); then
-	root=${line%% *}
-	ver=$(chroot "$root" dpkg-query -W -f='${source:Upstream-Version}' slurmctld)
-	t0=$SECONDS
-	out=$("$top_srcdir/tools/rootfs-packages" --root "$root" --rpm --out "$W/rpm" 2>&1)
-	rc=$?
-	test_ok "sid: the RPMs build against Slurm $ver (rootfs-packages --rpm)" test "$rc" = 0
-	[ "$rc" = 0 ] || sed 's/^/#   /' <<<"$out"
-	diag "sid: RPM build $((SECONDS - t0)) s"
+if pkg_build sid rpm RPMs; then
 	# rpm_has NAME PATTERN...: the listing (rpm -qlp, made by
 	# rootfs-packages next to each package) of NAME-<version>.<arch>.rpm
 	# has a line matching each extended regular expression.
 	rpm_has() {
 		local l p
-		l=$(ls "$W"/rpm/"$1"-[0-9]*.rpm.files 2>/dev/null | grep -v '\.src\.rpm' | head -n 1)
-		[ -n "$l" ] || return 1
+		for l in "$W"/rpm/"$1"-[0-9]*.rpm.files; do break; done
+		[ -f "$l" ] || { echo "# no listing of an RPM $1"; return 1; }
 		shift
 		for p in "$@"; do
 			grep -qE "$p" "$l" || { echo "# no $p in $l"; return 1; }
 		done
 	}
-	pd=/usr/lib[0-9]*/slurm
+	pd='/usr/lib(64)?/slurm'
 	test_ok "sid: synergy-slurm-plugins: both SPANK modules, job_submit, synergy.conf" \
 		rpm_has synergy-slurm-plugins "^$pd/spank_synergy\.so$" "^$pd/spank_synergy_node\.so$" \
 		"^$pd/job_submit_synergy\.so$" '^/etc/slurm/synergy\.conf$' 'man8/spank-synergy\.8'
@@ -99,15 +97,16 @@ if line=$(root_of sid); then
 		rpm_has synergy-slurm-tools '^/usr/sbin/synergyd$' '/systemd/system/synergyd\.service$' \
 		'^/usr/sbin/synergy-lend$' '^/usr/bin/synergy-profile$' '^/usr/bin/synergy-sim$' \
 		'^/usr/bin/coordl-pack$'
-	test_ok "sid: coordl, coordl-devel, python3-coordl (in /usr, not /usr/local)" \
-		bash -c "$(declare -f rpm_has); W='$W'
-			rpm_has coordl '/libcoordl\.so\.0' &&
+	rpm_libs() {
+		rpm_has coordl '/libcoordl\.so\.0' &&
 			rpm_has coordl-devel '^/usr/include/coordl\.h$' '/pkgconfig/coordl\.pc$' &&
-			rpm_has python3-coordl '^/usr/lib/python3[.0-9]*/site-packages/coordl/loader\.py$'"
+			rpm_has python3-coordl '^/usr/lib/python3[.0-9]*/site-packages/coordl/loader\.py$'
+	}
+	test_ok "sid: coordl, coordl-devel, python3-coordl (in /usr, not /usr/local)" rpm_libs
 	req=$(cat "$W"/rpm/synergy-slurm-plugins-[0-9]*.rpm.requires 2>/dev/null)
 	test_ok "sid: the plugins RPM requires exactly Slurm $ver" \
 		bash -c "grep -qx 'slurm(x86-64) >= $ver' <<<'$req' &&
-			grep -qx 'slurm(x86-64) < ${ver%.*}.$((${ver##*.} + 1))' <<<'$req'"
-	[ "$tap_failed" = 0 ] || diag "Requires: $(echo $req)"
+			grep -qx 'slurm(x86-64) < $next' <<<'$req'"
+	[ "$tap_failed" = 0 ] || diag "Requires: $(tr '\n' ' ' <<<"$req")"
 fi
 done_testing
