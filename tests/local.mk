@@ -13,6 +13,9 @@
 # slurm-versions.sh builds the project inside the root file systems of
 # newer Debian releases (tools/build-slurm-rootfs, tools/rootfs-run: Slurm
 # 24.11, 26.05) and runs cluster suites in the guest booted on them.
+# packaging-rootfs.sh builds the Debian packages in Debian 13's root and
+# installs them in the guest booted on it (packaging.sh there), and the
+# RPMs against 26.05 in sid's (tools/rootfs-packages; minutes).
 SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/cluster-limits.sh tests/integration/vm-run.sh \
 	tests/integration/cgroup-v2.sh tests/integration/slurm-plain.sh \
@@ -28,10 +31,11 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-multinode.sh tests/integration/synergy-harvest.sh \
 	tests/integration/synergy-shrink.sh tests/integration/synergy-concurrent.sh \
 	tests/integration/demo.sh \
-	tests/integration/packaging.sh
+	tests/integration/packaging.sh tests/integration/packaging-rootfs.sh
 EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init \
 	tests/vm/spank-probe.c
 dist_noinst_SCRIPTS += tests/vm/vm-run tools/build-slurm-plain tools/build-slurm-rootfs tools/rootfs-run \
+	tools/rootfs-packages \
 	tests/vm/spank-probe.sh
 INTEGRATION_TESTS += $(SYNERGY_INTEGRATION_TESTS)
 dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-job.sh tools/demo-report

@@ -15,8 +15,10 @@
 # Other knobs: SYNERGY_VM_TIMEOUT (seconds for the whole guest run, default
 # 2400), SYNERGY_VM=off (skip this file), SYNERGY_VM_ROOT=DIR (the guest's
 # root is DIR, a root file system of tools/build-slurm-rootfs, with its own
-# Slurm: vm-run --root; tests/integration/slurm-versions.sh sets it), and
-# vm-run's (tests/vm/README).
+# Slurm: vm-run --root; tests/integration/slurm-versions.sh sets it),
+# SYNERGY_VM_BIND='DIR...' (with SYNERGY_VM_ROOT: these directories of this
+# machine are seen in the guest too, vm-run --bind; e.g. packages to
+# install) and vm-run's (tests/vm/README).
 vm_suites='
 cluster-basic.sh CLUSTER_SYNERGY=0
 cluster-limits.sh CLUSTER_SYNERGY=0
@@ -64,6 +66,9 @@ if [ -n "${SYNERGY_VM_ROOT:-}" ]; then
 	[ -x "$SYNERGY_VM_ROOT/usr/sbin/slurmd" ] ||
 		skip_all "SYNERGY_VM_ROOT=$SYNERGY_VM_ROOT: no root file system with Slurm there"
 	root=(--root "$SYNERGY_VM_ROOT")
+	for d in ${SYNERGY_VM_BIND:-}; do
+		root+=(--bind "$d")
+	done
 fi
 
 t0=$SECONDS

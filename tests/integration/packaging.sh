@@ -16,6 +16,12 @@
 # (CLUSTER_PLUGIN_DIR) sizes one profiled job. Last, it purges the packages
 # and checks that none of their files is left: the machine is as it was.
 #
+# With SYNERGY_PKG_DEBS=DIR it builds nothing: it installs the packages in
+# DIR, built for the Slurm of the machine it runs on (tools/rootfs-packages
+# --deb, for another Debian release: packaging-rootfs.sh runs this file so
+# in the guest booted on that release's root), and checks them from the
+# dependency on that Slurm on.
+#
 # Root only. It refuses to run (SKIP) where one of its packages is installed
 # already, since it would remove it; two runs on one machine take turns.
 # Most of its time is the package build: 2 minutes on a quiet 2-core machine
@@ -27,10 +33,18 @@
 PACKAGES="synergy-slurm-plugins synergy-slurm-tools libcoordl0 libcoordl-dev python3-coordl"
 
 cluster_require_system
-for p in dpkg-buildpackage dpkg-checkbuilddeps dh dh_python3 fakeroot pkg-config cc; do
-	command -v "$p" >/dev/null 2>&1 ||
-		skip_all "$p not installed (tools/install-deps installs the packaging tools)"
-done
+prebuilt=${SYNERGY_PKG_DEBS:-}
+if [ -n "$prebuilt" ]; then
+	[ -d "$prebuilt" ] || bail "SYNERGY_PKG_DEBS=$prebuilt: not a directory"
+	for p in dpkg pkg-config cc; do
+		command -v "$p" >/dev/null 2>&1 || skip_all "$p not installed"
+	done
+else
+	for p in dpkg-buildpackage dpkg-checkbuilddeps dh dh_python3 fakeroot pkg-config cc; do
+		command -v "$p" >/dev/null 2>&1 ||
+			skip_all "$p not installed (tools/install-deps installs the packaging tools)"
+	done
+fi
 
 # Take turns with another run of this test (the same packages, one dpkg);
 # then packages of ours that are installed are someone else's.
@@ -80,55 +94,66 @@ pkg_dpkg() {
 	return 1
 }
 
-# 1. A clean copy of the source.
-mkdir "$W/src"
-if git -C "$top_srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
-	[ "$(git -C "$top_srcdir" rev-parse --show-toplevel)" -ef "$top_srcdir" ]; then
-	git -C "$top_srcdir" archive --format=tar HEAD | tar -xf - -C "$W/src"
-	diag "packaging HEAD $(git -C "$top_srcdir" rev-parse --short HEAD) of $top_srcdir"
-	git -C "$top_srcdir" diff --quiet HEAD 2>/dev/null ||
-		diag "(uncommitted changes in $top_srcdir are not in the packages)"
-else
-	tar -C "$top_srcdir" --exclude=./.git --exclude='./build*' --exclude='./_build*' \
-		--exclude=./autom4te.cache -cf - . | tar -xf - -C "$W/src"
-	diag "packaging a copy of $top_srcdir (not a git checkout)"
-fi
-test_ok "the source has a debian/ directory" test -x "$W/src/debian/rules"
-deps=$(cd "$W/src" && dpkg-checkbuilddeps 2>&1)
-[ -z "$deps" ] || skip_all "build dependencies missing: $deps"
-
-# 2. Build, as an admin would; MAKEFLAGS of an outer `make check` must not
-# leak into the package build.
-t0=$(date +%s)
-(cd "$W/src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u top_srcdir -u top_builddir \
-	DEB_BUILD_OPTIONS="nocheck parallel=${JOBS:-2}" \
-	dpkg-buildpackage -b -uc -us) >"$W/build.log" 2>&1
-rc=$?
-test_ok "dpkg-buildpackage -b -uc -us succeeds" test "$rc" = 0
-[ "$rc" = 0 ] || { tail -n 30 "$W/build.log" | sed 's/^/#   /'; bail "package build failed"; }
-diag "package build: $(($(date +%s) - t0)) s"
 arch=$(dpkg --print-architecture)
-debs=
-for p in $PACKAGES; do
-	f=$(ls "$W"/"${p}"_*_"$arch".deb "$W"/"${p}"_*_all.deb 2>/dev/null | head -n 1)
-	test_ok "package $p was built" test -n "$f"
-	debs="$debs $f"
-done
-[ "$tap_failed" = 0 ] || bail "packages missing"
+# pkg_find DIR: the .deb files of PACKAGES in DIR, in order, into debs.
+pkg_find() {
+	local p f
+	debs=
+	for p in $PACKAGES; do
+		f=$(ls "$1"/"${p}"_*_"$arch".deb "$1"/"${p}"_*_all.deb 2>/dev/null | head -n 1)
+		test_ok "package $p was built" test -n "$f"
+		debs="$debs $f"
+	done
+	[ "$tap_failed" = 0 ] || bail "packages missing"
+}
 
-if command -v lintian >/dev/null 2>&1; then
-	lintian --fail-on error,warning "$W"/*.changes >"$W/lintian.log" 2>&1
-	rc=$?
-	test_ok "lintian finds no error or warning" test "$rc" = 0
-	grep -v '^running with root' "$W/lintian.log" | sed 's/^/#   lintian: /'
+t0=$(date +%s)
+if [ -n "$prebuilt" ]; then
+	diag "installing the packages built in $prebuilt"
+	pkg_find "$prebuilt"
 else
-	test_skip "lintian not installed"
+	# 1. A clean copy of the source.
+	mkdir "$W/src"
+	if git -C "$top_srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
+		[ "$(git -C "$top_srcdir" rev-parse --show-toplevel)" -ef "$top_srcdir" ]; then
+		git -C "$top_srcdir" archive --format=tar HEAD | tar -xf - -C "$W/src"
+		diag "packaging HEAD $(git -C "$top_srcdir" rev-parse --short HEAD) of $top_srcdir"
+		git -C "$top_srcdir" diff --quiet HEAD 2>/dev/null ||
+			diag "(uncommitted changes in $top_srcdir are not in the packages)"
+	else
+		tar -C "$top_srcdir" --exclude=./.git --exclude='./build*' --exclude='./_build*' \
+			--exclude=./autom4te.cache -cf - . | tar -xf - -C "$W/src"
+		diag "packaging a copy of $top_srcdir (not a git checkout)"
+	fi
+	test_ok "the source has a debian/ directory" test -x "$W/src/debian/rules"
+	deps=$(cd "$W/src" && dpkg-checkbuilddeps 2>&1)
+	[ -z "$deps" ] || skip_all "build dependencies missing: $deps"
+
+	# 2. Build, as an admin would; MAKEFLAGS of an outer `make check` must not
+	# leak into the package build.
+	(cd "$W/src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u top_srcdir -u top_builddir \
+		DEB_BUILD_OPTIONS="nocheck parallel=${JOBS:-2}" \
+		dpkg-buildpackage -b -uc -us) >"$W/build.log" 2>&1
+	rc=$?
+	test_ok "dpkg-buildpackage -b -uc -us succeeds" test "$rc" = 0
+	[ "$rc" = 0 ] || { tail -n 30 "$W/build.log" | sed 's/^/#   /'; bail "package build failed"; }
+	diag "package build: $(($(date +%s) - t0)) s"
+	pkg_find "$W"
+
+	if command -v lintian >/dev/null 2>&1; then
+		lintian --fail-on error,warning "$W"/*.changes >"$W/lintian.log" 2>&1
+		rc=$?
+		test_ok "lintian finds no error or warning" test "$rc" = 0
+		grep -v '^running with root' "$W/lintian.log" | sed 's/^/#   lintian: /'
+	else
+		test_skip "lintian not installed"
+	fi
 fi
 
 # The job_submit plugin loads only in a slurmctld of the version it was
 # built for: the plugins package must say so.
 slurm_v=$(dpkg-query -W -f='${source:Upstream-Version}' slurmctld 2>/dev/null)
-f=$(ls "$W"/synergy-slurm-plugins_*.deb)
+f=$(ls "${prebuilt:-$W}"/synergy-slurm-plugins_*.deb)
 test_ok "plugins depend on exactly Slurm $slurm_v" \
 	grep -qF "slurm-wlm-basic-plugins (>= $slurm_v~)" <<<"$(dpkg-deb -f "$f" Depends)"
 test_ok "plugins break any other slurmctld" \
@@ -146,7 +171,12 @@ snapshot() {
 snapshot >"$W/before"
 installed=1
 # shellcheck disable=SC2086
-pkg_dpkg -i $debs >"$W/install.log" 2>&1
+# A root of tools/build-slurm-rootfs keeps documentation and manual pages
+# out of every package (path-exclude in /etc/dpkg/dpkg.cfg.d); ours are
+# checked below, so they are let in (the command line's filters come
+# after the configuration's, and the last match wins).
+pkg_dpkg -i --path-include='/usr/share/doc/*' --path-include='/usr/share/man/*' \
+	$debs >"$W/install.log" 2>&1
 rc=$?
 test_ok "dpkg -i installs the packages" test "$rc" = 0
 [ "$rc" = 0 ] || { tail -n 20 "$W/install.log" | sed 's/^/#   /'; bail "install failed"; }
@@ -154,6 +184,7 @@ test_ok "dpkg -i installs the packages" test "$rc" = 0
 dpkg -L $PACKAGES | sort -u >"$W/files"
 
 test_ok "spank_synergy.so is in Slurm's plugin directory $pd" test -f "$pd/spank_synergy.so"
+test_ok "spank_synergy_node.so (its node side) beside it" test -f "$pd/spank_synergy_node.so"
 test_ok "job_submit_synergy.so is in Slurm's plugin directory" test -f "$pd/job_submit_synergy.so"
 test_ok "no libtool archives next to them" bash -c "! ls '$pd'/*synergy*.la 2>/dev/null | grep -q ."
 test_ok "synergy.conf is a conffile in /etc/slurm" \
@@ -172,7 +203,11 @@ test_ok "it runs as slurm, its status file in its RuntimeDirectory" \
 test_ok "the unit is installed, not enabled" \
 	test ! -e /etc/systemd/system/multi-user.target.wants/synergyd.service
 if command -v systemd-analyze >/dev/null 2>&1; then
-	out=$(systemd-analyze verify "$unit" 2>&1)
+	# Without man (a root of tools/build-slurm-rootfs) the unit's
+	# Documentation= cannot be looked up: only the rest is verified.
+	man=yes
+	command -v man >/dev/null 2>&1 || man=no
+	out=$(systemd-analyze verify --man="$man" "$unit" 2>&1)
 	test_ok "systemd-analyze verify accepts the unit" test -z "$out"
 	[ -z "$out" ] || sed 's/^/#   /' <<<"$out"
 else
@@ -256,10 +291,35 @@ test_ok "slurmctld loaded the installed job_submit_synergy.so" \
 # Only this test's cluster loads the installed SPANK plugin by that path.
 stepd_maps() { grep -l " $pd/spank_synergy.so\$" /proc/[0-9]*/maps 2>/dev/null | grep -q .; }
 test_ok "slurmstepd loaded the installed spank_synergy.so" stepd_maps
+stepd_node_maps() { grep -l " $pd/spank_synergy_node.so\$" /proc/[0-9]*/maps 2>/dev/null | grep -q .; }
+test_ok "and the installed spank_synergy_node.so" stepd_node_maps
+# slurmd runs the node side from its start.
+slurmd_maps() {
+	local p
+	for p in $cluster_pids; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmd ] &&
+			grep -q " $pd/$1\$" "/proc/$p/maps" && return 0
+	done
+	return 1
+}
+test_ok "slurmd loaded the installed spank_synergy.so" slurmd_maps spank_synergy.so
+test_ok "and the installed spank_synergy_node.so" slurmd_maps spank_synergy_node.so
 touch "$C/go"
 st=$(cluster_wait_job "$id" 30)
 test_ok "job completed" test "$st" = COMPLETED
 test_ok "the job ran Synergy-active" grep -qx SYNERGY_ACTIVE=1 "$(cluster_out "$id")"
+# srun (the client side) loads the installed spank_synergy.so, and not
+# the node module.
+srun -N1 -n1 sleep 4 >"$W/srun.out" 2>&1 &
+spid=$!
+srun_maps() { grep -q " $pd/spank_synergy.so\$" "/proc/$spid/maps" 2>/dev/null; }
+cluster__wait 20 srun_maps && cp "/proc/$spid/maps" "$W/srun.maps"
+test_ok "srun loaded the installed spank_synergy.so" grep -q " $pd/spank_synergy.so\$" "$W/srun.maps"
+test_ok "but not the node module" bash -c "[ -s '$W/srun.maps' ] && ! grep -q spank_synergy_node '$W/srun.maps'"
+wait "$spid"
+rc=$?
+test_ok "the srun step ran (status $rc)" test "$rc" = 0
+[ "$rc" = 0 ] || sed 's/^/#   srun: /' "$W/srun.out"
 cluster__wait 5 cluster_leftovers
 test_ok "no synergy cgroup, job cgroup or cache file left" cluster_leftovers
 cluster_stop
