@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # submit-rate.sh: job submission throughput of slurmctld with and without
 # the Synergy plugins (issue 26: since Slurm 23.02 slurmctld runs job_submit
 # plugins concurrently, under a shared read lock). One throwaway cluster per
@@ -41,7 +42,7 @@ while getopts c:j:r:m:b:h o; do
 	r) runs=$OPTARG ;;
 	m) modes=$OPTARG ;;
 	b) before=$OPTARG ;;
-	h) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+	h) sed -n '3,/^set -u/{/^set -u/d;s/^# \{0,1\}//p}' "$0"; exit 0 ;;
 	*) exit 2 ;;
 	esac
 done

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # slurm-versions.sh: this project on the Slurm of newer Debian releases, on
 # cgroup v2: trixie (Debian 13, Slurm 24.11) and sid (unstable, 26.05). For
 # each release whose root file system tools/build-slurm-rootfs has made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spank-probe.c: a SPANK plugin that only looks. For tests/vm/spank-probe.sh,
  * which builds it inside a root file system of tools/build-slurm-rootfs

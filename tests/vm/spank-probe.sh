@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # spank-probe.sh: what a Slurm release shows a SPANK plugin, and the cgroup
 # v2 tree it makes for a running job. Not a test: a probe whose output is
 # the evidence in doc/slurm-versions.md. Runs where its Slurm runs: in the
