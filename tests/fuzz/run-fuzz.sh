@@ -10,7 +10,7 @@
 #               configure a private one under WORKDIR)
 #   -o WORKDIR  where binaries, grown corpora and crash artifacts go
 #               (default: a new directory under ${TMPDIR:-/tmp})
-#   TARGET      any of: prep profile conf trace env spank source node cache remote
+#   TARGET      any of: prep profile conf trace env spank source node cache remote ckpt
 #               (default: all)
 #
 # The checked-in seeds under tests/fuzz/corpus/<target>/ are only read; new
@@ -38,7 +38,7 @@ case $secs in
 esac
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-all="prep profile conf trace env spank source node cache remote"
+all="prep profile conf trace env spank source node cache remote ckpt"
 targets=${*:-$all}
 for t in $targets; do
 	case " $all " in
@@ -93,6 +93,7 @@ sources() {
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
 		"loader/env.c loader/util.c" ;;
 	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c" ;;
+	ckpt) echo "tests/fuzz/fuzz_ckpt.c loader/ckpt_file.c loader/util.c" ;;
 	remote) echo "loader/test/fuzz_remote.c loader/remote.c loader/s3.c loader/source.c" \
 		"loader/env.c loader/util.c" ;;
 	esac
@@ -102,7 +103,7 @@ libs() {
 	prep) echo "-ljpeg -lm" ;;
 	profile|trace) echo "-ljansson -lm" ;;
 	spank) echo "-lcgroup" ;;
-	cache) echo "-lpthread" ;;
+	cache|ckpt) echo "-lpthread" ;;
 	source|remote) echo "-lcurl" ;;
 	*) echo "" ;;
 	esac
@@ -113,6 +114,7 @@ maxlen() {
 	case $1 in
 	prep) echo 200000 ;;
 	profile) echo 20000 ;;
+	ckpt) echo 16384 ;; # a header alone is 4096 bytes
 	*) echo 4096 ;;
 	esac
 }
