@@ -615,6 +615,8 @@ class CheckFreq:
             self._reserved = want
             t_r = self._clock() - t_r
             t0 += t_r
+            if self._t_prev is not None:  # nor the next iteration's time
+                self._t_prev += t_r
             if t_r > 0.1:
                 self._log("snapshot buffers: 2 x %.0f MB allocated in %.2f s"
                           % (want / 1e6, t_r))
