@@ -609,7 +609,10 @@ class CheckFreq:
             # timed: page faults are a one-time cost (about 10 us per 4 KiB
             # page on some VMs), not part of what a checkpoint costs.
             t_r = self._clock()
-            want = total + total // 8
+            # Exactly the snapshot's size: Synergy sizes the job's memory
+            # for two such buffers (syn_ckpt_mb); a later, larger snapshot
+            # grows a buffer when it needs to.
+            want = total
             if lib.coordl_ckpt_reserve(eng, want, ctypes.byref(err)) != 0:
                 _raise("coordl_ckpt_reserve", err)
             self._reserved = want
