@@ -51,6 +51,14 @@ extern "C" {
 #define SYN_CONF_GROUP_WINDOW "GroupWindow"
 #define SYN_CONF_GROUP_WINDOW_DEFAULT 256
 
+/* CheckFreq checkpoints: the site directory under which the SPANK plugin
+ * gives each job its checkpoint directory (SYNERGY_CKPT_DIR; unset: none),
+ * and how long a job's directory outlives its last use, in seconds (0:
+ * until the job completes). See spank-synergy(8), CHECKPOINTS. */
+#define SYN_CONF_CHECKPOINT_DIR "CheckpointDir"
+#define SYN_CONF_CHECKPOINT_RETENTION "CheckpointRetention"
+#define SYN_CONF_CHECKPOINT_RETENTION_DEFAULT (7 * 86400)
+
 /* Human-readable detail for a failed call; owned by the caller. */
 typedef struct syn_conf_error {
 	char text[160];

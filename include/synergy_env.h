@@ -236,9 +236,11 @@
  * owned by the job's user, mode 0700; kept across requeues, removed when the
  * job ends COMPLETED or CheckpointRetention after it was last used.
  * SYNERGY_CKPT_SIGNALS: signals besides SIGTERM that end the job with a last
- * checkpoint, comma-separated names (e.g. "USR1"): the signal the job asked
- * Slurm for with --signal. synergy-profile run --ckpt-bytes writes its
- * measuring checkpoints under SYNERGY_CKPT_DIR when not given --ckpt-dir.
+ * checkpoint, comma-separated names (e.g. "USR1"); set by the job itself for
+ * the signal it asked Slurm for with --signal (Slurm tells a job's steps
+ * nothing of it, so the plugin cannot). synergy-profile run --ckpt-bytes
+ * writes its measuring checkpoints under SYNERGY_CKPT_DIR when not given
+ * --ckpt-dir.
  */
 #define SYNERGY_ENV_CKPT_DIR "SYNERGY_CKPT_DIR"
 #define SYNERGY_ENV_CKPT_SIGNALS "SYNERGY_CKPT_SIGNALS"

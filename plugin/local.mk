@@ -19,14 +19,15 @@ plugin_libsynplugin_la_SOURCES = \
 	plugin/peers.c plugin/peers.h \
 	plugin/tuner.c plugin/tuner.h \
 	plugin/cores.c plugin/cores.h \
-	plugin/claim.c plugin/claim.h
+	plugin/claim.c plugin/claim.h \
+	plugin/ckptdir.c plugin/ckptdir.h
 plugin_libsynplugin_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
 plugin_libsynplugin_la_LIBADD = $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
 
 slurmplugin_LTLIBRARIES += plugin/spank_synergy.la
 plugin_spank_synergy_la_SOURCES = plugin/spank_synergy.c plugin/spank_int.h \
 	plugin/spank_client.c plugin/spank_remote.c plugin/spank_jobscript.c \
-	plugin/lend.c plugin/lend.h plugin/inplace.c plugin/inplace.h
+	plugin/lend.c plugin/lend.h plugin/inplace.c plugin/inplace.h plugin/spank_ckpt.c
 plugin_spank_synergy_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/profiler
 plugin_spank_synergy_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugin_spank_synergy_la_LDFLAGS = -module -avoid-version -shared \
@@ -38,9 +39,12 @@ EXTRA_DIST += plugin/spank_synergy.lds
 
 # Unit tests: no root, no Slurm.
 check_PROGRAMS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
-	plugin/test/jobrec.t plugin/test/nodeconf.t plugin/test/peers.t
+	plugin/test/jobrec.t plugin/test/nodeconf.t plugin/test/peers.t plugin/test/ckptdir.t
 UNIT_TESTS += plugin/test/util.t plugin/test/cores.t plugin/test/cgroup.t \
-	plugin/test/jobrec.t plugin/test/nodeconf.t plugin/test/peers.t
+	plugin/test/jobrec.t plugin/test/nodeconf.t plugin/test/peers.t plugin/test/ckptdir.t
+plugin_test_ckptdir_t_SOURCES = plugin/test/ckptdir.c
+plugin_test_ckptdir_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
+plugin_test_ckptdir_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)
 plugin_test_peers_t_SOURCES = plugin/test/peers.c
 plugin_test_peers_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -I$(top_srcdir)/plugin
 plugin_test_peers_t_LDADD = plugin/libsynplugin.la profiler/libsynstore.la $(JANSSON_LIBS)

@@ -80,6 +80,7 @@ void syn__conf_defaults(syn__conf_t *c)
 	c->group_window = SYN_CONF_GROUP_WINDOW_DEFAULT;
 	c->peer_port_min = SYN_CONF_PEER_PORT_MIN_DEFAULT;
 	c->peer_port_max = SYN_CONF_PEER_PORT_MAX_DEFAULT;
+	c->ckpt_retention = SYN_CONF_CHECKPOINT_RETENTION_DEFAULT;
 }
 
 int syn__key_valid(const char *key)
@@ -305,6 +306,15 @@ int syn__conf_set(syn__conf_t *c, const char *key, const char *value, char *err,
 		return set_path(c->cache_dir, "CacheDir", value, err, errlen);
 	if (strcasecmp(key, "GroupDir") == 0)
 		return set_path(c->group_dir, "GroupDir", value, err, errlen);
+	if (strcasecmp(key, SYN_CONF_CHECKPOINT_DIR) == 0)
+		return set_path(c->ckpt_dir, SYN_CONF_CHECKPOINT_DIR, value, err, errlen);
+	if (strcasecmp(key, SYN_CONF_CHECKPOINT_RETENTION) == 0) {
+		if (syn__parse_u64(value, 0, 10ULL * 366 * 86400, &v) < 0)
+			return errprintf(err, errlen, SYN_CONF_CHECKPOINT_RETENTION ": '%s' is not a "
+					 "number of seconds in 0..316224000", value);
+		c->ckpt_retention = v;
+		return 0;
+	}
 	if (strcasecmp(key, SYN_CONF_GROUP_STAGING_MB) == 0) {
 		/* The loader needs room for two batches; it says so itself
 		 * (coordl_group_note) for a bound too small for its batches. */

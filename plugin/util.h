@@ -29,7 +29,7 @@
  * NodeShapesMaxAge, ProfileUser, MaxProfileRequests,
  * MaxProfileRequestsPerUser, MaxProfilingJobs, ProfileInPlace,
  * ProfileClaimMaxAge, GroupDir, GroupStagingMB, GroupWindow, PeerPortMin,
- * PeerPortMax (see synergy.conf(5)).
+ * PeerPortMax, CheckpointDir, CheckpointRetention (see synergy.conf(5)).
  */
 typedef struct syn__conf {
 	int enabled;                        /* enabled=yes|no: master switch */
@@ -63,6 +63,10 @@ typedef struct syn__conf {
 	                                       lasts before another may take it over */
 	uint32_t peer_port_min, peer_port_max; /* PeerPortMin..PeerPortMax: the partitioned
 	                                       cache's listening ports (synergy_conf.h) */
+	char ckpt_dir[SYN__PATH_MAX];       /* CheckpointDir: parent of the jobs' checkpoint
+	                                       directories ("": none; ckptdir.h) */
+	uint64_t ckpt_retention;            /* CheckpointRetention: seconds a job's checkpoint
+	                                       directory outlives its last use (0: forever) */
 } syn__conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

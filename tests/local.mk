@@ -20,6 +20,7 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-live.sh tests/integration/synergy-trainval.sh \
 	tests/integration/synergy-firstrun.sh tests/integration/synergy-group.sh \
 	tests/integration/synergy-multinode.sh tests/integration/synergy-harvest.sh \
+	tests/integration/synergy-checkfreq.sh \
 	tests/integration/demo.sh \
 	tests/integration/packaging.sh
 EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init

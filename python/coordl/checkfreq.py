@@ -36,8 +36,8 @@ How (Mohan et al., "CheckFreq", FAST'21; libcoordl's coordl_ckpt.h):
    the next cf.step() takes a last checkpoint synchronously, waits until it
    is on storage, and exits with status 143 (128 + SIGTERM), so that Slurm
    does not record the job as COMPLETED. Signals named in
-   $SYNERGY_CKPT_SIGNALS (the plugin puts a job's --signal there) do the
-   same.
+   $SYNERGY_CKPT_SIGNALS (e.g. "USR1", for a job that asked Slurm for
+   --signal=USR1@120) do the same.
 
 What changes state must do so between cf.step() and optimizer.step():
 the parameters and the optimizer's state are read in the background after

@@ -3,9 +3,9 @@
 Not a test itself: checkfreq-exact.py, checkfreq-torch.py and the cluster
 test run it, once straight through and once killed and resumed, and compare.
 
-    ckptjob.py --data DIR --ckpt DIR --iters N --log FILE --out FILE
+    ckptjob.py --data DIR [--ckpt DIR] --iters N --log FILE --out FILE
                [--torch] [--interval K | --bound B] [--kill PHASE@ITER ...]
-               [--sleep S]
+               [--sleep S] [--verbose]
 
 The model is a two-layer perceptron in numpy (or, with --torch, a small
 CNN with batch norm, dropout, SGD with momentum and a step LR schedule in
@@ -42,7 +42,8 @@ import coordl  # noqa: E402
 def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
-    p.add_argument("--ckpt", required=True)
+    p.add_argument("--ckpt", help="checkpoint directory (default: "
+                   "$SYNERGY_CKPT_DIR, the job's under Synergy)")
     p.add_argument("--iters", type=int, required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--out", required=True)
@@ -52,6 +53,10 @@ def parse(argv):
     p.add_argument("--kill", action="append", default=[])
     p.add_argument("--sleep", type=float, default=0.0)
     p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--starts", help="append 'RESUMED LAST' per start: the "
+                   "iteration it resumed from and the last one the log had")
+    p.add_argument("--verbose", action="store_true",
+                   help="CheckFreq's lines on stderr (resume, interval)")
     return p.parse_args(argv)
 
 
@@ -145,13 +150,21 @@ def main(argv):
     job = torch_job if args.torch else numpy_job
     state, train_step, final, _ = job(args, loader)
     cf = coordl.CheckFreq(args.ckpt, loader=loader, interval=args.interval,
-                          bound=args.bound, verbose=False, **state)
+                          bound=args.bound, verbose=args.verbose, **state)
 
     def hook(phase):
         if phase in kills.get(cf.iteration, ()):
             die()
     cf._test_hook = hook
     cf.resume()
+    if args.starts:
+        last = 0
+        if os.path.exists(args.log):
+            with open(args.log) as f:
+                for line in f:
+                    last = int(line.split()[0])
+        with open(args.starts, "a") as f:
+            f.write("%d %d\n" % (cf.iteration, last))
     logfd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     it = cf.iteration
     while it < args.iters:
