@@ -384,6 +384,7 @@ class CheckFreq:
         self._failed_seen = 0
         self._reserved = 0            # bytes both buffers were touched for
         self._interval_changes = 0
+        self._logged_k = None
         self.choice = None
         self._signal = None
         self._prev_handlers = {}
@@ -516,9 +517,13 @@ class CheckFreq:
         c = choose_interval(base, self.costs.overhead_s, self.costs.snapshot_s,
                             self.costs.persist_s, self.bound, 1, self.k_max)
         k = c["interval"]
-        if k != self.interval:
-            if self.interval is not None:
-                self._interval_changes += 1
+        if k != self.interval and self.interval is not None:
+            self._interval_changes += 1
+        # Said when it first settles and when it moves by a quarter or
+        # more: small moves with the measurement's noise are not news.
+        if self._logged_k is None or \
+                abs(k - self._logged_k) * 4 >= self._logged_k:
+            self._logged_k = k
             self._log("interval %d iterations (iteration %.3f s, checkpoint "
                       "adds %.3f s, snapshot %.3f s, write %.3f s: %.2f%% "
                       "overhead%s)" % (k, base, self.costs.overhead_s,
