@@ -33,7 +33,8 @@ PYTHON_TESTS = \
 	python/test/compare-pytorch.py \
 	python/test/checkfreq.py \
 	python/test/checkfreq-exact.py \
-	python/test/checkfreq-torch.py
+	python/test/checkfreq-torch.py \
+	python/test/checkfreq-ddp.py
 UNIT_TESTS += $(PYTHON_TESTS)
 EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py python/test/ckptjob.py \
 	examples/train_resnet_emulated.py examples/train_checkfreq.py

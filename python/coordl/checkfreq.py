@@ -328,6 +328,10 @@ class CheckFreq:
       SIGTERM and those in $SYNERGY_CKPT_SIGNALS); installed when created
       in the main thread. exit_code: the status it exits with then (None:
       cf.step() returns True and the caller ends the loop).
+    Several ranks (torch.distributed initialized with more than one): each
+      writes its own files (name rank<R>), rank 0 chooses the interval, and
+      the ranks agree every step (one small all-reduce) on it and on a
+      termination signal, and at resume on the iteration they all have.
     verbose: print what it does (resume, interval, last checkpoint) on
       stderr, one line each. clock: the timer iterations are measured with
       (default time.perf_counter).
@@ -358,7 +362,9 @@ class CheckFreq:
                     raise TypeError("CheckFreq: arrays[%r] is not a numpy "
                                     "array" % (k,))
         self.dir = os.fspath(directory)
-        self.name = name or self._default_name()
+        self._dist = self._distributed()
+        self.name = name or ("rank%d" % self._dist[0] if self._dist
+                             else self._default_name())
         self.model, self.optimizer, self.loader = model, optimizer, loader
         self.scheduler, self.arrays, self.extra = scheduler, arrays, extra
         self.bound = float(bound)
@@ -368,7 +374,13 @@ class CheckFreq:
         self.warmup = max(0, int(warmup))
         self.profile_iterations = max(1, int(profile_iterations))
         self.k_max = int(k_max)
-        self._log = _log_stderr if verbose else (lambda msg: None)
+        if not verbose:
+            self._log = lambda msg: None
+        elif self._dist:
+            self._log = lambda msg, r=self._dist[0]: _log_stderr(
+                "[rank %d] %s" % (r, msg))
+        else:
+            self._log = _log_stderr
         self._clock = clock or time.perf_counter
         self._engine = _Engine(self.dir, self.name, keep, durable, memory)
         self.iteration = 0            # optimizer steps done (cf.step calls)
@@ -388,6 +400,11 @@ class CheckFreq:
         self.choice = None
         self._signal = None
         self._prev_handlers = {}
+        self._probed = False
+        self._next_k = None
+        if self._dist and keep < 2:
+            raise ValueError("CheckFreq: keep=%r: ranks that resume together "
+                             "need keep >= 2" % (keep,))
         self._wrap_optimizer()
         self._install_signals(signals)
 
@@ -400,6 +417,40 @@ class CheckFreq:
         if rank is not None and rank.isdigit():
             return "rank%d" % int(rank)
         return "ckpt"
+
+    @staticmethod
+    def _distributed():
+        """(rank, world size, device of the collectives' tensors) when
+        torch.distributed runs with more than one rank, else None."""
+        torch = _torch()
+        if torch is None or not torch.distributed.is_available() or \
+                not torch.distributed.is_initialized():
+            return None
+        world = torch.distributed.get_world_size()
+        if world < 2:
+            return None
+        dev = "cpu"
+        if torch.distributed.get_backend() == "nccl":
+            dev = "cuda:%d" % torch.cuda.current_device()
+        return (torch.distributed.get_rank(), world, dev)
+
+    def _agree(self):
+        """Ranks of one job act together: every step they all-reduce
+        (MAX) whether any received a termination signal and the interval
+        rank 0 chose, so that they snapshot at the same iterations and take
+        their last checkpoint at the same one. One small collective per
+        iteration."""
+        torch = _torch()
+        rank, _, dev = self._dist
+        k = (self._next_k or 0) if rank == 0 else 0
+        t = torch.tensor([1 if self._signal else 0, k], dtype=torch.int64,
+                         device=dev)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        flag, k = int(t[0]), int(t[1])
+        if flag and self._signal is None:
+            self._signal = (signal.SIGTERM, time.monotonic())
+        if k and self.fixed_interval is None:
+            self.interval = k
 
     def _wrap_optimizer(self):
         """Make optimizer.step() wait for background copies first."""
@@ -432,6 +483,11 @@ class CheckFreq:
             return
         for sig in signals:
             self._prev_handlers[sig] = signal.signal(sig, self._on_signal)
+            # Restart system calls the signal interrupts: a C++ library in
+            # a blocking call (gloo's sockets, a device wait) would
+            # otherwise see EINTR and raise, when all the handler does is
+            # set a flag.
+            signal.siginterrupt(sig, False)
 
     def _on_signal(self, signum, frame):
         # Only a flag: the state may be half updated when it arrives.
@@ -466,6 +522,8 @@ class CheckFreq:
         self._steps_seen += 1
         self._commit_pending()
         self._account(w)
+        if self._dist:
+            self._agree()
         if self._signal is not None:
             return self._terminate()
         if self._due():
@@ -477,6 +535,13 @@ class CheckFreq:
         since = self.iteration - self._last_ckpt
         if self.fixed_interval is not None:
             return since >= self.fixed_interval
+        if self._dist:
+            # Decided only by what every rank shares: its step count and
+            # rank 0's interval (_agree), never by its own timing.
+            if self.interval is None:
+                return not self._probed and \
+                    self._steps_seen == self.warmup + 1 + self.profile_iterations
+            return since >= self.interval
         if self._window is not None:
             return False
         if self.interval is None:
@@ -521,8 +586,9 @@ class CheckFreq:
             self._interval_changes += 1
         # Said when it first settles and when it moves by a quarter or
         # more: small moves with the measurement's noise are not news.
-        if self._logged_k is None or \
-                abs(k - self._logged_k) * 4 >= self._logged_k:
+        if (not self._dist or self._dist[0] == 0) and \
+                (self._logged_k is None or
+                 abs(k - self._logged_k) * 4 >= self._logged_k):
             self._logged_k = k
             self._log("interval %d iterations (iteration %.3f s, checkpoint "
                       "adds %.3f s, snapshot %.3f s, write %.3f s: %.2f%% "
@@ -533,8 +599,12 @@ class CheckFreq:
                                        "" if c["bound_met"] else
                                        ", above the %.2f%% bound"
                                        % (100 * self.bound)))
-        self.interval = k
         self.choice = c
+        if self._dist:
+            # Rank 0's choice reaches every rank at the next step.
+            self._next_k = k
+        else:
+            self.interval = k
 
     # -- snapshots ---------------------------------------------------------
     def _gather(self):
@@ -684,6 +754,8 @@ class CheckFreq:
                 lib.coordl_ckpt_abort(snap)
             raise
         self._last_ckpt = self.iteration
+        if self.interval is None:
+            self._probed = True
         blocked = self._clock() - t0
         self._window = {"iteration": self.iteration, "excess": 0.0,
                         "blocked": blocked}
@@ -820,12 +892,17 @@ class CheckFreq:
     def resume(self):
         """Restore everything from the newest complete checkpoint; returns
         the iteration it was taken at (0 when there is none: a fresh
-        start). Call once, before the first iteration."""
+        start). Call once, before the first iteration. Ranks of a
+        torch.distributed job resume from the newest iteration all of them
+        have (one may have written a checkpoint the others had not when
+        the job was killed)."""
         t0 = time.monotonic()
         img, scan = load_latest(self.dir, self.name)
         skipped = ""
         if scan["skipped"]:
             skipped = "; %d newer skipped: %s" % (scan["skipped"], scan["why"])
+        if self._dist:
+            img = self._agree_resume(img)
         if img is None:
             self._log("no checkpoint in %s: starting at iteration 0%s"
                       % (self.dir, skipped))
@@ -839,6 +916,40 @@ class CheckFreq:
                                  img.sequence, img.bytes / 1e6,
                                  time.monotonic() - t0, skipped))
         return self.iteration
+
+    def _agree_resume(self, img):
+        """The image of the iteration every rank resumes from: the smallest
+        of the ranks' newest (none if a rank has none)."""
+        torch = _torch()
+        mine = img.iteration if img is not None else 0
+        t = torch.tensor([mine if img is not None else -1],
+                         dtype=torch.int64, device=self._dist[2])
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MIN)
+        want = int(t[0])
+        if img is not None and want == mine:
+            return img
+        if img is not None:
+            img.close()
+        if want < 0:
+            return None
+        lib = _abi.load()
+        prefix, suffix = self.name + "-", ".ckpt"
+        names = sorted((f for f in os.listdir(self.dir)
+                        if f.startswith(prefix) and f.endswith(suffix)),
+                       reverse=True)
+        for f in names:
+            err = _abi.Error()
+            p = lib.coordl_ckpt_load_file(
+                os.fsencode(os.path.join(self.dir, f)), ctypes.byref(err))
+            if not p:
+                continue
+            cand = Image(lib, p)
+            if cand.iteration == want:
+                return cand
+            cand.close()
+        raise CoordlError(2, "rank %d has no checkpoint of iteration %d, which "
+                          "the other ranks resume from (in %s)"
+                          % (self._dist[0], want, self.dir))
 
     def _restore(self, img):
         meta = img.section("meta")

@@ -15,6 +15,10 @@ a resume that missed one of them would diverge. Each iteration appends
 "ITER EPOCH SEQ INDEX,INDEX,..." to the log with one write(2), so the
 lines survive kill -9; at the end the final state's bytes go to --out.
 
+--world N --rank R --init FILE runs rank R of N (torch.distributed,
+gloo, rendezvous in FILE; with --torch): the model under
+DistributedDataParallel, the loader on the rank's shard.
+
 --kill PHASE@ITER kills the process with SIGKILL at iteration ITER:
 PHASE "filling" in the middle of a snapshot, "snapshot" just after one is
 committed (its copy and write running), "between" after cf.step() of an
@@ -53,6 +57,10 @@ def parse(argv):
     p.add_argument("--kill", action="append", default=[])
     p.add_argument("--sleep", type=float, default=0.0)
     p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--world", type=int, default=1,
+                   help="ranks of a torch.distributed (gloo) job (with --torch)")
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--init", help="the ranks' rendezvous file (file://)")
     p.add_argument("--starts", help="append 'RESUMED LAST' per start: the "
                    "iteration it resumed from and the last one the log had")
     p.add_argument("--verbose", action="store_true",
@@ -107,6 +115,9 @@ def torch_job(args, loader):
         torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
         torch.nn.Dropout(0.2), torch.nn.AdaptiveAvgPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(32, classes))
+    if args.world > 1:
+        # Data parallel: gradients averaged over the ranks every step.
+        model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
                           weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=7, gamma=0.7)
@@ -145,8 +156,14 @@ def main(argv):
         kills.setdefault(int(it), set()).add(phase)
     random.seed(1)
     np.random.seed(2)
+    if args.world > 1:
+        import torch
+        torch.distributed.init_process_group(
+            "gloo", init_method="file://" + args.init, rank=args.rank,
+            world_size=args.world)
     loader = coordl.Loader(args.data, batch_size=4, threads=1, out_size=16,
-                           seed=3, cache_bytes=0, output="numpy")
+                           seed=3, cache_bytes=0, output="numpy",
+                           rank=args.rank, world_size=args.world)
     job = torch_job if args.torch else numpy_job
     state, train_step, final, _ = job(args, loader)
     cf = coordl.CheckFreq(args.ckpt, loader=loader, interval=args.interval,
@@ -184,6 +201,8 @@ def main(argv):
     cf.close()
     loader.close()
     os.close(logfd)
+    if args.world > 1:
+        sys.modules["torch"].distributed.destroy_process_group()
     with open(args.out + ".tmp", "wb") as f:
         f.write(final())
     os.rename(args.out + ".tmp", args.out)
