@@ -961,7 +961,17 @@ class CheckFreq:
             raise CoordlError(22, "checkpoint format %r; this binding reads "
                               "%d" % (skel.get("format"), FORMAT))
         data = img.section("tensors")
-        tensors = [self._rebuild(row, data) for row in skel["tensors"]]
+        # The model, the optimizer and the arrays copy what they are given
+        # (load_state_dict, np.copyto): their tensors can be views of the
+        # image, which saves a copy of the whole state. Whatever else keeps
+        # a tensor (a scheduler, extra state) gets its own copy, since the
+        # image goes once restored.
+        viewed = set()
+        for part in ("model", "optimizer", "arrays"):
+            _map(skel.get(part), lambda v: viewed.add(v.i)
+                 if isinstance(v, _Ref) else None)
+        tensors = [self._rebuild(row, data, i not in viewed)
+                   for i, row in enumerate(skel["tensors"])]
         if self.model is not None:
             self.model.load_state_dict(_unflatten(skel["model"], tensors))
         if self.optimizer is not None:
@@ -1021,12 +1031,13 @@ class CheckFreq:
         self.iteration = skel["iteration"]
 
     @staticmethod
-    def _rebuild(row, data):
+    def _rebuild(row, data, copy):
         kind, dtype, shape, off, n, device = row
         if kind == "numpy":
             a = np.frombuffer(data, dtype=np.dtype(dtype), count=n //
                               max(1, np.dtype(dtype).itemsize), offset=off)
-            return a.reshape(shape).copy()
+            a = a.reshape(shape)
+            return a.copy() if copy else a
         torch = _torch()
         if torch is None:
             import torch  # noqa: F401 - a checkpoint of torch tensors
@@ -1038,5 +1049,7 @@ class CheckFreq:
             t = torch.frombuffer(data, dtype=dt,
                                  count=n // torch.empty((), dtype=dt)
                                  .element_size(), offset=off)
-            t = t.reshape(shape).clone()
+            t = t.reshape(shape)
+            if copy and not (device and device != "cpu"):
+                t = t.clone()
         return t.to(device) if device and device != "cpu" else t
