@@ -266,15 +266,18 @@ class _Costs:
     """Online measurement of what iterations and checkpoints cost.
 
     An iteration's time is the wall time from one cf.step() to the next.
-    The baseline is the median of the recent iterations no checkpoint
-    touched. A checkpoint taken at iteration s touches the iterations from
+    The baseline is the mean of the recent iterations no checkpoint
+    touched: the mean, not the median, because the overhead is a sum of
+    differences from it, and iteration times skew high (a stall, the
+    epoch's first batch), so a median baseline would count that skew as
+    the checkpoint's cost in every iteration its write overlaps. A checkpoint taken at iteration s touches the iterations from
     s + 1 (which holds the time cf.step() was blocked snapshotting, and the
     wait of the next optimizer step for the copy) until the one in which
     its write finished; what they took beyond the baseline, together, is
     the checkpoint's overhead. Costs are smoothed over checkpoints
     (exponentially, half weight to the newest)."""
 
-    def __init__(self, window=20):
+    def __init__(self, window=100):
         self.clean = deque(maxlen=window)
         self.iter_s = None
         self.overhead_s = None
@@ -283,7 +286,7 @@ class _Costs:
         self.samples = 0   # checkpoints measured
 
     def baseline(self):
-        return statistics.median(self.clean) if self.clean else None
+        return statistics.fmean(self.clean) if self.clean else None
 
     def add(self, overhead_s, snapshot_s, persist_s):
         def ema(old, new):
