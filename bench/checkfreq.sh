@@ -5,8 +5,9 @@
 #
 # Usage: bench/checkfreq.sh [--reps N] [--sizes "MB ..."] [--disks "local slow"]
 #                           [--step S] [--slow-mbps M] [--kills N] [--epoch-iters E]
+#                           [--iters N]
 #   defaults: --reps 3 --sizes "256 1024" --disks "local slow" --step 0.1
-#             --slow-mbps 100 --kills 3 --epoch-iters 5000
+#             --slow-mbps 100 --kills 3 --epoch-iters 5000 --iters 600
 #
 # The training loop (bench/checkfreq_bench.py) emulates the GPU: a sleep of
 # --step seconds per iteration (forward, backward, optimizer step), with
@@ -17,13 +18,16 @@
 #   checkfreq  coordl.CheckFreq, interval chosen online for a 3.5% bound;
 #   save@k     torch.save every k iterations, k the interval CheckFreq chose
 #              in the same repetition (synchronous; no fsync);
-# long enough for three intervals after the first checkpoint. Overhead is
-# the mean iteration time over the baseline's. "every epoch" is derived from
+# --iters iterations each. Overhead is the mean iteration time over the
+# baseline's (the same repetition's), so it counts every checkpoint the run
+# took, the first, measuring one, included. "every epoch" is derived from
 # the save@k runs' save time for an epoch of --epoch-iters iterations
 # (ImageNet at batch 256 is about 5000): its overhead save_s / (E x iter),
 # its expected lost work E/2 iterations.
-# Then --kills times per configuration: a CheckFreq run at the interval it
-# chose is killed -9 at a random iteration and restarted; lost work is the
+# "predicted" is CheckFreq's own estimate at the end of its run: what it
+# measured a checkpoint to add over k iterations of the time it measured.
+# Then --kills times per configuration: a CheckFreq run at the median of
+# the intervals it chose is killed -9 at a random iteration and restarted; lost work is the
 # iterations redone, resume time what CheckFreq.resume() took (load, verify,
 # restore); the same for a torch.save file loaded with torch.load.
 #
@@ -33,7 +37,7 @@
 # storage under load. Prints one table; needs /usr/bin/python3 with torch.
 set -euo pipefail
 
-reps=3 sizes="256 1024" disks="local slow" step=0.1 slow_mbps=100 kills=3 epoch_iters=5000
+reps=3 sizes="256 1024" disks="local slow" step=0.1 slow_mbps=100 kills=3 epoch_iters=5000 iters=600
 while [ $# -gt 0 ]; do
 	case $1 in
 	--reps) reps=$2; shift 2 ;;
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--slow-mbps) slow_mbps=$2; shift 2 ;;
 	--kills) kills=$2; shift 2 ;;
 	--epoch-iters) epoch_iters=$2; shift 2 ;;
+	--iters) iters=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "checkfreq.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -100,18 +105,10 @@ for size in $sizes; do
 		d=$(dir_for "$disk")
 		for r in $(seq 1 "$reps"); do
 			rm -rf "$d"
-			# CheckFreq first: its interval sets the run length and save@k.
+			# CheckFreq first: the interval it ends with sets save@k.
 			out=$($py "$drv" --data "$work/data" --dir "$d" --mode checkfreq --state-mb "$size" \
-				--step-s "$step" --iters 400)
+				--step-s "$step" --iters "$iters")
 			k=$(field interval <<<"$out")
-			# Three intervals after the first checkpoint (iteration ~20).
-			iters=$((20 + 3 * k + 20))
-			[ "$iters" -gt 400 ] || iters=400
-			if [ "$iters" -gt 400 ]; then
-				rm -rf "$d"
-				out=$($py "$drv" --data "$work/data" --dir "$d" --mode checkfreq --state-mb "$size" \
-					--step-s "$step" --iters "$iters")
-			fi
 			echo "$size $disk checkfreq $out" >>"$res"
 			rm -rf "$d"
 			out=$($py "$drv" --data "$work/data" --dir "$d" --mode none --state-mb "$size" \
@@ -124,8 +121,10 @@ for size in $sizes; do
 			echo "# $size MB $disk rep $r: k=$k, $iters iterations" >&2
 		done
 		# Interruptions: kill -9 at a random iteration, resume.
+		# ... at the median of the intervals CheckFreq chose.
 		k=$(awk -v s="$size" -v d="$disk" '$1 == s && $2 == d && $3 == "checkfreq"' "$res" |
-			tail -n 1 | cut -d' ' -f4- | field interval)
+			cut -d' ' -f4- | while read -r j; do field interval <<<"$j"; done | stats |
+			cut -d' ' -f2)
 		for i in $(seq 1 "$kills"); do
 			for mode in checkfreq save; do
 				rm -rf "$d"
@@ -163,8 +162,8 @@ col() { # size disk mode field -> values
 	awk -v s="$1" -v d="$2" -v m="$3" '$1 == s && $2 == d && $3 == m' "$res" | cut -d' ' -f4- |
 		while read -r j; do field "$4" <<<"$j"; done
 }
-printf '%-5s %-5s %-13s %5s %-21s %-21s %-21s\n' MB disk what k "overhead% min/med/max" \
-	"ckpt s min/med/max" "write s min/med/max"
+printf '%-5s %-5s %-15s %5s %-21s %-21s %-21s %s\n' MB disk what k "overhead% min/med/max" \
+	"ckpt s min/med/max" "write s min/med/max" "predicted% min/med/max"
 for size in $sizes; do
 	for disk in $disks; do
 		base=$(col "$size" "$disk" none iter_mean | stats | cut -d' ' -f2)
@@ -174,20 +173,23 @@ for size in $sizes; do
 			if [ "$mode" = checkfreq ]; then
 				cs=$(col "$size" "$disk" checkfreq overhead_s | stats)
 				ws=$(col "$size" "$disk" checkfreq persist_s | stats)
+				ps=$(col "$size" "$disk" checkfreq predicted | awk '{ print 100 * $1 }' | stats)
 			else
 				cs=$(col "$size" "$disk" save save_s | stats)
 				ws="- - -"
+				ps="- - -"
 			fi
-			printf '%-5s %-5s %-13s %5s %-21s %-21s %-21s\n' "$size" "$disk" \
-				"$([ "$mode" = save ] && echo "torch.save@k" || echo checkfreq)" "$ks" "$ov" "$cs" "$ws"
+			printf '%-5s %-5s %-15s %5s %-21s %-21s %-21s %s\n' "$size" "$disk" \
+				"$([ "$mode" = save ] && echo "torch.save@k" || echo checkfreq)" "$ks" "$ov" "$cs" \
+				"$ws" "$ps"
 		done
 		ov=$(col "$size" "$disk" save save_s | awk -v b="$base" -v e="$epoch_iters" '{ print 100 * $1 / (e * b) }' | stats)
-		printf '%-5s %-5s %-13s %5s %-21s %-21s %-21s\n' "$size" "$disk" "epoch (derived)" "$epoch_iters" "$ov" \
-			"$(col "$size" "$disk" save save_s | stats)" "- - -"
+		printf '%-5s %-5s %-15s %5s %-21s %-21s %-21s %s\n' "$size" "$disk" "epoch (derived)" \
+			"$epoch_iters" "$ov" "$(col "$size" "$disk" save save_s | stats)" "- - -" "- - -"
 	done
 done
 echo
-printf '%-5s %-5s %-13s %-23s %-21s %-21s\n' MB disk what "lost iters min/med/max" \
+printf '%-5s %-5s %-15s %-23s %-21s %-21s\n' MB disk what "lost iters min/med/max" \
 	"lost s min/med/max" "resume s min/med/max"
 for size in $sizes; do
 	for disk in $disks; do
@@ -196,11 +198,11 @@ for size in $sizes; do
 			lost=$(col "$size" "$disk" "kill-$mode" lost | stats)
 			lost_s=$(col "$size" "$disk" "kill-$mode" lost | awk -v b="$base" '{ print $1 * b }' | stats)
 			rs=$(col "$size" "$disk" "kill-$mode" resume_s | stats)
-			printf '%-5s %-5s %-13s %-23s %-21s %-21s\n' "$size" "$disk" \
+			printf '%-5s %-5s %-15s %-23s %-21s %-21s\n' "$size" "$disk" \
 				"$([ "$mode" = save ] && echo "torch.save@k" || echo checkfreq)" "$lost" "$lost_s" "$rs"
 		done
 		rs=$(col "$size" "$disk" kill-save resume_s | stats)
-		printf '%-5s %-5s %-13s %-23s %-21s %-21s\n' "$size" "$disk" "epoch (derived)" \
+		printf '%-5s %-5s %-15s %-23s %-21s %-21s\n' "$size" "$disk" "epoch (derived)" \
 			"0 $((epoch_iters / 2)) $epoch_iters" \
 			"0 $(awk -v b="$base" -v e="$epoch_iters" 'BEGIN { printf "%.4g %.4g", b * e / 2, b * e }')" "$rs"
 	done
