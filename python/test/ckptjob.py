@@ -63,6 +63,9 @@ def parse(argv):
     p.add_argument("--init", help="the ranks' rendezvous file (file://)")
     p.add_argument("--starts", help="append 'RESUMED LAST' per start: the "
                    "iteration it resumed from and the last one the log had")
+    p.add_argument("--events", help="append 'start R LAST' at each start "
+                   "and 'persisted P' when a checkpoint of iteration P is "
+                   "seen on storage (one write(2) each: kill -9 keeps them)")
     p.add_argument("--verbose", action="store_true",
                    help="CheckFreq's lines on stderr (resume, interval)")
     return p.parse_args(argv)
@@ -183,6 +186,16 @@ def main(argv):
         with open(args.starts, "a") as f:
             f.write("%d %d\n" % (cf.iteration, last))
     logfd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    evfd = None
+    if args.events:
+        evfd = os.open(args.events, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                       0o600)
+        last = 0
+        with open(args.log) as f:
+            for line in f:
+                last = int(line.split()[0])
+        os.write(evfd, b"start %d %d\n" % (cf.iteration, last))
+    persisted = None
     it = cf.iteration
     while it < args.iters:
         for b in loader.batches():
@@ -194,6 +207,11 @@ def main(argv):
             if args.sleep:
                 time.sleep(args.sleep)
             cf.step()
+            if evfd is not None:
+                p = cf.stats()["last_checkpoint"]
+                if p is not None and p != persisted:
+                    persisted = p
+                    os.write(evfd, b"persisted %d\n" % p)
             if "between" in kills.get(it, ()) and cf._last_ckpt != it:
                 die()
             if it >= args.iters:
