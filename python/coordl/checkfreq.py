@@ -270,12 +270,14 @@ class _Costs:
     touched: the mean, not the median, because the overhead is a sum of
     differences from it, and iteration times skew high (a stall, the
     epoch's first batch), so a median baseline would count that skew as
-    the checkpoint's cost in every iteration its write overlaps. A checkpoint taken at iteration s touches the iterations from
-    s + 1 (which holds the time cf.step() was blocked snapshotting, and the
-    wait of the next optimizer step for the copy) until the one in which
-    its write finished; what they took beyond the baseline, together, is
-    the checkpoint's overhead. Costs are smoothed over checkpoints
-    (exponentially, half weight to the newest)."""
+    the checkpoint's cost in every iteration its write overlaps. A
+    checkpoint taken at iteration s touches the iterations from s + 1
+    (which holds the time cf.step() was blocked snapshotting, and the wait
+    of the next optimizer step for the copy) until the one in which its
+    write finished, and as many again after it (the write's aftermath:
+    page cache, writeback, a loader that fell behind); what they took
+    beyond the baseline, together, is the checkpoint's overhead. Costs are
+    smoothed over checkpoints (exponentially, half weight to the newest)."""
 
     def __init__(self, window=100):
         self.clean = deque(maxlen=window)
@@ -545,7 +547,10 @@ class CheckFreq:
                 return not self._probed and \
                     self._steps_seen == self.warmup + 1 + self.profile_iterations
             return since >= self.interval
-        if self._window is not None:
+        # Not while the last checkpoint is written; nor, before the first
+        # interval is chosen, while its aftermath is measured.
+        if self._window is not None and (self._window["cool"] is None or
+                                         self.interval is None):
             return False
         if self.interval is None:
             # Profiling: time warmup + profile_iterations clean iterations,
@@ -570,12 +575,28 @@ class CheckFreq:
                 self.costs.clean.append(w)
             return
         win["excess"] += w - (self.costs.baseline() or w)
-        if st["in_flight"] or self._pending is not None:
+        win["n"] += 1
+        if win["cool"] is None:
+            if st["in_flight"] or self._pending is not None:
+                return
+            # On storage (or failed). What a write leaves behind (the page
+            # cache it filled, writeback, the loader's lost ground) slows
+            # the next iterations too: they count as the checkpoint's for
+            # as long again, and are not taken for the baseline.
+            win["cool"] = win["n"]
+            win["copy_s"] = st["last_copy_s"]
+            win["persist_s"] = st["last_persist_s"]
+        if win["n"] < 2 * win["cool"]:
             return
-        # The checkpoint measured is on storage (or failed): its costs.
-        self._window = None
-        self.costs.add(win["excess"], win["blocked"] + st["last_copy_s"],
-                       st["last_persist_s"])
+        self._close_window()
+
+    def _close_window(self):
+        """The measured checkpoint's costs, into the policy."""
+        win, self._window = self._window, None
+        if win is None or win["cool"] is None:
+            return
+        self.costs.add(win["excess"], win["blocked"] + win["copy_s"],
+                       win["persist_s"])
         self._rechoose()
 
     def _rechoose(self):
@@ -659,6 +680,9 @@ class CheckFreq:
         return skel, rng, loader_bytes, tensors, later_ids
 
     def _snapshot(self, background):
+        # A checkpoint due while the last one's aftermath is measured: that
+        # measurement ends here.
+        self._close_window()
         t0 = self._clock()
         lib, eng = self._engine.lib, self._engine.ptr
         self._before_update()
@@ -761,7 +785,7 @@ class CheckFreq:
             self._probed = True
         blocked = self._clock() - t0
         self._window = {"iteration": self.iteration, "excess": 0.0,
-                        "blocked": blocked}
+                        "blocked": blocked, "n": 0, "cool": None}
         self._test_hook("snapshot")
 
     def _copy_cuda(self, t, dst, n, later, side):
