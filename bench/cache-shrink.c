@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache-shrink: how long a live shrink of a shared MinIO cache takes to give
  * its memory back, with reader threads using the cache meanwhile.
@@ -18,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "grant.h"
-#include "util.h"
+#include "common/file.h"
+#include "common/parse.h"
+#include "loader/cache.h"
+#include "loader/grant.h"
+#include "loader/util.h"
 
 struct reader {
 	coordl__cache_t *c;
@@ -80,6 +84,22 @@ static long long blocks(const char *path)
 	return stat(path, &st) == 0 ? (long long)st.st_blocks * 512 : -1;
 }
 
+/* Start writing a grant of v bytes to path (common/file.h); the caller
+ * commits it when the clock runs. */
+static int grant_begin(syn_atomic_t *a, const char *path, uint64_t v)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)v);
+
+	if (syn_atomic_begin(a, AT_FDCWD, path, 0644) < 0)
+		return -1;
+	if (syn_file_write_all(a->fd, text, (size_t)n) < 0) {
+		syn_atomic_abort(a);
+		return -1;
+	}
+	return 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -97,7 +117,8 @@ int main(int argc, char **argv)
 	size_t mib = 512, item_kb = 110, nitems, len;
 	int reps = 5, nreaders = 2, opt;
 	const char *dir = "/dev/shm";
-	char gfile[1024], tmp[1100];
+	char gfile[1024];
+	syn_atomic_t ga;
 	coordl__cache_t *c;
 	coordl__grant_t *g;
 	coordl_error_t err = { "" };
@@ -107,13 +128,30 @@ int main(int argc, char **argv)
 	uint64_t full, half;
 	uint8_t *item;
 	long long before = 0, after = 0;
+	uint64_t v;
 
 	while ((opt = getopt(argc, argv, "s:i:r:t:h")) != -1) {
+		/* Each bound keeps the arrays below in range. */
 		switch (opt) {
-		case 's': mib = (size_t)atol(optarg); break;
-		case 'i': item_kb = (size_t)atol(optarg); break;
-		case 'r': reps = atoi(optarg); break;
-		case 't': nreaders = atoi(optarg); break;
+		case 's':
+		case 'i':
+		case 'r':
+		case 't':
+			if (syn_parse_u64(optarg, opt == 't' ? 0 : 1,
+					  opt == 'r' ? 64 : opt == 't' ? 16 : 1 << 20, &v) < 0) {
+				fprintf(stderr,
+					"cache-shrink: -s, -i 1..1048576, -r 1..64, -t 0..16\n");
+				return 2;
+			}
+			if (opt == 's')
+				mib = (size_t)v;
+			else if (opt == 'i')
+				item_kb = (size_t)v;
+			else if (opt == 'r')
+				reps = (int)v;
+			else
+				nreaders = (int)v;
+			break;
 		default:
 			fprintf(stderr, "Usage: %s [-s MiB] [-i ITEM_KiB] [-r REPS] [-t READERS] [DIR]\n",
 				argv[0]);
@@ -138,7 +176,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(gfile, sizeof(gfile), "%s/shrink-bench-grant", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", gfile);
 	fill(c, nitems, len, item);
 	for (int k = 0; k < nreaders; k++) {
 		memset(&rd[k], 0, sizeof(rd[k]));
@@ -159,33 +196,27 @@ int main(int argc, char **argv)
 		after = blocks(coordl__cache_path(c));
 	}
 	/* Through a grant file and the follower thread, seen from outside. */
-	{
-		FILE *f = fopen(gfile, "w");
-		if (!f || fprintf(f, "%llu\n", (unsigned long long)full) < 0 || fclose(f) != 0)
-			return 1;
-	}
+	if (grant_begin(&ga, gfile, full) < 0 || syn_atomic_commit(&ga) < 0)
+		return 1;
 	coordl__cache_set_bound(c, full);
 	if (!(g = coordl__grant_start(gfile, c)))
 		return 1;
 	for (int r = 0; r < reps; r++) {
-		FILE *f;
 		double t;
 		fill(c, nitems, len, item);
-		if (!(f = fopen(tmp, "w")) || fprintf(f, "%llu\n", (unsigned long long)half) < 0 ||
-		    fclose(f) != 0)
+		if (grant_begin(&ga, gfile, half) < 0)
 			return 1;
 		t = coordl__now();
-		rename(tmp, gfile);
+		if (syn_atomic_commit(&ga) < 0)
+			return 1;
 		while (blocks(coordl__cache_path(c)) > (long long)half && coordl__now() - t < 10) {
 			struct timespec ts = { 0, 200000 };
 			nanosleep(&ts, NULL);
 		}
 		grant[r] = coordl__now() - t;
 		/* Back to full, seen by the follower, before the next round. */
-		if (!(f = fopen(tmp, "w")) || fprintf(f, "%llu\n", (unsigned long long)full) < 0 ||
-		    fclose(f) != 0)
+		if (grant_begin(&ga, gfile, full) < 0 || syn_atomic_commit(&ga) < 0)
 			return 1;
-		rename(tmp, gfile);
 		while (coordl__cache_bound(c) != full) {
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);

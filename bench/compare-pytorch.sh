@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # compare-pytorch.sh: coordl versus the PyTorch DataLoader, images/s on the
 # same ImageFolder data, the same cores and the same consumer loop.
 #
@@ -26,7 +27,7 @@ builddir=${top_builddir:-.}
 data='' images=2000 classes=10 reps=5 cores='' epochs=1 batch=64
 PY=${PYTHON3:-/usr/bin/python3}
 
-usage() { sed -n '2,25s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,26s/^# \{0,1\}//p' "$0"; }
 die() { echo "compare-pytorch: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coordl-ab.sh: compare two coordl-bench binaries (e.g. before and after a
 # change), interleaved so that background load hits both alike.
 #
@@ -13,7 +14,7 @@
 # of images per CPU-second (steadier than wall-clock on a busy machine),
 # and the 1-minute load average before and after.
 set -eu
-[ $# -ge 3 ] || { sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n 3,14p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 a=$1; b=$2; ds=$3; reps=${4:-5}; threads=${5:-2}
 for x in "$a" "$b"; do
 	[ -x "$x" ] || { echo "coordl-ab: $x is not executable" >&2; exit 1; }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl-bench: run libcoordl over a dataset for a few epochs and print one
  * table row per epoch: throughput, throughput per core, the consumer's stall
@@ -33,12 +34,13 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "common/parse.h"
 #include "coordl.h"
-#include "env.h"
+#include "loader/env.h"
 
 static const char *prog = "coordl-bench";
 
-#include "../tools/die.h"
+#include "tools/die.h"
 
 static void usage(FILE *f)
 {
@@ -73,7 +75,7 @@ static int64_t int_arg(const char *opt, const char *s, int64_t min, int64_t max)
 {
 	int64_t v;
 
-	if (coordl__parse_int(s, min, max, &v) < 0)
+	if (syn_parse_i64(s, min, max, &v) < 0)
 		die("--%s '%s': expected an integer %lld..%lld", opt, s, (long long)min, (long long)max);
 	return v;
 }
@@ -167,7 +169,7 @@ int main(int argc, char **argv)
 		case 'e': epochs = int_arg("epochs", optarg, 1, 1000000); break;
 		case 't': cfg.threads = (int)int_arg("threads", optarg, 1, COORDL__MAX_THREADS); break;
 		case 'c':
-			if (coordl__parse_bytes(optarg, &bytes) < 0)
+			if (syn_parse_size(optarg, 0, INT64_MAX, &bytes) < 0)
 				die("--cache '%s': expected bytes with optional K/M/G/T", optarg);
 			cfg.cache_bytes = (int64_t)bytes;
 			break;
@@ -192,14 +194,10 @@ int main(int argc, char **argv)
 			else
 				die("--layout '%s': expected f32 or u8", optarg);
 			break;
-		case 'g': {
-			char *end;
-			errno = 0;
-			gpu_rate = strtod(optarg, &end);
-			if (errno || *end || end == optarg || !(gpu_rate >= 0 && gpu_rate < 1e9))
+		case 'g':
+			if (syn_parse_double(optarg, 0, 1e9, &gpu_rate) < 0 || gpu_rate >= 1e9)
 				die("--gpu-rate '%s': expected images/s >= 0", optarg);
 			break;
-		}
 		case 'n': max_batches = int_arg("max-batches", optarg, 1, INT64_MAX); break;
 		case O_SEED: cfg.seed = (uint64_t)int_arg("seed", optarg, 0, INT64_MAX); break;
 		case O_RANK: cfg.rank = (int)int_arg("rank", optarg, 0, 1 << 20); break;

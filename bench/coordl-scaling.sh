@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coordl-scaling.sh: loader throughput per thread count, interleaved.
 #
 # Usage: bench/coordl-scaling.sh DATASET [REPS] [THREADS...]
@@ -13,7 +14,7 @@
 set -eu
 bd=${top_builddir:-$(dirname "$0")/..}
 bench=${COORDL_BENCH:-$bd/bench/coordl-bench}
-[ $# -ge 1 ] || { sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n 3,13p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ds=$1; reps=${2:-5}; shift; [ $# -ge 1 ] && shift
 threads=${*:-1 2}
 [ -x "$bench" ] || { echo "coordl-scaling: $bench not built" >&2; exit 1; }

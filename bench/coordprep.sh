@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coordprep.sh: k jobs on one node over one dataset, with and without
 # coordinated prep (issue 15), interleaved.
 #
@@ -24,7 +25,7 @@
 set -eu
 bd=${top_builddir:-$(dirname "$0")/..}
 bench=${COORDL_BENCH:-$bd/bench/coordl-bench}
-[ $# -ge 1 ] || { sed -n 2,23p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n 3,24p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ds=$1; reps=${2:-5}; rate=${3:-1000}; shift; [ $# -ge 1 ] && shift; [ $# -ge 1 ] && shift
 ks=${*:-1 2 4}
 [ -x "$bench" ] || { echo "coordprep: $bench not built" >&2; exit 1; }

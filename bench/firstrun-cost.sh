@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # firstrun-cost.sh: what profiling on the job's first run costs the job.
 #
 # Usage: bench/firstrun-cost.sh DATASET [REPS] [GPU_RATE] [EPOCHS]
@@ -15,7 +16,7 @@
 set -eu
 bd=${top_builddir:-$(dirname "$0")/..}
 bench=${COORDL_BENCH:-$bd/bench/coordl-bench}
-[ $# -ge 1 ] || { sed -n 2,15p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n 3,16p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ds=$1; reps=${2:-3}; rate=${3:-400}; epochs=${4:-3}
 [ -x "$bench" ] || { echo "firstrun-cost: $bench not built" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

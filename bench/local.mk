@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench: build rules (included from the top Makefile.am)
 
 # python bench
@@ -8,7 +9,6 @@ EXTRA_DIST += bench/checkfreq.sh bench/checkfreq_bench.py
 # coordl-bench (loader helper): per-epoch loader throughput, stall, hits.
 bin_PROGRAMS += bench/coordl-bench
 bench_coordl_bench_SOURCES = bench/coordl-bench.c
-bench_coordl_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_coordl_bench_LDADD = loader/libcoordl-core.la
 dist_man_MANS += doc/coordl-bench.1
 
@@ -17,7 +17,6 @@ dist_man_MANS += doc/coordl-bench.1
 # outside (st_blocks), with readers using the cache meanwhile.
 noinst_PROGRAMS += bench/cache-shrink
 bench_cache_shrink_SOURCES = bench/cache-shrink.c
-bench_cache_shrink_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_cache_shrink_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_cache_shrink_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
 # coordl-ab.sh: two coordl-bench builds (before/after a change), interleaved.
@@ -27,8 +26,8 @@ EXTRA_DIST += bench/coordl-ab.sh
 # naive full decode + resize, interleaved, per core.
 noinst_PROGRAMS += bench/prep-bench
 bench_prep_bench_SOURCES = bench/prep-bench.c loader/prep.c
-bench_prep_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) $(LIBJPEG_CFLAGS)
-bench_prep_bench_LDADD = $(LIBJPEG_LIBS) $(LIBM)
+bench_prep_bench_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS)
+bench_prep_bench_LDADD = common/libsyncommon.la $(LIBJPEG_LIBS) $(LIBM)
 
 # sim bench (policy helper)
 EXTRA_DIST += bench/sim-bench.sh
@@ -69,7 +68,10 @@ EXTRA_DIST += bench/coordprep.sh
 # the same transport, interleaved (bench/peer-read.sh BUILD_DIR).
 noinst_PROGRAMS += bench/peer-read
 bench_peer_read_SOURCES = bench/peer-read.c
-bench_peer_read_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader
 bench_peer_read_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_peer_read_LDADD = loader/libcoordl-core.la $(PTHREAD_LIBS)
 EXTRA_DIST += bench/peer-read.sh
+
+# Job submission throughput with and without the plugins (issue 26):
+# bench/submit-rate.sh (root; a throwaway cluster; in the guest for 24.11/26.05).
+EXTRA_DIST += bench/submit-rate.sh

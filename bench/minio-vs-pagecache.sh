@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # minio-vs-pagecache.sh: storage reads per epoch under one memory limit,
 # with coordl's MinIO cache versus the kernel page cache.
 #
@@ -15,7 +16,7 @@
 set -eu
 bd=${top_builddir:-$(dirname "$0")/..}
 bench=${COORDL_BENCH:-$bd/bench/coordl-bench}
-[ $# -ge 2 ] || { sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 2 ] || { sed -n 3,15p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ds=$1; mem=$2; epochs=${3:-4}
 [ "$(id -u)" = 0 ] || { echo "minio-vs-pagecache: needs root (memory cgroup, drop_caches)" >&2; exit 1; }
 [ -x "$bench" ] || { echo "minio-vs-pagecache: $bench not built" >&2; exit 1; }

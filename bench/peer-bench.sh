@@ -1,13 +1,17 @@
 #!/bin/sh
-# peer-bench.sh: the partitioned cache of a multi-node job (issue 14) on one
-# machine. NODES coordl-bench processes on 127.0.0.1 act as the nodes of one
-# job (rank k of NODES on node k, each its own cache directory), UCX forced
-# onto TCP (UCX_TLS=tcp) so that peer reads cross sockets. Each node's cache
+# SPDX-License-Identifier: GPL-2.0-or-later
+# peer-bench.sh: the partitioned cache of a multi-node job (issues 14, 24) on
+# one machine. NODES coordl-bench processes on 127.0.0.1 act as the nodes of
+# one job (rank k of NODES on node k, each its own cache directory, one
+# SYNERGY_PEER_KEY per run), peer reads over loopback TCP. Each node's cache
 # bound is CACHE_FRAC of the dataset, so the dataset does not fit one node's
 # cache but fits the union. Three configurations, interleaved per repetition:
 #   partitioned  SYNERGY_PEERS set: each node caches its part, misses from peers
 #   per-node     SYNERGY_PEER_WIREUP=off: independent MinIO caches
 #   no cache     SYNERGY_CACHE_BYTES=0: storage (and its page cache) only
+#   other        (with OTHER=BINARY, another build's coordl-bench, e.g. before
+#                a change to loader/peer.c) partitioned, that build's peer
+#                tier (UCX_TLS=tcp for a build whose peers ran over UCX)
 # Prints one row per configuration, repetition, node and epoch, then, for the
 # epochs after the first, min/median/max over repetitions and nodes of
 # storage MB, images/s and peer MB/s (bytes read from peers over the
@@ -15,7 +19,7 @@
 #
 # Usage: bench/peer-bench.sh BUILD_DIR [NODES] [IMAGES] [EPOCHS] [REPS]
 # (defaults 2 nodes, 2000 images, 4 epochs, 3 repetitions). Env: CACHE_FRAC
-# (default 0.6), THREADS per node (default 1), OUT_SIZE (default 64),
+# (default 0.6), THREADS per node (default 1), OUT_SIZE (default 64), OTHER,
 # STORAGE_MBPS: put the dataset on slow storage instead, as the demo does
 # (root, cgroup v1 blkio): an ext4 image on a loop device (direct I/O),
 # reads limited to that many MB/s for the whole machine, remounted before
@@ -38,6 +42,9 @@ size=${OUT_SIZE:-64}
 bench=$b/bench/coordl-bench
 gen=$b/tools/coordl-datagen
 [ -x "$bench" ] && [ -x "$gen" ] || { echo "peer-bench: build $b first" >&2; exit 2; }
+other=${OTHER:-}
+[ -z "$other" ] || [ -x "$other" ] || { echo "peer-bench: OTHER='$other' is not an executable" >&2; exit 2; }
+configs="partitioned per-node no-cache${other:+ other}"
 mbps=${STORAGE_MBPS:-}
 case "$mbps" in '' | [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | [1-9][0-9][0-9][0-9]) ;;
 *) echo "peer-bench: STORAGE_MBPS='$mbps': expected MB/s 1..9999" >&2; exit 2 ;; esac
@@ -96,7 +103,7 @@ cold() {
 dsbytes=$(find "$ds" -type f -name '*.jpg' -printf '%s\n' | awk '{s += $1} END {print s}')
 cache=$(awk -v d="$dsbytes" -v f="$frac" 'BEGIN {printf "%d", d * f}')
 port0=$((30000 + $$ % 20000))
-echo "# peer-bench: $nodes nodes on 127.0.0.1, UCX_TLS=tcp, dataset $images images $dsbytes bytes," \
+echo "# peer-bench: $nodes nodes on 127.0.0.1, dataset $images images $dsbytes bytes," \
 	"cache $cache bytes per node ($frac), $threads thread(s)/node, out $size, $(nproc) cpus"
 if [ -n "$mbps" ]; then
 	echo "# storage: $loopdev (ext4, direct I/O), reads limited to $mbps MB/s (blkio), cold before each configuration;" \
@@ -105,11 +112,14 @@ else
 	echo "# storage: a local directory (its files stay in the page cache)"
 fi
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "$other" ] || echo "# other: $other"
 printf '%-12s %3s %4s %5s %10s %9s %8s %8s %9s\n' config rep node epoch storageMB img/s peerMB fallback peerMB/s
 run_config() { # config rep
 	cfg=$1
 	rep=$2
 	port=$((port0 + rep * 16))
+	# The run's key: every node of it the same, as every task of a step.
+	key=$(head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	peers=
 	k=0
 	while [ $k -lt "$nodes" ]; do
@@ -126,17 +136,21 @@ run_config() { # config rep
 			echo $((cache + extra * 1048576)) >"$memcg.$k/memory.limit_in_bytes"
 		fi
 		(
-			export UCX_TLS=tcp SYNERGY_CACHE_NAME=peerbench SYNERGY_CACHE_DIR="$cdir/c$k"
+			export SYNERGY_CACHE_NAME=peerbench SYNERGY_CACHE_DIR="$cdir/c$k"
 			export SYNERGY_CACHE_BYTES="$cache"
+			bin=$bench
 			case $cfg in
-			partitioned) export SYNERGY_PEERS="$peers" SYNERGY_NODE_INDEX=$k SYNERGY_PEER_TAG=$port ;;
+			partitioned | other)
+				export SYNERGY_PEERS="$peers" SYNERGY_NODE_INDEX=$k SYNERGY_PEER_TAG=$port
+				export SYNERGY_PEER_KEY="$key"
+				[ "$cfg" = partitioned ] || { bin=$other; export UCX_TLS=tcp; } ;;
 			per-node) export SYNERGY_PEER_WIREUP=off ;;
 			no-cache) export SYNERGY_CACHE_BYTES=0 ;;
 			esac
 			tasks=/dev/null
 			[ -z "$mbps" ] || tasks=$memcg.$k/tasks
 			# The node's process joins its memory cgroup, then becomes the bench.
-			exec sh -c 'echo $$ >"$0" && exec "$@"' "$tasks" "$bench" -e "$epochs" \
+			exec sh -c 'echo $$ >"$0" && exec "$@"' "$tasks" "$bin" -e "$epochs" \
 				-t "$threads" -s "$size" -b 32 --rank=$k --world-size="$nodes" "${ds%.0}${mbps:+.$k}" \
 				>"$tmp/out.$k" 2>"$tmp/err.$k"
 		) &
@@ -158,7 +172,7 @@ run_config() { # config rep
 }
 r=1
 while [ "$r" -le "$reps" ]; do
-	for cfg in partitioned per-node no-cache; do
+	for cfg in $configs; do
 		cold
 		run_config "$cfg" "$r" | tee -a "$tmp/rows"
 	done
@@ -167,7 +181,7 @@ done
 echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# epochs 1..$((epochs - 1)), over repetitions and nodes: min/median/max"
 printf '%-12s %26s %26s %26s\n' config "storageMB/node/epoch" "img/s/node" "peerMB/s/node"
-for cfg in partitioned per-node no-cache; do
+for cfg in $configs; do
 	awk -v c="$cfg" '$1 == c && $4 >= 1 {print $5, $6, $9}' "$tmp/rows" >"$tmp/sel"
 	s=$(cut -d' ' -f1 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.2f/%.2f/%.2f", a[1], a[int((NR + 1) / 2)], a[NR]}')
 	i=$(cut -d' ' -f2 "$tmp/sel" | sort -g | awk '{a[NR] = $1} END {printf "%.0f/%.0f/%.0f", a[1], a[int((NR + 1) / 2)], a[NR]}')

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep-bench: per-core throughput of the JPEG prep stage.
  *
@@ -31,6 +32,7 @@
 
 #include <jpeglib.h>
 
+#include "common/parse.h"
 #include "coordl.h"
 #include "loader/prep.h"
 #include "loader/prep_internal.h"
@@ -275,16 +277,13 @@ static int cmp_double(const void *a, const void *b)
 /* The integer value of option `name`, lo..hi; exits 2 naming the bad value. */
 static long int_arg(const char *name, const char *v, long lo, long hi)
 {
-	char *end;
-	long x;
+	int64_t x;
 
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || end == v || *end || x < lo || x > hi) {
+	if (syn_parse_i64(v, lo, hi, &x) < 0) {
 		fprintf(stderr, PROG ": --%s: expected %ld..%ld, got '%s'\n", name, lo, hi, v);
 		exit(2);
 	}
-	return x;
+	return (long)x;
 }
 
 int main(int argc, char **argv)

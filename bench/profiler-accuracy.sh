@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # profiler-accuracy.sh: the profiler's targets, measured on datasets the
 # model was never developed on.
 #

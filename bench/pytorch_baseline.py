@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """pytorch_baseline.py: images/s of the PyTorch DataLoader, or of coordl,
 on the same ImageFolder data with the same consumer loop.
 

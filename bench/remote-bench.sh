@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # remote-bench.sh: coordl reading an ImageFolder over HTTP with 0, 20 and
 # 50 ms per request, against coordl on local disk, coordl with one request
 # per worker at a time (io_window=-1, no read-ahead), and the PyTorch
@@ -40,7 +41,7 @@ builddir=${top_builddir:-.}
 data='' images=2000 classes=10 reps=3 lats="0 20 50" slow=6 cores=2 profile=0 gpu=1500
 PY=${PYTHON3:-/usr/bin/python3}
 
-usage() { sed -n '2,37s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,38s/^# \{0,1\}//p' "$0"; }
 die() { echo "remote-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in

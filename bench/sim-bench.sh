@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # sim-bench.sh: the simulator and policy benchmarks of issue 3, as tables.
 #
 # Usage: bench/sim-bench.sh [OUTDIR]      (QUICK=1 for a short run)

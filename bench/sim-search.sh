@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # sim-search.sh: hyperparameter searches in the simulator (issue 15): mean
 # JCT and makespan with coordinated prep (--coord on) and without (off), on
 # the same traces, PROP and TUNE, rounds and live Slurm, as a table.

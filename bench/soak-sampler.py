@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """soak-sampler: watch a throwaway Slurm cluster's nodes for CPU overlap.
 
 Every PERIOD seconds, for every node of the cluster (its cgroup tree, cgroup

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # soak.sh: a fault soak of the Synergy plugins on a throwaway Slurm cluster.
 #
 # Starts NODES slurmd (LendIdleCores=yes, a shared tmpfs CacheDir), and
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--no-harvest) harvest=0 ;;
 	--keep-logs) keep_logs=$2; shift ;;
 	--report) report=$2; shift ;;
-	-h|--help) sed -n '2,30s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,31s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "soak: unknown option '$1'" >&2; exit 2 ;;
 	esac
 	shift

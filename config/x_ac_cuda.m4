@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_CUDA: optional CUDA runtime for pinned batch buffers and async copies.
 # --enable-cuda=yes fails without CUDA; auto (default) uses it when found;
 # no disables it. --with-cuda=DIR names the toolkit (default: nvcc's prefix).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_DEBUG: --enable-debug turns on internal consistency checks (SYN_DEBUG).
 AC_DEFUN([X_AC_DEBUG], [
 	AC_ARG_ENABLE([debug],

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_LIBJPEG: libjpeg-turbo through its libjpeg API (jpeglib.h), which has
 # the partial-decode calls (jpeg_crop_scanline, jpeg_skip_scanlines) that the
 # TurboJPEG API of 2.1 lacks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_PYTHON: the interpreter the tests use and where `make install` puts
 # the Python binding (a pure-Python package over libcoordl).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_SANITIZER: --enable-sanitizer=address|thread adds the sanitizer to every
 # compile and link. "address" also enables UndefinedBehaviorSanitizer.
 AC_DEFUN([X_AC_SANITIZER], [

@@ -1,12 +1,28 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_SLURM: the Slurm headers and libslurm (Debian's libslurm-dev ships no
-# pkg-config file). --with-slurm=DIR looks in DIR/include and DIR/lib.
+# pkg-config file). --with-slurm=DIR looks in DIR/include and in the first
+# of DIR/lib64, DIR/lib and DIR/lib/<triplet> that holds libslurm.so.
+# Slurm's headers are included with -isystem: warnings of a newer compiler
+# in headers we do not write must not fail a -Werror build (headers in the
+# compiler's own search path, /usr/include, are system headers already,
+# and -isystem /usr/include would break #include_next, so nothing is added
+# for them).
 # Substitutes SLURM_CPPFLAGS, SLURM_LDFLAGS, SLURM_LIBS and SLURM_VERSION
 # (the headers' SLURM_VERSION_NUMBER as 22.05.8: a job_submit plugin only
-# loads in a slurmctld of exactly this version, see SLURM-NOTES.md).
+# loads in a slurmctld of exactly this version, see SLURM-NOTES.md), and
+# defines SYNERGY_SLURM_VERSION, the same string, in config.h (for
+# messages: code that depends on the version tests SLURM_VERSION_NUMBER in
+# plugin/slurm/slurm_compat.h, the only place that does).
 AC_DEFUN([X_AC_SLURM], [
 	AC_ARG_WITH([slurm],
 		[AS_HELP_STRING([--with-slurm=DIR], [Slurm installation prefix])],
-		[SLURM_CPPFLAGS="-I$withval/include"; SLURM_LDFLAGS="-L$withval/lib"], [])
+		[AS_CASE([$withval],
+			[yes|no|""], [AC_MSG_ERROR([--with-slurm needs a directory])])
+		 SLURM_CPPFLAGS="-isystem $withval/include"
+		 SLURM_LDFLAGS="-L$withval/lib"
+		 for d in "$withval/lib64" "$withval/lib" "$withval"/lib/*-linux-gnu*; do
+			AS_IF([test -e "$d/libslurm.so"], [SLURM_LDFLAGS="-L$d"; break])
+		 done], [])
 	save_CPPFLAGS=$CPPFLAGS; save_LDFLAGS=$LDFLAGS
 	CPPFLAGS="$CPPFLAGS $SLURM_CPPFLAGS"; LDFLAGS="$LDFLAGS $SLURM_LDFLAGS"
 	AC_CHECK_HEADERS([slurm/spank.h slurm/slurm.h], [],
@@ -25,6 +41,8 @@ AC_DEFUN([X_AC_SLURM], [
 	SLURM_VERSION=`printf '%d.%02d.%d' "$x_ac_slurm_major" "$x_ac_slurm_minor" "$x_ac_slurm_micro"`
 	AC_MSG_CHECKING([for the Slurm version of the headers])
 	AC_MSG_RESULT([$SLURM_VERSION])
+	AC_DEFINE_UNQUOTED([SYNERGY_SLURM_VERSION], ["$SLURM_VERSION"],
+		[The Slurm version the plugins are built against, as 22.05.8])
 	CPPFLAGS=$save_CPPFLAGS; LDFLAGS=$save_LDFLAGS
 	AC_SUBST([SLURM_CPPFLAGS])
 	AC_SUBST([SLURM_LDFLAGS])

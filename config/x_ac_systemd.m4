@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # X_AC_SYSTEMD: where `make install` puts the synergyd unit. Default: the
 # systemdsystemunitdir of pkg-config's systemd (where this machine's systemd
 # looks), else $prefix/lib/systemd/system. --with-systemdsystemunitdir=DIR

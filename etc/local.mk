@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # etc: example configuration and the synergyd unit (included from the top
 # Makefile.am).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # demo-job.sh: one training job of the synergy-demo job mix, as a Slurm batch
 # script (it also runs outside Slurm).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """train_resnet_emulated.py: a PyTorch training loop fed by coordl.
 
 THE GPU IS EMULATED. This machine has no GPU, so by default each batch is

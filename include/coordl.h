@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl.h: libcoordl, a CoorDL-style data loader for DNN training.
  *
@@ -345,10 +346,11 @@ int coordl_get_stats(const coordl_loader_t *ld, coordl_stats_t *st);
 
 /*
  * Multi-node jobs. When the environment names the job's nodes
- * (SYNERGY_PEERS and SYNERGY_NODE_INDEX, set by the job script; the
- * SPANK plugin does not export them yet), or the process is a rank
- * that `srun --mpi=pmix` launched, the loader that takes the job's cache
- * shares it with the other nodes over UCX: each node caches a different
+ * (SYNERGY_PEERS and SYNERGY_NODE_INDEX, set by the SPANK plugin or the
+ * job script) and the step's key (SYNERGY_PEER_KEY), or the process is a
+ * rank that `srun --mpi=pmix` launched and has the key, the loader that
+ * takes the job's cache shares it with the other nodes over TCP, with
+ * peers that proved they hold the key: each node caches a different
  * part of the dataset (fixed by the seed, the epoch the loader first ran
  * and the rank layout; ranks numbered node by node), and an item this
  * node does not cache is read from the node that does, several items in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy_env.h: the plugin -> loader environment contract.
  *
@@ -22,8 +23,10 @@
 
 /*
  * The job's cache grant on this node, in bytes, at the time the task
- * started: a decimal integer >= 0, optional suffix K, M, G, T (powers of
- * 1024). 0: no cache.
+ * started: a size of the one grammar of every Synergy program (a number,
+ * optionally with a fraction, and an optional unit K, M, G or T, powers of
+ * 1024, optionally followed by "i" and "B"; see common/parse.h).
+ * 0: no cache.
  *
  * The grant is for the whole job on the node, not per loader or per task.
  * It goes to the job's cache, which the first training-mode loader of a
@@ -134,20 +137,19 @@
  * a node reads what it misses from the node that caches it before going to
  * storage.
  *
- * The SPANK plugin exports SYNERGY_PEERS, SYNERGY_NODE_INDEX and
- * SYNERGY_PEER_TAG to every task of a Synergy job's step that spans two
- * nodes or more (srun -N2 ...; not to the batch script, which runs on one
- * node, nor to a one-node step), all three or none: node i's entry is the
- * address slurm.conf gives the step's i-th node (NodeAddr, else
- * NodeHostname, else its name) and a port derived from the job id, the
- * step id and i inside synergy.conf's PeerPortMin..PeerPortMax, so every
+ * The SPANK plugin exports SYNERGY_PEERS, SYNERGY_NODE_INDEX,
+ * SYNERGY_PEER_TAG and SYNERGY_PEER_KEY to every task of a Synergy job's
+ * step that spans two nodes or more (srun -N2 ...; not to the batch
+ * script, which runs on one node, nor to a one-node step), all four or
+ * none (a step that chose its wire-up itself gets only the key and the
+ * tag, and keeps its own if it set them; SYNERGY_PEER_WIREUP=off: none): node i's entry is the address slurm.conf gives the step's i-th
+ * node (NodeAddr, else NodeHostname, else its name) and a port derived
+ * from the job id, the step id and i inside synergy.conf's PeerPortMin..PeerPortMax, so every
  * node computes the same list without exchanging anything. Every local
  * task of a node gets the same values (torchrun under srun, one process
  * per GPU: the first process of the node to bind entry i listens, the
- * others share the node's cache and only read). A job that set
- * SYNERGY_PEER_WIREUP itself to anything but "auto" (off, pmix, or
- * sockaddr with its own SYNERGY_PEERS) gets none of the three. Without the
- * plugin a job script may set them (coordl(3) shows how).
+ * others share the node's cache and only read). Without the plugin a job
+ * script may set them (coordl(3) shows how).
  */
 
 /* Every node's peer address, in node index order: comma-separated
@@ -168,6 +170,22 @@
  * is not taken for this job's peer). Default 0. The plugin derives it from
  * the job id and the step id (never 0). */
 #define SYNERGY_ENV_PEER_TAG "SYNERGY_PEER_TAG"
+
+/*
+ * The step's peer key: exactly SYNERGY_PEER_KEY_HEX lowercase hex digits
+ * (32 bytes). Only processes that hold it can take part in the step's
+ * partitioned cache: peers prove to each other that they hold it before
+ * any of them gives an address, a key or one byte of its cache (coordl(3),
+ * SECURITY). It is a secret: the plugin derives it as root for each step
+ * from the job's secret (which job_submit put into the job's signed grant)
+ * and exports it to the step's tasks only; the job's user may read it, no
+ * one else. Without it (unset or malformed) the loader runs no peer tier
+ * and says why. Without the plugin a job script sets the same value for
+ * every task of the step (coordl(3) shows how to make one).
+ */
+#define SYNERGY_ENV_PEER_KEY "SYNERGY_PEER_KEY"
+#define SYNERGY_PEER_KEY_BYTES 32
+#define SYNERGY_PEER_KEY_HEX (2 * SYNERGY_PEER_KEY_BYTES)
 
 /* How long a read from a peer may take before the peer counts as stalled
  * and its part is read from storage, in ms: 1..600000 (default 1000). */
@@ -214,11 +232,11 @@
  * /dev/shm/coordl-<uid>-grp-<group>-<signature>.seg. */
 #define SYNERGY_ENV_GROUP_DIR "SYNERGY_GROUP_DIR"
 
-/* The group's staging area bound in bytes (decimal, optional K, M, G, T
- * suffix): prepared batches waiting for members never take more. Each
+/* The group's staging area bound in bytes (a size, as SYNERGY_CACHE_BYTES):
+ * prepared batches waiting for members never take more. Each
  * member's memory cgroup pays for the slots it reserved first. Unset:
  * 512M. The plugin sets it for every job of a group from synergy.conf's
- * GroupStagingMB (synergy_conf.h). */
+ * GroupStagingMB (common/conf.h). */
 #define SYNERGY_ENV_GROUP_BYTES "SYNERGY_GROUP_BYTES"
 
 /* How many batches a member may fall behind the fastest member of its

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy_policy.h: the Synergy allocation core (libsynpolicy), free of Slurm.
  *
  * The model is a cluster of nodes (GPUs, CPU cores, memory) and a set of
  * jobs, each with a GPU count, an optional data-stall sensitivity profile
- * (synergy_profile.h) and the data that orders jobs (arrival, attained
+ * (common/profile.h) and the data that orders jobs (arrival, attained
  * service, remaining work). A round allocates GPUs, cores and memory to the
  * jobs in the order of a scheduling policy with one of four allocators:
  *
@@ -59,7 +60,7 @@
  * running jobs) carry TUNE and the guarantee there; see "Live Slurm" below.
  *
  * Conventions: functions return 0 / a pointer on success, -1 / NULL with
- * errno set on failure; a caller-owned syn_policy_error_t, when given, says
+ * errno set on failure; a caller-owned syn_error_t (common/error.h), when given, says
  * what went wrong and names the bad input. The library never logs, exits or
  * aborts, and is not thread-safe per call argument (distinct arguments may be
  * used from distinct threads).
@@ -69,16 +70,12 @@
 
 #include <stdint.h>
 
-#include "synergy_profile.h"
+#include "common/error.h"
+#include "common/profile.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Human-readable detail for a failed call; owned by the caller. */
-typedef struct syn_policy_error {
-	char text[160];
-} syn_policy_error_t;
 
 typedef enum syn_allocator {
 	SYN_ALLOC_PROP = 0,
@@ -185,7 +182,7 @@ void syn_round_opts_init(syn_round_opts_t *o);
  * allocations are unspecified.
  */
 int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
-	      const syn_round_opts_t *o, syn_round_stats_t *st, syn_policy_error_t *err);
+	      const syn_round_opts_t *o, syn_round_stats_t *st, syn_error_t *err);
 
 /*
  * Check a round's result: no node over capacity (GPUs, cores, memory) and
@@ -194,7 +191,7 @@ int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
  * all hold) and describes the first in err; -1 with EINVAL for bad arguments.
  */
 int syn_check_round(const syn_node_t *nodes, int n_nodes, const syn_job_t *jobs, int n_jobs,
-		    syn_policy_error_t *err);
+		    syn_error_t *err);
 
 /*
  * The order in which a round visits jobs: writes a permutation of
@@ -489,7 +486,7 @@ typedef struct syn_node_stats {
  * memory than the node has: err names it; outputs unspecified) or ENOMEM.
  */
 int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flags,
-		  syn_node_stats_t *st, syn_policy_error_t *err);
+		  syn_node_stats_t *st, syn_error_t *err);
 
 /*
  * Harvesting idle cycles (live Slurm, the node agent). A job may leave
@@ -545,7 +542,7 @@ typedef struct syn_harvest_job {
 #define SYN_HARVEST_KEEP 0.25     /* ... to keep lending it */
 #define SYN_HARVEST_MIN_GAIN 0.02 /* least relative gain worth a harvested core */
 
-int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_policy_error_t *err);
+int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_error_t *err);
 
 /* Names: "prop", "greedy", "tune", "opt" and "fifo", "srtf", "las", "ftf". */
 const char *syn_allocator_name(syn_allocator_t a);

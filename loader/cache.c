@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache.c: the MinIO cache (see cache.h).
  *
@@ -79,8 +80,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "util.h"
+#include "loader/cache.h"
+#include "loader/util.h"
 
 #define CACHE_MAGIC 0x636f6f72646c4d32ULL /* "coordlM2" */
 #define CACHE_VERSION 3

@@ -38,10 +38,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "util.h"
+#include "loader/ckpt.h"
+#include "loader/util.h"
 #ifdef HAVE_CUDA
-#include "cuda.h"
+#include "loader/cuda.h"
 #endif
 
 #define NBUF 2

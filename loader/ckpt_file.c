@@ -36,8 +36,8 @@
 #define COORDL__CRC_HW 1
 #endif
 
-#include "ckpt.h"
-#include "util.h"
+#include "loader/ckpt.h"
+#include "loader/util.h"
 
 /* The reflected form of the Castagnoli polynomial 0x1EDC6F41. */
 #define CRC32C_POLY 0x82F63B78u

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "coordl_ckpt.h"
-#include "util.h"
+#include "loader/util.h"
 
 /* Keeps (double)k exact, so that k * iter_s grows with k. */
 #define K_LIMIT (UINT64_C(1) << 53)

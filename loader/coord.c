@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coord.c: coordinated prep across the loaders of a group (see coord.h).
  *
@@ -59,11 +60,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coord.h"
-#include "env.h"
-#include "fetch.h"
-#include "rng.h"
-#include "util.h"
+#include "loader/coord.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
+#include "loader/rng.h"
+#include "loader/util.h"
 
 #define GRP_MAGIC 0x636f6f72646c4731ULL /* "coordlG1" */
 #define GRP_VERSION 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coord.h: coordinated prep, CoorDL's third technique (loader side).
  *

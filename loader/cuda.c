@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cuda.c: pinned buffers and asynchronous copies (see cuda.h).
  *
@@ -13,8 +14,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda.h"
-#include "util.h"
+#include "loader/cuda.h"
+#include "loader/util.h"
 
 struct coordl__cuda {
 	cudaStream_t stream;

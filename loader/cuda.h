@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cuda.h: the optional CUDA part of libcoordl (compiled only with CUDA).
  *

@@ -1,9 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * env.c: strict parsers for the Synergy environment contract (see env.h).
- *
- * strtoll/strtoull alone accept leading spaces, signs and trailing junk; the
- * contract does not, so each parser checks the characters itself and uses
- * the libc converter only for the digits.
+ * env.c: strict parsing of the Synergy environment contract (see env.h).
+ * Numbers, sizes and CPU lists are common/parse.h's, as every program
+ * parses them; what is particular to the contract (peer lists, cache
+ * names, which variable wins) is here.
  */
 #include "config.h"
 
@@ -14,158 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "synergy_env.h"
-#include "coord.h"
-#include "env.h"
-#include "util.h"
-
-/* Parse the leading run of decimal digits of s into *v; *end points after
- * it. At least one digit is required; overflow is ERANGE. */
-static int parse_digits(const char *s, uint64_t *v, const char **end)
-{
-	uint64_t x = 0;
-	const char *p = s;
-
-	if (!isdigit((unsigned char)*p)) {
-		errno = EINVAL;
-		return -1;
-	}
-	for (; isdigit((unsigned char)*p); p++) {
-		unsigned d = (unsigned)(*p - '0');
-		if (x > (UINT64_MAX - d) / 10) {
-			errno = ERANGE;
-			return -1;
-		}
-		x = x * 10 + d;
-	}
-	*v = x;
-	*end = p;
-	return 0;
-}
-
-int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
-{
-	int neg = 0;
-	uint64_t mag;
-	const char *end;
-	int64_t v;
-
-	if (!s || !out) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (*s == '-' && min < 0) {
-		neg = 1;
-		s++;
-	}
-	if (parse_digits(s, &mag, &end) < 0)
-		return -1;
-	if (*end != '\0') {
-		errno = EINVAL;
-		return -1;
-	}
-	if (mag > (uint64_t)INT64_MAX) {
-		errno = ERANGE;
-		return -1;
-	}
-	v = neg ? -(int64_t)mag : (int64_t)mag;
-	if (v < min || v > max) {
-		errno = ERANGE;
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
+#include "loader/coord.h"
+#include "loader/env.h"
+#include "loader/util.h"
 
 int coordl__header_count(const char *line, const char *word, uint64_t max, uint64_t *out)
 {
 	size_t wl = strlen(word);
-	int64_t v;
 
 	if (strncmp(line, word, wl) != 0 || line[wl] != ' ')
 		return -1;
-	if (max > (uint64_t)INT64_MAX || coordl__parse_int(line + wl + 1, 0, (int64_t)max, &v) < 0)
+	if (max > (uint64_t)INT64_MAX || syn_parse_u64(line + wl + 1, 0, max, out) < 0)
 		return -1;
-	*out = (uint64_t)v;
 	return 0;
 }
 
 int coordl__field_u64(char **p, uint64_t *out)
 {
 	char *s = *p, *e = strchr(s, ' ');
-	int64_t v;
-	int rc;
 
-	if (!e)
-		return -1;
-	*e = '\0';
-	rc = coordl__parse_int(s, 0, INT64_MAX, &v);
-	*e = ' ';
-	if (rc < 0)
+	if (!e || syn_parse_u64n(s, (size_t)(e - s), 0, INT64_MAX, out) < 0)
 		return -1;
 	*p = e + 1;
-	*out = (uint64_t)v;
 	return 0;
-}
-
-int coordl__parse_bytes(const char *s, uint64_t *out)
-{
-	uint64_t v, mult = 1;
-	const char *end;
-
-	if (!s || !out) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (parse_digits(s, &v, &end) < 0)
-		return -1;
-	if (*end != '\0') {
-		switch (*end) {
-		case 'K': case 'k': mult = 1ULL << 10; break;
-		case 'M': case 'm': mult = 1ULL << 20; break;
-		case 'G': case 'g': mult = 1ULL << 30; break;
-		case 'T': case 't': mult = 1ULL << 40; break;
-		default:
-			errno = EINVAL;
-			return -1;
-		}
-		if (end[1] != '\0') {
-			errno = EINVAL;
-			return -1;
-		}
-	}
-	/* Keep byte counts within int64_t: the config field is signed. */
-	if (v > (uint64_t)INT64_MAX / mult) {
-		errno = ERANGE;
-		return -1;
-	}
-	*out = v * mult;
-	return 0;
-}
-
-int coordl__parse_cpulist(const char *s)
-{
-	const char *p = s;
-
-	if (!s || !*s)
-		goto bad;
-	for (;;) {
-		uint64_t a, b;
-		if (parse_digits(p, &a, &p) < 0 || a >= 1u << 20)
-			goto bad;
-		if (*p == '-') {
-			if (parse_digits(p + 1, &b, &p) < 0 || b < a || b >= 1u << 20)
-				goto bad;
-		}
-		if (*p == '\0')
-			return 0;
-		if (*p != ',')
-			goto bad;
-		p++;
-	}
-bad:
-	errno = EINVAL;
-	return -1;
 }
 
 int coordl__valid_cache_name(const char *s)
@@ -228,8 +101,12 @@ int coordl__parse_peers(const char *s, int (*fn)(void *arg, int k, const char *h
 				goto bad;
 		}
 		host[n] = '\0';
-		if (*p != ':' || parse_digits(p + 1, &port, &p) < 0 || port < 1 || port > 65535)
+		if (*p != ':')
 			goto bad;
+		n = strspn(++p, "0123456789");
+		if (syn_parse_u64n(p, n, 1, 65535, &port) < 0)
+			goto bad;
+		p += n;
 		if (fn && (rc = fn(arg, k, host, (int)port)) != 0)
 			return rc;
 		k++;
@@ -239,6 +116,29 @@ int coordl__parse_peers(const char *s, int (*fn)(void *arg, int k, const char *h
 			goto bad;
 		p++;
 	}
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+int coordl__parse_peer_key(const char *s, uint8_t *key)
+{
+	size_t i;
+
+	/* Exactly the contract's form (lowercase, no prefix, no spaces):
+	 * every task of the step is given the same string, so anything
+	 * else is a mistake worth refusing rather than guessing at. */
+	if (!s || strlen(s) != SYNERGY_PEER_KEY_HEX)
+		goto bad;
+	for (i = 0; i < SYNERGY_PEER_KEY_HEX; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			goto bad;
+	for (i = 0; i < SYNERGY_PEER_KEY_BYTES; i++) {
+		unsigned hi = (unsigned)(s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10);
+		unsigned lo = (unsigned)(s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10);
+		key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
 bad:
 	errno = EINVAL;
 	return -1;
@@ -287,7 +187,7 @@ static int env_int(const char *name, int64_t min, int64_t max, const char *what,
 
 	if (!v)
 		return 0;
-	if (coordl__parse_int(v, min, max, out) < 0)
+	if (syn_parse_i64(v, min, max, out) < 0)
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected %s %lld..%lld", name, v, what,
 					 (long long)min, (long long)max);
 	return 1;
@@ -300,7 +200,7 @@ static int env_bytes(const char *name, uint64_t *out, coordl_error_t *err)
 
 	if (!v)
 		return 0;
-	if (coordl__parse_bytes(v, out) < 0)
+	if (syn_parse_size(v, 0, INT64_MAX, out) < 0)
 		return coordl__errprintf(err, EINVAL,
 					 "%s='%.40s': expected bytes >= 0 with optional K/M/G/T", name, v);
 	return 1;
@@ -366,7 +266,8 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		return -1;
 	if (rc)
 		e.group_window = (uint32_t)n;
-	if ((v = getenv(SYNERGY_ENV_CPUS)) && coordl__parse_cpulist(v) < 0)
+	if ((v = getenv(SYNERGY_ENV_CPUS)) &&
+	    (!*v || syn_parse_cpus(v, 1u << 20, NULL, NULL) < 0))
 		return coordl__errprintf(err, EINVAL, "%s='%.40s': expected a cpu list like 0-3,8",
 					 SYNERGY_ENV_CPUS, v);
 	if ((v = getenv(SYNERGY_ENV_PEERS))) {
@@ -380,18 +281,25 @@ int coordl__env_resolve(const coordl_config_t *cfg, coordl__env_t *out, coordl_e
 		if (!(v = getenv(SYNERGY_ENV_NODE_INDEX)))
 			return coordl__errprintf(err, EINVAL, "%s is set but %s is not",
 						 SYNERGY_ENV_PEERS, SYNERGY_ENV_NODE_INDEX);
-		if (coordl__parse_int(v, 0, k - 1, &n) < 0)
+		if (syn_parse_i64(v, 0, k - 1, &n) < 0)
 			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 0..%d (%s has %d entries)",
 						 SYNERGY_ENV_NODE_INDEX, v, k - 1, SYNERGY_ENV_PEERS, k);
 		e.node_index = (int)n;
 	}
 	if ((v = getenv(SYNERGY_ENV_PEER_TAG))) {
 		uint64_t tag;
-		const char *end;
-		if (parse_digits(v, &tag, &end) < 0 || *end != '\0')
+		if (syn_parse_u64(v, 0, UINT64_MAX, &tag) < 0)
 			return coordl__errprintf(err, EINVAL, "%s='%.40s': expected an integer 0..2^64-1",
 						 SYNERGY_ENV_PEER_TAG, v);
 		e.peer_tag = tag;
+	}
+	if ((v = getenv(SYNERGY_ENV_PEER_KEY))) {
+		uint8_t key[SYNERGY_PEER_KEY_BYTES];
+		if (coordl__parse_peer_key(v, key) == 0)
+			e.peer_key = v;
+		else
+			e.peer_key_bad = 1;
+		explicit_bzero(key, sizeof(key));
 	}
 	e.peer_timeout_ms = COORDL__PEER_TIMEOUT_DEFAULT;
 	if ((rc = env_int(SYNERGY_ENV_PEER_TIMEOUT_MS, 1, 600000, "milliseconds", &n, err)) < 0)

@@ -1,5 +1,8 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * env.h: strict parsing of the Synergy environment contract (synergy_env.h).
+ * Numbers, sizes (SYNERGY_CACHE_BYTES, SYNERGY_GROUP_BYTES) and CPU lists
+ * (SYNERGY_CPUS) are common/parse.h's grammar.
  *
  * The plugin exports the loader's knobs as environment variables; a user can
  * also set them by hand, so every value is validated: a malformed or
@@ -19,10 +22,6 @@
  * sized by it once at create time). */
 #define COORDL__MAX_THREADS 1024
 
-/* Parse a plain decimal integer in [min, max] (no sign unless min < 0, no
- * spaces, no trailing text). Returns 0 or -1 with errno EINVAL/ERANGE. */
-int coordl__parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
-
 /* An index file's "<word> <count>" header line, count in [0, max].
  * Returns 0 or -1 (not that word, or not such a count). */
 int coordl__header_count(const char *line, const char *word, uint64_t max, uint64_t *out);
@@ -31,13 +30,6 @@ int coordl__header_count(const char *line, const char *word, uint64_t max, uint6
  * the space. The line is left as it was. Returns 0 or -1 (no space after
  * it, or not a number in [0, INT64_MAX]). */
 int coordl__field_u64(char **p, uint64_t *out);
-
-/* Parse a byte count: decimal with an optional K, M, G or T suffix (powers
- * of 1024, either case). Returns 0 or -1 with errno EINVAL/ERANGE. */
-int coordl__parse_bytes(const char *s, uint64_t *out);
-
-/* Validate a cpuset list such as "0-3,8". Returns 0 or -1 (EINVAL). */
-int coordl__parse_cpulist(const char *s);
 
 /* Validate a cache name: [A-Za-z0-9_.-], 1..64 characters, not "." or "..". */
 int coordl__valid_cache_name(const char *s);
@@ -62,6 +54,13 @@ enum { COORDL__WIREUP_AUTO = 0, COORDL__WIREUP_SOCKADDR, COORDL__WIREUP_PMIX, CO
  */
 int coordl__parse_peers(const char *s, int (*fn)(void *arg, int k, const char *host, int port),
 			void *arg);
+
+/*
+ * Decode a SYNERGY_PEER_KEY (synergy_env.h): exactly SYNERGY_PEER_KEY_HEX
+ * lowercase hex digits into key[0..SYNERGY_PEER_KEY_BYTES). Returns 0, or
+ * -1 with errno EINVAL (key then holds nothing of s). s may be NULL (-1).
+ */
+int coordl__parse_peer_key(const char *s, uint8_t *key);
 
 /* The default and the largest max_item_bytes. */
 #define COORDL__MAX_ITEM_DEFAULT (64LL << 20)
@@ -98,6 +97,13 @@ typedef struct coordl__env {
 	const char *peers;       /* SYNERGY_PEERS (validated), or NULL */
 	int nnodes, node_index;  /* entries of peers and ours (0, 0 without) */
 	uint64_t peer_tag;
+	/* SYNERGY_PEER_KEY when it is well formed (the string in the
+	 * environment: decoded by the peer tier, never copied here), else
+	 * NULL; peer_key_bad 1 when it is set but malformed. Not an error
+	 * for the loader either way: without a key it runs no peer tier
+	 * (the peer tier says why). */
+	const char *peer_key;
+	int peer_key_bad;
 	int peer_timeout_ms;
 	/* Coordinated prep: the group this loader joins (NULL: none). Only
 	 * the job's training loader joins: TRAIN mode, or EVAL mode with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fetch.c: the fetch engine (see fetch.h).
  *
@@ -29,10 +30,10 @@
 
 #include <curl/curl.h>
 
-#include "env.h"
-#include "fetch.h"
-#include "remote.h"
-#include "util.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
+#include "loader/remote.h"
+#include "loader/util.h"
 
 enum { E_FREE = 0, E_QUEUED, E_ACTIVE, E_BACKOFF, E_DONE, E_FAILED };
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fetch.h: the fetch engine of a loader over a remote dataset.
  *
@@ -31,8 +32,8 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "source.h"
+#include "loader/cache.h"
+#include "loader/source.h"
 
 typedef struct coordl__fetch coordl__fetch_t;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * follow.c: watch the process's CPU set so that the loader can follow it
  * (see follow.h). Relies on Linux: /proc/self/cpuset and /proc/self/cgroup
@@ -7,7 +8,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,8 +16,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "follow.h"
-#include "util.h"
+#include "common/file.h"
+#include "common/parse.h"
+#include "loader/follow.h"
+#include "loader/util.h"
 
 struct coordl__follow {
 	double next;         /* CLOCK_MONOTONIC time of the next look */
@@ -65,100 +67,47 @@ int coordl__cpus_equal(const coordl__cpus_t *a, const coordl__cpus_t *b)
 	return 1;
 }
 
+/* The highest CPU of a range list, for the set's size. */
+static int max_cpu(unsigned lo, unsigned hi, void *arg)
+{
+	unsigned *top = arg;
+
+	*top = hi > *top ? hi : *top;
+	return 0;
+}
+
+static int set_cpus(unsigned lo, unsigned hi, void *arg)
+{
+	coordl__cpus_t *out = arg;
+
+	for (unsigned c = lo; c <= hi; c++)
+		CPU_SET_S(c, out->size, out->set);
+	return 0;
+}
+
 int coordl__cpus_parse(const char *s, coordl__cpus_t *out)
 {
-	const char *p = s;
-	unsigned long hi = 0;
-	int pass;
+	unsigned hi = 0;
 
 	out->set = NULL;
 	out->size = 0;
-	if (!s)
-		goto bad;
-	/* Pass 0 checks the syntax and finds the highest CPU, pass 1 sets. */
-	for (pass = 0; pass < 2; pass++) {
-		p = s;
-		if (pass == 1 && cpus_alloc(out, hi + 1) < 0)
-			return -1;
-		while (*p && *p != '\n') {
-			char *end;
-			unsigned long a, b;
-			if (!isdigit((unsigned char)*p))
-				goto bad;
-			errno = 0;
-			a = strtoul(p, &end, 10);
-			b = a;
-			p = end;
-			if (*p == '-') {
-				if (!isdigit((unsigned char)p[1]))
-					goto bad;
-				b = strtoul(p + 1, &end, 10);
-				p = end;
-			}
-			if (errno || b < a || b >= COORDL__FOLLOW_MAX_CPUS)
-				goto bad;
-			if (pass == 0)
-				hi = b > hi ? b : hi;
-			else
-				for (unsigned long c = a; c <= b; c++)
-					CPU_SET_S(c, out->size, out->set);
-			if (*p == ',')
-				p++;
-			else if (*p && *p != '\n')
-				goto bad;
-		}
-	}
+	/* The one grammar (common/parse.h); a walk for the size, one to set. */
+	if (syn_parse_cpus(s, COORDL__FOLLOW_MAX_CPUS, max_cpu, &hi) < 0)
+		return -1;
+	if (cpus_alloc(out, (size_t)hi + 1) < 0)
+		return -1;
+	syn_parse_cpus(s, COORDL__FOLLOW_MAX_CPUS, set_cpus, out);
 	if (coordl__cpus_count(out) > 0)
 		return coordl__cpus_count(out);
-bad:
 	coordl__cpus_free(out);
 	errno = EINVAL;
 	return -1;
 }
 
-/* Read a whole text file into a malloc'd, NUL-terminated buffer; a file
- * longer than max is an error (EFBIG), never silently cut. NULL on error. */
+/* A whole kernel text file (common/file.h: bounded, EFBIG beyond max). */
 static char *read_text(const char *path, size_t max)
 {
-	size_t cap = 4096, got = 0;
-	char *buf = malloc(cap), *nb;
-	ssize_t n;
-	int fd, e;
-
-	if (!buf)
-		return NULL;
-	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
-		goto fail;
-	for (;;) {
-		if (got + 1 == cap) {
-			if (cap >= max) {
-				errno = EFBIG;
-				goto fail;
-			}
-			if (!(nb = realloc(buf, cap * 2)))
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + got, cap - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
-	return buf;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	errno = e;
-	return NULL;
+	return syn_file_read(AT_FDCWD, path, max, SYN_FILE_FOLLOW, NULL);
 }
 
 int coordl__cpus_read(const char *path, coordl__cpus_t *out)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * follow.h: the loader follows its CPU set (internal to libcoordl).
  *

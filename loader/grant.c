@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grant.c: follow the job's cache grant file (see grant.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grant.h: the loader follows its cache grant (internal to libcoordl).
  *
@@ -15,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 
 /* Time between two reads of the grant file, in seconds. */
 #define COORDL__GRANT_PERIOD 0.1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * loader.c: the coordl pipeline (public API of coordl.h).
  *
@@ -62,21 +63,21 @@
 #include <sys/mman.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "coord.h"
-#include "env.h"
-#include "fetch.h"
-#include "follow.h"
-#include "grant.h"
-#include "peer.h"
-#include "prep.h"
-#include "profmode.h"
-#include "rng.h"
-#include "source.h"
+#include "loader/cache.h"
+#include "loader/coord.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
+#include "loader/follow.h"
+#include "loader/grant.h"
+#include "loader/peer.h"
+#include "loader/prep.h"
+#include "loader/profmode.h"
+#include "loader/rng.h"
+#include "loader/source.h"
 #include "synergy_env.h"
-#include "util.h"
+#include "loader/util.h"
 #ifdef HAVE_CUDA
-#include "cuda.h"
+#include "loader/cuda.h"
 #endif
 
 /* Attempts to find a readable replacement for a corrupt item before the

@@ -1,9 +1,11 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # loader: build rules (included from the top Makefile.am)
 #
 # libcoordl is built in two layers: a convenience library with every object
 # (the unit tests, coordl-pack and coordl-bench link it and may use internal
 # coordl__ functions), and the installed shared library on top of it, which
-# exports only the public coordl_ names.
+# exports only the public coordl_ names. common/libsyncommon (parsers, file
+# helpers, the error helper) is inside both, internal to libcoordl.
 noinst_LTLIBRARIES += loader/libcoordl-core.la
 loader_libcoordl_core_la_SOURCES = \
 	loader/util.c loader/util.h \
@@ -21,11 +23,11 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
 	loader/ckpt.c loader/ckpt_file.c loader/ckpt_policy.c loader/ckpt.h \
 	loader/rng.h loader/cuda.h
-loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader \
-	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(UCX_CFLAGS) $(PMIX_CFLAGS)
+loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(LIBCRYPTO_CFLAGS) $(PMIX_CFLAGS)
 loader_libcoordl_core_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-loader_libcoordl_core_la_LIBADD = $(LIBJPEG_LIBS) $(LIBCURL_LIBS) $(CUDA_LIBS) $(PTHREAD_LIBS) \
-	$(LIBM) $(LIBRT) $(UCX_LIBS) $(PMIX_LIBS)
+loader_libcoordl_core_la_LIBADD = common/libsyncommon.la $(LIBJPEG_LIBS) $(LIBCURL_LIBS) \
+	$(CUDA_LIBS) $(PTHREAD_LIBS) $(LIBM) $(LIBRT) $(LIBCRYPTO_LIBS) $(PMIX_LIBS)
 if HAVE_CUDA
 loader_libcoordl_core_la_SOURCES += loader/cuda.c
 endif
@@ -43,9 +45,8 @@ pkgconfig_DATA += loader/coordl.pc
 DISTCLEANFILES += loader/coordl.pc
 
 # Unit tests: C programs printing TAP, linked with the convenience library.
-LOADER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loader -I$(top_srcdir)/tests \
-	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS)
-LOADER_TEST_LDADD = loader/libcoordl-core.la $(LIBJPEG_LIBS) $(PTHREAD_LIBS) $(LIBM)
+LOADER_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS)
+LOADER_TEST_LDADD = loader/libcoordl-core.la
 
 LOADER_TEST_PROGS = \
 	loader/test/env.t \
@@ -110,7 +111,7 @@ loader_test_pack_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_pack_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_remote_t_SOURCES = loader/test/remote.c
 loader_test_remote_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
-loader_test_remote_t_LDADD = $(LOADER_TEST_LDADD) $(LIBCURL_LIBS)
+loader_test_remote_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_follow_t_SOURCES = loader/test/follow.c loader/test/testdata.c
 loader_test_follow_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_follow_t_LDADD = $(LOADER_TEST_LDADD)
@@ -123,7 +124,7 @@ loader_test_coord_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_grant_t_SOURCES = loader/test/grant.c loader/test/testdata.c
 loader_test_grant_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
-# peer.t runs UCX itself (a hostile peer) besides the loader's.
+# peer.t plays a hostile UCX process (when UCX is there) against the loader.
 loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
 loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
 loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
@@ -140,24 +141,24 @@ loader_test_profmode_t_LDADD = $(LOADER_TEST_LDADD)
 check_PROGRAMS += loader/test/remote-client
 loader_test_remote_client_SOURCES = loader/test/remote-client.c
 loader_test_remote_client_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
-loader_test_remote_client_LDADD = $(LOADER_TEST_LDADD) $(LIBCURL_LIBS)
+loader_test_remote_client_LDADD = $(LOADER_TEST_LDADD)
 loader/test/remote-server.log: loader/test/remote-client$(EXEEXT) tools/coordl-datagen$(EXEEXT) \
 	tools/coordl-pack$(EXEEXT) bench/coordl-bench$(EXEEXT) profiler/synergy-profile$(EXEEXT)
 loader_test_cuda_t_SOURCES = loader/test/cuda.c loader/test/testdata.c
 loader_test_cuda_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
-loader_test_cuda_t_LDADD = $(LOADER_TEST_LDADD) $(CUDA_LIBS)
+loader_test_cuda_t_LDADD = $(LOADER_TEST_LDADD)
 # pack.t runs the tool it tests.
 loader/test/pack.log: tools/coordl-pack$(EXEEXT)
 loader/test/coordl-bench.log: bench/coordl-bench$(EXEEXT) tools/coordl-datagen$(EXEEXT)
 
 # prep tests (prep helper)
 # prep.t compiles prep.c itself (not the convenience library) so that it
-# depends on nothing but libjpeg. fuzz_prep.c is built on demand only, with
+# depends on nothing but libjpeg and common/. fuzz_prep.c is built on demand only, with
 # clang -fsanitize=fuzzer (see the comment at its top).
 check_PROGRAMS += loader/test/prep.t
 UNIT_TESTS += loader/test/prep.t
 noinst_HEADERS += loader/test/prep_jpeg.h
 EXTRA_DIST += loader/test/fuzz_prep.c
 loader_test_prep_t_SOURCES = loader/test/prep.c loader/prep.c
-loader_test_prep_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests $(LIBJPEG_CFLAGS)
-loader_test_prep_t_LDADD = $(LIBJPEG_LIBS) $(LIBM)
+loader_test_prep_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS)
+loader_test_prep_t_LDADD = common/libsyncommon.la $(LIBJPEG_LIBS) $(LIBM)

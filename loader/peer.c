@@ -1,42 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.c: the partitioned cache's peer tier (see peer.h).
  *
- * One I/O thread per loader owns the UCX worker: every UCX call is made by
- * it (the worker runs in UCS_THREAD_MODE_SINGLE), apart from creation and
- * destruction, which happen before it starts and after it stopped. The
- * workers that decode share a fixed table of read entries with it under
- * one mutex; a worker that wants a read started marks an entry NEW and
- * wakes the thread through an eventfd. UCX's callbacks run inside
- * ucp_worker_progress(), which the thread calls without the mutex: the
- * completion callback of a read only publishes its status in the entry
- * (the thread looks at it in its next step, under the mutex), and the
- * callbacks for connections, errors and the hello message queue an event
- * under a lock of their own. So no callback ever waits for the mutex.
+ * One I/O thread per loader owns every socket: the listener, one
+ * connection to each other node (a client: this node reads through it)
+ * and the connections other nodes opened to the listener (served: this
+ * node answers their reads out of its cache). It sleeps in epoll_wait()
+ * without the mutex and does its bookkeeping under it: the workers that
+ * decode share a fixed table of read entries with it; a worker that wants
+ * a read started marks an entry NEW and wakes the thread through an
+ * eventfd, then waits on the condition variable. Sockets are non-blocking,
+ * so nothing the thread does under the mutex waits for the network; the
+ * copies of an item's bytes (into a SENT entry's buffer, which only this
+ * thread touches, and out of the cache) are made without it.
  *
- * The I/O thread only moves bytes: the worker that takes an item checks
- * its trailer (checked(), without the mutex), so that checks run side by
- * side in the workers instead of one after another in the thread that
- * keeps the reads going (measured: bench/peer-read.sh, BENCHMARKS.md).
+ * The thread only moves bytes: the worker that takes an item checks its
+ * trailer (checked(), without the mutex), so that checks run side by side
+ * in the workers instead of one after another in the thread that keeps
+ * the reads going (measured: bench/peer-read.sh, BENCHMARKS.md).
  *
  * Entries: NENT read-ahead entries, direct-mapped by position (position p
  * uses entry p % NENT: the read-ahead stops at an entry still holding an
  * older position), and NURG for reads outside the read-ahead. Life:
- * FREE -> NEW -> ENT (the index entry is read) -> DATA (the bytes and the
- * trailer are read) -> DONE, or ABSENT (the owner has not stored the item)
- * or FAIL; a worker takes a terminal entry and frees it. NEW goes straight
- * to DATA when the item's index entry is known from an earlier read
- * (eoff/elen, under mu; 12 bytes per item of the dataset): a worker whose
- * item then fails its check forgets the entry and reads the item again
- * (AGAIN), as the owner may have dropped it and stored it elsewhere. An entry nobody
- * will take (an epoch restarted, a worker gave up) is an orphan: freed as
- * soon as no read of UCX's is writing into its buffer.
+ * FREE -> NEW -> SENT (its READ is queued on the owner's connection; the
+ * id in it names the entry and its issue) -> DONE (the bytes and the
+ * trailer are in the entry's buffer), ABSENT (the owner does not cache
+ * the item) or FAIL; a worker takes a terminal entry and frees it. An
+ * entry nobody will take (an epoch restarted, a worker gave up) is an
+ * orphan: freed when its reply arrives or its connection closes, as only
+ * then does no socket read write into its buffer.
  *
- * Nodes: SELF (this one), DOWN (retry at retry_at), CONNECTING (sockaddr:
- * waiting for the listener's hello), UP (ep and remote key in hand), OFF
- * (never: no route, another dataset, nothing served). A failure or a
- * stall closes the endpoint with UCP_EP_CLOSE_FLAG_FORCE, which completes
- * the reads in flight with an error, and the node goes DOWN with a
+ * Nodes (as a client): SELF (this one), DOWN (retry at retry_at),
+ * CONNECTING (TCP connection and handshake under way), UP (authenticated:
+ * reads go to it), OFF (never: another job's node or dataset, nothing
+ * served). A failure, a stall or a broken message closes the connection,
+ * which fails the reads in flight at once, and the node goes DOWN with a
  * doubling backoff.
+ *
+ * Security (coordl(3), SECURITY). Nothing is served, and nothing but the
+ * handshake is read, before the other end proved that it holds the
+ * step's key (SYNERGY_PEER_KEY), by HMAC-SHA256 over both ends' fresh
+ * nonces, the direction, the node indices, the tag and the version
+ * (coordl_peerwire.h). The server proves itself first, so a process that
+ * holds a node's port without the key is told nothing, and the client's
+ * MAC is never handed to it. A served connection that is not
+ * authenticated within the peer deadline is closed, and so is one whose
+ * message is not exactly what its state allows; every field is bounded
+ * before use. This transport is our own on purpose: over TCP, UCX 1.13
+ * writes wherever an incoming message of its TCP transport says, whatever
+ * the context's features (BENCHMARKS.md, issue 24), so no process that
+ * other users can connect to may run a UCX worker. The serving side reads
+ * the item out of its own cache (coordl__cache_get) and sends its bytes:
+ * no peer ever addresses this process's memory.
  */
 #include "config.h"
 
@@ -47,36 +62,39 @@
 #include <string.h>
 
 #include "coordl_peerwire.h"
-#include "peer.h"
 #include "synergy_env.h"
-#include "util.h"
+#include "loader/peer.h"
+#include "loader/util.h"
 
-#ifdef HAVE_UCX
+#ifdef HAVE_PEERS
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-#include <ucp/api/ucp.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #ifdef HAVE_PMIX
 #include <pmix.h>
 #endif
 
-#define AM_HELLO COORDL_PEER_AM_HELLO
-#define HELLO_MAGIC COORDL_PEER_MAGIC
-#define HELLO_VERSION COORDL_PEER_VERSION
-#define RKEY_MAX COORDL_PEER_RKEY_MAX
 #define NENT 1024                  /* read-ahead entries */
 #define NURG 128                   /* entries for reads outside the read-ahead */
-/* Read-ahead items being read at once. An item whose index entry is not
- * known yet takes two gets, the entry and then its bytes (in the first
- * epoch that reads from peers, about half of the window waits for
- * entries: 32 kept ~16 byte-gets in flight, bench/peer-read.sh). */
+#define NSLOT (NENT + NURG)
+/* Read-ahead items in flight at once (bench/peer-read.sh: 64 keeps the
+ * transport busy for ~110 KB items). */
 #define WINDOW 64
 #define HELD_BUDGET (64ULL << 20)  /* bytes read ahead and not yet taken */
 #define FIRST_RETRY 0.2            /* s between attempts to reach a node never reached */
@@ -84,42 +102,71 @@
 #define BACKOFF_MIN 0.5            /* s before the first reconnection */
 #define BACKOFF_MAX 8.0
 #define LISTEN_RETRY 2.0           /* s between attempts to listen */
-#define MAX_SERVED 1024            /* peers connected to our listener at once */
-#define NEVENTS 128
-#define PROGRESS_BURST 64          /* worker progress calls between two steps */
+#define MAX_SERVED 1024            /* connections to our listener at once */
+#define MAX_HANDSHAKES 64          /* of those, not authenticated yet */
 #define PMIX_FENCE_S 30
 #define NOWNER 0xffff              /* owner not known yet */
+#define CLIENT_RBUF 16384          /* receive staging of a client connection */
+#define SERVED_RBUF 4096           /* and of a served one (READs are 24 bytes) */
+#define DIRECT_MIN 4096            /* payload left that is received straight into the entry */
+#define NEVENTS 64
+#define SCRATCH 65536              /* where a payload nobody takes is received */
 
-enum { E_FREE = 0, E_NEW, E_ENT, E_DATA, E_DONE, E_ABSENT, E_FAIL };
+enum { E_FREE = 0, E_NEW, E_SENT, E_DONE, E_ABSENT, E_FAIL };
 enum { N_SELF = 0, N_DOWN, N_CONNECTING, N_UP, N_OFF };
-enum { EV_CONN = 1, EV_HELLO, EV_ERROR };
+/* Connection states: a client's (C_*) and a served one's (S_*). */
+enum { C_CONNECT = 1, C_CHALLENGE, C_WELCOME, C_UP, S_HELLO, S_PROOF, S_UP };
+
+/* epoll tags: the eventfd, the listener, node k's connection, served i. */
+#define TAG_WAKE 0
+#define TAG_LISTEN 1
+#define TAG_NODE 2
 
 struct ent {
 	int state;
 	int ra;                  /* a read-ahead entry (counted in the window) */
 	int orphan;              /* nobody will take it */
 	int waiters;
-	int known;               /* read with the index entry kept from an earlier read */
+	uint32_t seq;            /* issues of this entry: the upper half of its READ's id */
 	uint64_t gen, pos;
 	size_t idx;
 	int node;
 	double t_new, t_issue;
-	uint8_t raw[COORDL__CACHE_ENTRY_BYTES];
 	uint32_t len;
 	uint8_t *buf;
 	size_t cap;
-	/* Published by the completion callback (in the I/O thread). */
-	ucs_status_t status;
-	int done;
 };
 
-struct cand {                    /* pmix: a process that serves a node */
-	int local_rank;
-	uint64_t base, index_off, data_off, data_cap;
-	uint8_t *rkey;
-	size_t rkey_len;
-	uint8_t *addr;
-	size_t addr_len;
+struct req {                     /* a READ a served connection has not answered yet */
+	uint64_t id, idx;
+};
+
+struct conn {
+	int fd;                  /* -1: none */
+	int state;
+	int node;                /* client: the node it reaches; served: the node it says it is */
+	int out;                 /* EPOLLOUT is asked for */
+	double t_open;
+	uint8_t nonce_c[COORDL_PEER_NONCE], nonce_s[COORDL_PEER_NONCE];
+	/* Receiving: staged bytes rbuf[rpos..rlen), then an ITEM's payload
+	 * straight into its entry (pe; pdiscard: into nothing). */
+	uint8_t *rbuf;
+	size_t rcap, rpos, rlen;
+	struct ent *pe;
+	size_t pneed, pgot;
+	int pdiscard;            /* 1: an item beyond max_item, 2: no memory for it */
+	/* Sending: tbuf[tpos..tlen). */
+	uint8_t *tbuf;
+	size_t tcap, tpos, tlen;
+	/* Served: READs not answered yet (a ring). */
+	struct req *rq;
+	int rq_head, rq_n;
+	char who[INET6_ADDRSTRLEN + 8];  /* served: the client's address, for notes */
+};
+
+struct cand {                    /* pmix: an address of a process that serves a node */
+	struct sockaddr_storage sa;
+	socklen_t salen;
 };
 
 struct node {
@@ -128,33 +175,12 @@ struct node {
 	int port;
 	struct sockaddr_storage sa;
 	socklen_t salen;
-	ucp_ep_h ep;
-	ucp_rkey_h rkey;
-	uint64_t base, index_off, data_off, data_cap;
+	struct conn c;
 	double retry_at, backoff, t_connect;
-	int busy;
+	int busy;                /* reads in flight */
 	int was_up;              /* it has been UP once */
 	struct cand *cand;       /* pmix */
 	int ncand, cur;
-};
-
-struct served {
-	ucp_ep_h ep;
-	struct coordl_peer_hello hello;      /* sent from here: valid until the ep closes */
-};
-
-struct closing {
-	void *req;               /* the close request, or NULL when it completed at once */
-	ucp_rkey_h rkey;         /* destroyed once the close completed */
-};
-
-struct event {
-	int kind;
-	ucp_ep_h ep;
-	ucp_conn_request_h conn;
-	struct coordl_peer_hello hello;
-	uint8_t rkey[RKEY_MAX];
-	size_t rkey_len;
 };
 
 struct coordl__peer {
@@ -167,15 +193,10 @@ struct coordl__peer {
 	uint64_t max_item;
 	coordl__cache_t *cache;
 	coordl__cache_layout_t lay;
-	int serves;              /* this process serves its node's segment */
+	int serves;              /* this process serves its node's part */
+	uint8_t key[SYNERGY_PEER_KEY_BYTES];
 
-	ucp_context_h ctx;
-	ucp_worker_h worker;
-	ucp_mem_h memh;
-	void *rkey_buf;
-	size_t rkey_len;
-	ucp_listener_h listener;
-	int efd, wakefd;
+	int epfd, wakefd, lfd;   /* epoll, eventfd, listener (-1: none) */
 	double listen_at;
 	int listen_noted;
 #ifdef HAVE_PMIX
@@ -190,29 +211,19 @@ struct coordl__peer {
 
 	struct node *nodes;
 	uint16_t *owner;
-	/* The index entry of each item last read from its owner (elen 0:
-	 * none): later reads of the item take one get instead of two. An
-	 * owner that dropped or moved the item since gives bytes that fail
-	 * their check; the item is then read again with a fresh entry. */
-	uint64_t *eoff;
-	uint32_t *elen;
 	int fixed, disabled;
 	uint64_t *order;
 	size_t n;
 	uint64_t base, ra_next, gen;
 	int ra_busy;
 	uint64_t held;
-	struct ent ent[NENT + NURG];
-	struct served served[MAX_SERVED];
-	struct closing *closing;
-	int nclosing, closing_cap;
+	struct ent ent[NSLOT];
+	struct conn served[MAX_SERVED];
+	int served_hi;           /* 1 + the highest served slot in use (loops stop there) */
+	uint8_t *scratch;        /* where a payload nobody takes is received */
 
-	pthread_mutex_t ev_mu;
-	struct event *ev;
-	int nev;
-
-	/* Statistics of the epoch (under mu). */
-	uint64_t hits, bytes, absent, fallbacks, bad, stalls, failures, rejected;
+	/* Statistics of the epoch (under mu); refused: over the loader's life. */
+	uint64_t hits, bytes, absent, fallbacks, bad, stalls, failures, refused;
 	char note[256];
 	int note_node;           /* the node the note is about, or -1 */
 	char note_out[256];      /* what coordl__peer_note() returned last */
@@ -237,125 +248,207 @@ static void wake(struct coordl__peer *p)
 	(void)r;
 }
 
-/* ---- UCX callbacks (inside ucp_worker_progress, without mu) ---- */
-
-static void push_event(struct coordl__peer *p, const struct event *ev)
+static int terminal(int st)
 {
-	pthread_mutex_lock(&p->ev_mu);
-	if (p->nev < NEVENTS)
-		p->ev[p->nev++] = *ev;
-	pthread_mutex_unlock(&p->ev_mu);
+	return st == E_DONE || st == E_ABSENT || st == E_FAIL;
 }
 
-static void get_cb(void *req, ucs_status_t status, void *arg)
+/* Leave NEW or SENT for a terminal state (or FREE for an orphan). mu held. */
+static void finish(struct coordl__peer *p, struct ent *e, int st)
 {
-	struct ent *e = arg;
-
-	e->status = status;
-	__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
-	ucp_request_free(req);
-}
-
-static void send_cb(void *req, ucs_status_t status, void *arg)
-{
-	(void)status;
-	(void)arg;
-	ucp_request_free(req);
-}
-
-static void err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-	struct event ev;
-
-	(void)status;
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = EV_ERROR;
-	ev.ep = ep;
-	push_event(arg, &ev);
-}
-
-static void conn_cb(ucp_conn_request_h conn, void *arg)
-{
-	struct event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = EV_CONN;
-	ev.conn = conn;
-	push_event(arg, &ev);
-}
-
-static ucs_status_t hello_cb(void *arg, const void *header, size_t header_length, void *data,
-			     size_t length, const ucp_am_recv_param_t *param)
-{
-	struct event *ev;
-
-	/* Only a small eager hello with its reply endpoint is one of ours. */
-	if (header_length != sizeof(struct coordl_peer_hello) || length > RKEY_MAX ||
-	    (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
-		return UCS_OK;
-	if (!(ev = calloc(1, sizeof(*ev))))
-		return UCS_OK;
-	ev->kind = EV_HELLO;
-	ev->ep = param->reply_ep;
-	memcpy(&ev->hello, header, sizeof(ev->hello));
-	memcpy(ev->rkey, data, length);
-	ev->rkey_len = length;
-	push_event(arg, ev);
-	free(ev);
-	return UCS_OK;
-}
-
-/* ---- endpoints ---- */
-
-/* Close ep at once (reads in flight complete with an error); destroy rkey
- * when the close has completed. */
-static void close_ep(struct coordl__peer *p, ucp_ep_h ep, ucp_rkey_h rkey)
-{
-	ucp_request_param_t prm;
-	void *req;
-
-	memset(&prm, 0, sizeof(prm));
-	prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-	prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-	req = ucp_ep_close_nbx(ep, &prm);
-	if (UCS_PTR_IS_ERR(req))
-		req = NULL;
-	if (!req) {
-		if (rkey)
-			ucp_rkey_destroy(rkey);
+	if (e->ra)
+		p->ra_busy--;
+	if (e->orphan) {
+		e->state = E_FREE;
 		return;
 	}
-	if (p->nclosing == p->closing_cap) {
-		int cap = p->closing_cap ? 2 * p->closing_cap : 16;
-		struct closing *c = realloc(p->closing, (size_t)cap * sizeof(*c));
-		if (!c) {
-			/* Out of memory: leak the key rather than free it under
-			 * a close in flight. */
-			return;
-		}
-		p->closing = c;
-		p->closing_cap = cap;
-	}
-	p->closing[p->nclosing].req = req;
-	p->closing[p->nclosing].rkey = rkey;
-	p->nclosing++;
+	e->state = st;
+	if (st == E_DONE && e->ra)
+		p->held += e->len;
+	pthread_cond_broadcast(&p->cv);
 }
 
-static void poll_closing(struct coordl__peer *p)
+/* ---- the handshake's cryptography ---- */
+
+static int nonce(uint8_t *out)
 {
-	for (int i = 0; i < p->nclosing;) {
-		struct closing *c = &p->closing[i];
-		if (ucp_request_check_status(c->req) == UCS_INPROGRESS) {
-			i++;
+	size_t got = 0;
+
+	while (got < COORDL_PEER_NONCE) {
+		ssize_t r = getrandom(out + got, COORDL_PEER_NONCE - got, 0);
+		if (r < 0 && errno == EINTR)
 			continue;
-		}
-		ucp_request_free(c->req);
-		if (c->rkey)
-			ucp_rkey_destroy(c->rkey);
-		*c = p->closing[--p->nclosing];
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
 	}
+	return 0;
 }
+
+int coordl__peer_mac(const uint8_t *key, uint64_t tag, uint32_t dir, uint32_t client,
+		     uint32_t server, const uint8_t *nc, const uint8_t *ns, uint8_t *out)
+{
+	struct coordl_peer_transcript t;
+	unsigned int len = COORDL_PEER_MAC;
+
+	memset(&t, 0, sizeof(t));
+	memcpy(t.label, "coordl peer mac", 15);
+	t.version = COORDL_PEER_VERSION;
+	t.dir = dir;
+	t.client = client;
+	t.server = server;
+	t.tag = tag;
+	memcpy(t.nonce_c, nc, COORDL_PEER_NONCE);
+	memcpy(t.nonce_s, ns, COORDL_PEER_NONCE);
+	if (!HMAC(EVP_sha256(), key, SYNERGY_PEER_KEY_BYTES, (const unsigned char *)&t, sizeof(t),
+		  out, &len) || len != COORDL_PEER_MAC)
+		return -1;
+	return 0;
+}
+
+static int peer_mac(const struct coordl__peer *p, uint32_t dir, uint32_t client, uint32_t server,
+		    const uint8_t *nc, const uint8_t *ns, uint8_t *out)
+{
+	return coordl__peer_mac(p->key, p->tag, dir, client, server, nc, ns, out);
+}
+
+/* Does mac prove the key for that transcript? In constant time. */
+static int mac_ok(const struct coordl__peer *p, uint32_t dir, uint32_t client, uint32_t server,
+		  const uint8_t *nc, const uint8_t *ns, const uint8_t *mac)
+{
+	uint8_t want[COORDL_PEER_MAC];
+	int ok;
+
+	ok = peer_mac(p, dir, client, server, nc, ns, want) == 0 &&
+	     CRYPTO_memcmp(want, mac, COORDL_PEER_MAC) == 0;
+	OPENSSL_cleanse(want, sizeof(want));
+	return ok;
+}
+
+/* ---- connections ---- */
+
+static void conn_init(struct conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/* Forget a connection's socket and what was in flight on it (its
+ * buffers stay for the next one). The caller fails its reads. */
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd); /* also leaves the epoll set */
+	c->fd = -1;
+	c->state = 0;
+	c->out = 0;
+	c->rpos = c->rlen = 0;
+	c->tpos = c->tlen = 0;
+	c->pe = NULL;
+	c->pneed = c->pgot = 0;
+	c->pdiscard = 0;
+	c->rq_head = c->rq_n = 0;
+}
+
+static void conn_free(struct conn *c)
+{
+	conn_close(c);
+	free(c->rbuf);
+	free(c->tbuf);
+	free(c->rq);
+	conn_init(c);
+}
+
+static int watch(struct coordl__peer *p, int fd, uint64_t tag, uint32_t events)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = events;
+	ev.data.u64 = tag;
+	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Ask for EPOLLOUT exactly while the connection has bytes to send (or a
+ * connect() in progress). */
+static void want_out(struct coordl__peer *p, struct conn *c, uint64_t tag, int on)
+{
+	struct epoll_event ev;
+
+	if (c->fd < 0 || c->out == on)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | (on ? EPOLLOUT : 0);
+	ev.data.u64 = tag;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+		c->out = on;
+}
+
+/* Room for n more bytes to send. 0, or -1 (out of memory). */
+static int tx_room(struct conn *c, size_t n)
+{
+	if (c->tpos == c->tlen)
+		c->tpos = c->tlen = 0;
+	if (c->tlen + n > c->tcap && c->tpos > 0) {
+		memmove(c->tbuf, c->tbuf + c->tpos, c->tlen - c->tpos);
+		c->tlen -= c->tpos;
+		c->tpos = 0;
+	}
+	if (c->tlen + n > c->tcap) {
+		size_t cap = c->tcap ? c->tcap : 4096;
+		uint8_t *b;
+		while (cap < c->tlen + n)
+			cap *= 2;
+		if (!(b = realloc(c->tbuf, cap)))
+			return -1;
+		c->tbuf = b;
+		c->tcap = cap;
+	}
+	return 0;
+}
+
+static int tx_put(struct conn *c, const void *m, size_t n)
+{
+	if (tx_room(c, n) < 0)
+		return -1;
+	memcpy(c->tbuf + c->tlen, m, n);
+	c->tlen += n;
+	return 0;
+}
+
+/* Send what is queued. 0 (all sent or the socket is full), -1 (the
+ * connection failed). */
+static int tx_flush(struct conn *c)
+{
+	while (c->tpos < c->tlen) {
+		ssize_t r = send(c->fd, c->tbuf + c->tpos, c->tlen - c->tpos, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (r <= 0)
+			return -1;
+		c->tpos += (size_t)r;
+	}
+	c->tpos = c->tlen = 0;
+	return 0;
+}
+
+/* Requests are small and answered at once: no Nagle delay. A peer whose
+ * node died without a word is found out by keepalives (a served
+ * connection has no deadline of its own once authenticated). */
+static void sock_opts(int fd)
+{
+	int one = 1, idle = 60, intvl = 10, cnt = 3;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/* ---- the client side: connections to the other nodes ---- */
 
 /* Cut node k off: its reads fail, it is retried after a backoff. */
 static void node_down(struct coordl__peer *p, int k, double now, const char *why)
@@ -368,12 +461,14 @@ static void node_down(struct coordl__peer *p, int k, double now, const char *why
 		p->note_node = k;
 	set_note(p, "peer node %d (%s:%d): %s; its part is read from storage until it is back", k,
 		 n->host, n->port, why);
-	if (n->ep)
-		close_ep(p, n->ep, n->rkey);
-	else if (n->rkey)
-		ucp_rkey_destroy(n->rkey);
-	n->ep = NULL;
-	n->rkey = NULL;
+	conn_close(&n->c);
+	/* Closed: no socket read writes into the entries any more. */
+	for (int i = 0; i < NSLOT; i++) {
+		struct ent *e = &p->ent[i];
+		if (e->state == E_SENT && e->node == k)
+			finish(p, e, E_FAIL);
+	}
+	n->busy = 0;
 	__atomic_store_n(&n->state, N_DOWN, __ATOMIC_RELAXED);
 	if (!n->was_up) {
 		/* Never reached yet: the nodes of a job start within moments
@@ -382,22 +477,31 @@ static void node_down(struct coordl__peer *p, int k, double now, const char *why
 		n->backoff = n->backoff < FIRST_RETRY ? FIRST_RETRY : n->backoff * 2;
 		if (n->backoff > FIRST_RETRY_MAX)
 			n->backoff = FIRST_RETRY_MAX;
-		n->retry_at = now + n->backoff;
 	} else {
 		n->backoff = n->backoff < BACKOFF_MIN ? BACKOFF_MIN : n->backoff * 2;
 		if (n->backoff > BACKOFF_MAX)
 			n->backoff = BACKOFF_MAX;
-		n->retry_at = now + n->backoff;
 	}
-	/* pmix: the next process of that node, if it has several. */
+	n->retry_at = now + n->backoff;
+	/* pmix: the next address or process of that node, if it has several. */
 	if (n->ncand > 1)
 		n->cur = (n->cur + 1) % n->ncand;
 	p->failures++;
 }
 
-/* Node k answered: reads go to it again, and a note about its failure
- * (at start, nodes often try each other before all of them listen) is
- * dropped. */
+/* Node k is not this job's node or serves nothing: never used again. */
+static void node_off(struct coordl__peer *p, int k)
+{
+	struct node *n = &p->nodes[k];
+
+	conn_close(&n->c);
+	n->busy = 0;
+	__atomic_store_n(&n->state, N_OFF, __ATOMIC_RELAXED);
+}
+
+/* Node k proved it holds the key and caches our dataset: reads go to it,
+ * and a note about its failure (at start, nodes often try each other
+ * before all of them listen) is dropped. */
 static void node_up(struct coordl__peer *p, int k)
 {
 	struct node *n = &p->nodes[k];
@@ -414,106 +518,197 @@ static void node_up(struct coordl__peer *p, int k)
 static void connect_node(struct coordl__peer *p, int k, double now)
 {
 	struct node *n = &p->nodes[k];
-	ucp_ep_params_t ep;
-	ucs_status_t st;
+	const struct sockaddr_storage *sa = &n->sa;
+	socklen_t salen = n->salen;
+	int fd;
 
-	memset(&ep, 0, sizeof(ep));
-	ep.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-	ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-	ep.err_handler.cb = err_cb;
-	ep.err_handler.arg = p;
 	if (p->wireup == COORDL__WIREUP_PMIX) {
-		struct cand *c = &n->cand[n->cur];
-		ep.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-		ep.address = (const ucp_address_t *)c->addr;
-		st = ucp_ep_create(p->worker, &ep, &n->ep);
-		if (st == UCS_OK && (st = ucp_ep_rkey_unpack(n->ep, c->rkey, &n->rkey)) != UCS_OK) {
-			close_ep(p, n->ep, NULL);
-			n->ep = NULL;
-		}
-		if (st != UCS_OK) {
-			n->ep = NULL;
-			__atomic_store_n(&n->state, N_CONNECTING, __ATOMIC_RELAXED); /* so that node_down takes it */
-			node_down(p, k, now, ucs_status_string(st));
-			return;
-		}
-		n->base = c->base;
-		n->index_off = c->index_off;
-		n->data_off = c->data_off;
-		n->data_cap = c->data_cap;
-		node_up(p, k);
-		return;
+		sa = &n->cand[n->cur].sa;
+		salen = n->cand[n->cur].salen;
 	}
-	ep.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
-	ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
-	ep.sockaddr.addr = (const struct sockaddr *)&n->sa;
-	ep.sockaddr.addrlen = n->salen;
-	st = ucp_ep_create(p->worker, &ep, &n->ep);
-	if (st != UCS_OK) {
-		n->ep = NULL;
-		__atomic_store_n(&n->state, N_CONNECTING, __ATOMIC_RELAXED);
-		node_down(p, k, now, ucs_status_string(st));
-		return;
-	}
-	__atomic_store_n(&n->state, N_CONNECTING, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->state, N_CONNECTING, __ATOMIC_RELAXED); /* so that node_down takes it */
 	n->t_connect = now;
+	if (!n->c.rbuf && !(n->c.rbuf = malloc(CLIENT_RBUF))) {
+		node_down(p, k, now, "out of memory");
+		return;
+	}
+	n->c.rcap = CLIENT_RBUF;
+	if ((fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+		node_down(p, k, now, strerror(errno));
+		return;
+	}
+	sock_opts(fd);
+	n->c.fd = fd;
+	n->c.node = k;
+	n->c.state = C_CONNECT;
+	n->c.out = 1;
+	if ((connect(fd, (const struct sockaddr *)sa, salen) < 0 && errno != EINPROGRESS) ||
+	    watch(p, fd, TAG_NODE + (uint64_t)k, EPOLLIN | EPOLLOUT) < 0) {
+		node_down(p, k, now, strerror(errno));
+		return;
+	}
 }
 
-/* The listener's hello arrived on one of our endpoints. */
-static void on_hello(struct coordl__peer *p, struct event *ev, double now)
+/* The connection to node k is open: say who we are, with a fresh nonce. */
+static int client_hello(struct coordl__peer *p, int k)
 {
-	const struct coordl_peer_hello *h = &ev->hello;
-	struct node *n = NULL;
-	int k;
+	struct conn *c = &p->nodes[k].c;
+	struct coordl_peer_hello h;
 
-	for (k = 0; k < p->nnodes; k++)
-		if (p->nodes[k].state == N_CONNECTING && p->nodes[k].ep == ev->ep) {
-			n = &p->nodes[k];
-			break;
-		}
-	if (!n)
-		return;
+	memset(&h, 0, sizeof(h));
+	h.h.type = COORDL_PEER_HELLO;
+	h.h.size = sizeof(h);
+	h.magic = COORDL_PEER_MAGIC;
+	h.version = COORDL_PEER_VERSION;
+	h.from = (uint32_t)p->me;
+	h.to = (uint32_t)k;
+	h.tag = p->tag;
+	if (nonce(c->nonce_c) < 0)
+		return -1;
+	memcpy(h.nonce, c->nonce_c, sizeof(h.nonce));
+	c->state = C_CHALLENGE;
+	return tx_put(c, &h, sizeof(h));
+}
+
+/* Node k's listener answered the hello. Only a MAC made with the key
+ * gets our proof: a process that holds the port without the key learns
+ * nothing it could use elsewhere. */
+static int on_challenge(struct coordl__peer *p, int k, const struct coordl_peer_challenge *m,
+			double now)
+{
+	struct node *n = &p->nodes[k];
+	struct coordl_peer_proof pr;
+
 	if (p->note_node == k) {
 		/* What it says replaces a failure noted while it started. */
 		p->note[0] = '\0';
 		p->note_node = -1;
 	}
-	if (h->magic != HELLO_MAGIC || h->version != HELLO_VERSION || h->node != (uint32_t)k ||
-	    h->tag != p->tag) {
+	if (m->magic != COORDL_PEER_MAGIC || m->version != COORDL_PEER_VERSION ||
+	    m->node != (uint32_t)k || m->tag != p->tag) {
 		set_note(p, "peer node %d (%s:%d) is not this job's node %d: not used", k, n->host,
 			 n->port, k);
-		close_ep(p, n->ep, NULL);
-		n->ep = NULL;
-		__atomic_store_n(&n->state, N_OFF, __ATOMIC_RELAXED);
-		return;
+		node_off(p, k);
+		return -1;
 	}
-	if (h->signature != p->signature || h->nitems != p->nitems) {
-		set_note(p, "peer node %d (%s:%d) caches another dataset (%llu items): not used", k,
-			 n->host, n->port, (unsigned long long)h->nitems);
-		close_ep(p, n->ep, NULL);
-		n->ep = NULL;
-		__atomic_store_n(&n->state, N_OFF, __ATOMIC_RELAXED);
-		return;
+	memcpy(n->c.nonce_s, m->nonce, COORDL_PEER_NONCE);
+	if (!mac_ok(p, COORDL_PEER_DIR_SERVER, (uint32_t)p->me, (uint32_t)k, n->c.nonce_c,
+		    n->c.nonce_s, m->mac)) {
+		node_down(p, k, now, "it did not prove that it holds the step's key ("
+			  SYNERGY_ENV_PEER_KEY "): nothing sent to it");
+		return -1;
 	}
-	if (!h->serves || h->rkey_len != ev->rkey_len) {
-		/* The node caches nothing: its part is always read from storage. */
-		close_ep(p, n->ep, NULL);
-		n->ep = NULL;
-		__atomic_store_n(&n->state, N_OFF, __ATOMIC_RELAXED);
-		return;
+	memset(&pr, 0, sizeof(pr));
+	pr.h.type = COORDL_PEER_PROOF;
+	pr.h.size = sizeof(pr);
+	if (peer_mac(p, COORDL_PEER_DIR_CLIENT, (uint32_t)p->me, (uint32_t)k, n->c.nonce_c,
+		     n->c.nonce_s, pr.mac) < 0 ||
+	    tx_put(&n->c, &pr, sizeof(pr)) < 0) {
+		OPENSSL_cleanse(&pr, sizeof(pr));
+		node_down(p, k, now, "the handshake cannot be made (libcrypto or memory)");
+		return -1;
 	}
-	if (ucp_ep_rkey_unpack(n->ep, ev->rkey, &n->rkey) != UCS_OK) {
-		node_down(p, k, now, "its remote key cannot be unpacked");
-		return;
-	}
-	n->base = h->base;
-	n->index_off = h->index_off;
-	n->data_off = h->data_off;
-	n->data_cap = h->data_cap;
-	node_up(p, k);
+	OPENSSL_cleanse(&pr, sizeof(pr));
+	n->c.state = C_WELCOME;
+	return 0;
 }
 
-/* Is this address one of the job's nodes'? */
+static int on_welcome(struct coordl__peer *p, int k, const struct coordl_peer_welcome *m)
+{
+	struct node *n = &p->nodes[k];
+
+	if (m->signature != p->signature || m->nitems != p->nitems) {
+		set_note(p, "peer node %d (%s:%d) caches another dataset (%llu items): not used", k,
+			 n->host, n->port, (unsigned long long)m->nitems);
+		node_off(p, k);
+		return -1;
+	}
+	if (!m->serves) {
+		/* The node caches nothing: its part is always read from storage. */
+		node_off(p, k);
+		return -1;
+	}
+	n->c.state = C_UP;
+	node_up(p, k);
+	return 0;
+}
+
+/* An ITEM for one of our READs: where its payload goes. */
+static int on_item(struct coordl__peer *p, int k, const struct coordl_peer_item *m, double now)
+{
+	struct node *n = &p->nodes[k];
+	uint64_t slot = m->id & 0xffffffffu;
+	struct ent *e;
+
+	if (slot >= NSLOT || (e = &p->ent[slot])->state != E_SENT || e->node != k ||
+	    e->seq != (uint32_t)(m->id >> 32) || e->idx != m->idx || m->stored > 1 ||
+	    (!m->stored && m->len)) {
+		node_down(p, k, now, "it answered a read it was not asked");
+		return -1;
+	}
+	n->busy--;
+	if (!m->stored) {
+		finish(p, e, E_ABSENT);
+		return 0;
+	}
+	n->c.pneed = (size_t)m->len + COORDL__CACHE_TRAILER;
+	n->c.pgot = 0;
+	n->c.pe = e;
+	n->c.pdiscard = 0;
+	if (m->len == 0 || m->len > p->max_item) {
+		/* Not an item we would take: read past it. */
+		n->c.pdiscard = 1;
+		return 0;
+	}
+	if (e->cap < n->c.pneed) {
+		uint8_t *b = realloc(e->buf, n->c.pneed);
+		if (!b) {
+			n->c.pdiscard = 2;
+			return 0;
+		}
+		e->buf = b;
+		e->cap = n->c.pneed;
+	}
+	e->len = m->len;
+	return 0;
+}
+
+/* The payload being received is complete. */
+static void payload_done(struct coordl__peer *p, struct conn *c)
+{
+	struct ent *e = c->pe;
+
+	c->pe = NULL;
+	if (c->pdiscard) {
+		if (c->pdiscard == 1)
+			p->bad++;
+		finish(p, e, E_FAIL);
+	} else {
+		/* The bytes and the trailer are in: the worker that takes
+		 * them checks the trailer (checked()), so that this thread
+		 * only moves bytes. */
+		finish(p, e, E_DONE);
+	}
+	c->pdiscard = 0;
+}
+
+/* ---- the server side: connections to our listener ---- */
+
+static void served_close(struct coordl__peer *p, struct conn *c, const char *refused)
+{
+	if (refused) {
+		p->refused++;
+		set_note(p, "refused a peer connection from %s: %s", c->who, refused);
+	}
+	conn_close(c);
+	free(c->tbuf);
+	c->tbuf = NULL;
+	c->tcap = 0;
+	while (p->served_hi > 0 && p->served[p->served_hi - 1].fd < 0)
+		p->served_hi--;
+}
+
+/* Is this address one of the job's nodes'? (sockaddr wire-up) */
 static int known_peer(const struct coordl__peer *p, const struct sockaddr_storage *a)
 {
 	for (int k = 0; k < p->nnodes; k++) {
@@ -532,329 +727,463 @@ static int known_peer(const struct coordl__peer *p, const struct sockaddr_storag
 	return 0;
 }
 
-/* A peer connects to our listener: check it, accept, send the hello. */
-static void on_conn(struct coordl__peer *p, ucp_conn_request_h conn)
+static void addr_str(const struct sockaddr_storage *a, char *out, size_t len)
 {
-	ucp_conn_request_attr_t at;
-	ucp_request_param_t prm;
-	ucp_ep_params_t ep;
-	struct served *s = NULL;
-	void *req;
+	char h[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
 
-	memset(&at, 0, sizeof(at));
-	at.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID | UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
-	for (int i = 0; i < MAX_SERVED; i++)
-		if (!p->served[i].ep) {
-			s = &p->served[i];
-			break;
-		}
-	if (!s || ucp_conn_request_query(conn, &at) != UCS_OK || at.client_id != p->tag ||
-	    !known_peer(p, &at.client_address)) {
-		p->rejected++;
-		ucp_listener_reject(p->listener, conn);
-		return;
+	if (a->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, h, sizeof(h));
+		port = ntohs(((const struct sockaddr_in *)a)->sin_port);
+	} else if (a->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, h, sizeof(h));
+		port = ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
 	}
-	memset(&ep, 0, sizeof(ep));
-	ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-			UCP_EP_PARAM_FIELD_ERR_HANDLER;
-	ep.conn_request = conn;
-	ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-	ep.err_handler.cb = err_cb;
-	ep.err_handler.arg = p;
-	if (ucp_ep_create(p->worker, &ep, &s->ep) != UCS_OK) {
-		s->ep = NULL;
-		return;
-	}
-	memset(&s->hello, 0, sizeof(s->hello));
-	s->hello.magic = HELLO_MAGIC;
-	s->hello.version = HELLO_VERSION;
-	s->hello.node = (uint32_t)p->me;
-	s->hello.tag = p->tag;
-	s->hello.signature = p->signature;
-	s->hello.nitems = p->nitems;
-	s->hello.serves = p->serves;
-	if (p->serves) {
-		s->hello.base = (uint64_t)(uintptr_t)p->lay.base;
-		s->hello.index_off = p->lay.index_off;
-		s->hello.data_off = p->lay.data_off;
-		s->hello.data_cap = p->lay.data_cap;
-		s->hello.rkey_len = (uint32_t)p->rkey_len;
-	}
-	memset(&prm, 0, sizeof(prm));
-	prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
-	prm.cb.send = send_cb;
-	prm.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-	req = ucp_am_send_nbx(s->ep, AM_HELLO, &s->hello, sizeof(s->hello),
-			      p->serves ? p->rkey_buf : NULL, p->serves ? p->rkey_len : 0, &prm);
-	if (UCS_PTR_IS_ERR(req)) {
-		close_ep(p, s->ep, NULL);
-		s->ep = NULL;
-	}
+	snprintf(out, len, "%s:%d", h, port);
 }
 
-static void on_error(struct coordl__peer *p, ucp_ep_h ep, double now)
+static void on_accept(struct coordl__peer *p, double now)
 {
-	for (int k = 0; k < p->nnodes; k++)
-		if (p->nodes[k].ep == ep) {
-			node_down(p, k, now, "the connection failed");
+	for (;;) {
+		struct sockaddr_storage a;
+		socklen_t al = sizeof(a);
+		struct conn *c = NULL, *oldest = NULL;
+		int fd, shaking = 0;
+
+		if ((fd = accept4(p->lfd, (struct sockaddr *)&a, &al, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0)
 			return;
+		if (p->wireup == COORDL__WIREUP_SOCKADDR && !known_peer(p, &a)) {
+			p->refused++;
+			close(fd);
+			continue;
 		}
-	for (int i = 0; i < MAX_SERVED; i++)
-		if (p->served[i].ep == ep) {
-			close_ep(p, ep, NULL);
-			p->served[i].ep = NULL;
-			return;
+		for (int i = 0; i < p->served_hi; i++) {
+			struct conn *s = &p->served[i];
+			if (s->fd < 0) {
+				if (!c)
+					c = s;
+			} else if (s->state != S_UP) {
+				shaking++;
+				if (!oldest || s->t_open < oldest->t_open)
+					oldest = s;
+			}
 		}
-}
-
-static void handle_events(struct coordl__peer *p, double now)
-{
-	struct event *ev;
-	int n;
-
-	pthread_mutex_lock(&p->ev_mu);
-	n = p->nev;
-	if (n == 0) {
-		pthread_mutex_unlock(&p->ev_mu);
-		return;
-	}
-	ev = malloc((size_t)n * sizeof(*ev));
-	if (ev)
-		memcpy(ev, p->ev, (size_t)n * sizeof(*ev));
-	p->nev = 0;
-	pthread_mutex_unlock(&p->ev_mu);
-	if (!ev)
-		return;
-	for (int i = 0; i < n; i++) {
-		if (ev[i].kind == EV_CONN) {
-			if (p->listener)
-				on_conn(p, ev[i].conn);
-		} else if (ev[i].kind == EV_HELLO) {
-			on_hello(p, &ev[i], now);
-		} else if (ev[i].kind == EV_ERROR) {
-			on_error(p, ev[i].ep, now);
+		/* Connections that never prove anything must not crowd out
+		 * the job's nodes: the oldest handshake gives way. */
+		if (shaking >= MAX_HANDSHAKES && oldest) {
+			served_close(p, oldest, NULL);
+			p->refused++;
+			if (!c)
+				c = oldest;
 		}
-	}
-	free(ev);
-}
-
-/*
- * Is the node's address taken (a listening socket bound to it)? Asked of
- * the kernel with a plain socket bound as UCX binds its listener
- * (SO_REUSEADDR, CM_REUSEADDR=y: a port in TIME_WAIT is free, one with a
- * listener is not). While another process of this node listens there,
- * this one keeps out of UCX's way: ucp_listener_create() would log a bind
- * error (UCX ERROR ... Address already in use) at every retry, in the
- * job's output, for what is the normal state of every process of a node
- * but its first. 1: in use; 0: free, or cannot tell (then UCX tries, and
- * reports what goes wrong).
- */
-static int addr_in_use(const struct node *n)
-{
-	int fd, one = 1, busy = 0;
-
-	if ((fd = socket(n->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return 0;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-	    bind(fd, (const struct sockaddr *)&n->sa, n->salen) < 0 && errno == EADDRINUSE)
-		busy = 1;
-	close(fd);
-	return busy;
-}
-
-static void try_listen(struct coordl__peer *p, double now)
-{
-	ucp_listener_params_t lp;
-	ucs_status_t st;
-
-	if (addr_in_use(&p->nodes[p->me])) {
-		p->listen_at = now + LISTEN_RETRY;
-		if (!p->listen_noted) {
-			p->listen_noted = 1;
-			set_note(p, "%s:%d is in use: another process of this node serves its part "
-				 "(or another program holds the port); retrying every %.0f s",
-				 p->nodes[p->me].host, p->nodes[p->me].port, LISTEN_RETRY);
+		if (!c && p->served_hi < MAX_SERVED)
+			c = &p->served[p->served_hi];
+		if (!c || (!c->rbuf && !(c->rbuf = malloc(SERVED_RBUF))) ||
+		    (!c->rq && !(c->rq = malloc(NSLOT * sizeof(*c->rq))))) {
+			p->refused++;
+			close(fd);
+			continue;
 		}
-		return;
-	}
-	memset(&lp, 0, sizeof(lp));
-	lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-	lp.sockaddr.addr = (const struct sockaddr *)&p->nodes[p->me].sa;
-	lp.sockaddr.addrlen = p->nodes[p->me].salen;
-	lp.conn_handler.cb = conn_cb;
-	lp.conn_handler.arg = p;
-	st = ucp_listener_create(p->worker, &lp, &p->listener);
-	if (st != UCS_OK) {
-		p->listener = NULL;
-		p->listen_at = now + LISTEN_RETRY;
-		if (!p->listen_noted) {
-			p->listen_noted = 1;
-			set_note(p, "cannot listen on %s:%d (%s): another process of this node "
-				 "serves its part, or none does (retrying)",
-				 p->nodes[p->me].host, p->nodes[p->me].port, ucs_status_string(st));
-		}
+		c->rcap = SERVED_RBUF;
+		sock_opts(fd);
+		c->fd = fd;
+		if (c - p->served >= p->served_hi)
+			p->served_hi = (int)(c - p->served) + 1;
+		c->state = S_HELLO;
+		c->t_open = now;
+		c->node = -1;
+		addr_str(&a, c->who, sizeof(c->who));
+		if (watch(p, fd, TAG_NODE + (uint64_t)p->nnodes + (uint64_t)(c - p->served), EPOLLIN) < 0)
+			served_close(p, c, NULL);
 	}
 }
 
-/* ---- reads ---- */
-
-static int terminal(int st)
+static int on_hello(struct coordl__peer *p, struct conn *c, const struct coordl_peer_hello *m)
 {
-	return st == E_DONE || st == E_ABSENT || st == E_FAIL;
-}
+	struct coordl_peer_challenge ch;
 
-/* Leave NEW/ENT/DATA for a terminal state (or FREE for an orphan). */
-static void finish(struct coordl__peer *p, struct ent *e, int st)
-{
-	if (e->ra)
-		p->ra_busy--;
-	if (e->orphan) {
-		e->state = E_FREE;
-		return;
-	}
-	e->state = st;
-	if (st == E_DONE && e->ra)
-		p->held += e->len;
-	pthread_cond_broadcast(&p->cv);
-}
-
-static int issue(struct coordl__peer *p, struct ent *e, void *buf, size_t len, uint64_t raddr,
-		 double now)
-{
-	struct node *n = &p->nodes[e->node];
-	ucp_request_param_t prm;
-	void *req;
-
-	memset(&prm, 0, sizeof(prm));
-	prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-			   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-	prm.cb.send = get_cb;
-	prm.user_data = e;
-	e->done = 0;
-	req = ucp_get_nbx(n->ep, buf, len, raddr, n->rkey, &prm);
-	if (UCS_PTR_IS_ERR(req)) {
-		node_down(p, e->node, now, ucs_status_string(UCS_PTR_STATUS(req)));
+	if (m->magic != COORDL_PEER_MAGIC || m->version != COORDL_PEER_VERSION || m->tag != p->tag ||
+	    m->to != (uint32_t)p->me || m->from >= (uint32_t)p->nnodes || m->from == (uint32_t)p->me) {
+		served_close(p, c, "not this job's peer (magic, version, tag or node index)");
 		return -1;
 	}
-	e->t_issue = now;
-	n->busy++;
+	c->node = (int)m->from;
+	memcpy(c->nonce_c, m->nonce, COORDL_PEER_NONCE);
+	memset(&ch, 0, sizeof(ch));
+	ch.h.type = COORDL_PEER_CHALLENGE;
+	ch.h.size = sizeof(ch);
+	ch.magic = COORDL_PEER_MAGIC;
+	ch.version = COORDL_PEER_VERSION;
+	ch.node = (uint32_t)p->me;
+	ch.tag = p->tag;
+	if (nonce(c->nonce_s) < 0 ||
+	    peer_mac(p, COORDL_PEER_DIR_SERVER, m->from, (uint32_t)p->me, c->nonce_c, c->nonce_s,
+		     ch.mac) < 0) {
+		served_close(p, c, NULL);
+		return -1;
+	}
+	memcpy(ch.nonce, c->nonce_s, COORDL_PEER_NONCE);
+	if (tx_put(c, &ch, sizeof(ch)) < 0) {
+		served_close(p, c, NULL);
+		return -1;
+	}
+	c->state = S_PROOF;
 	return 0;
 }
 
-/* Item e->idx's entry is known from an earlier read and still fits the
- * node's data area and max_item, and e's buffer is ready for it: 1 (with
- * e->len set), else 0 (read the entry first). */
-static int known_entry(struct coordl__peer *p, struct ent *e, const struct node *n)
+static int on_proof(struct coordl__peer *p, struct conn *c, const struct coordl_peer_proof *m)
 {
-	uint64_t off;
-	uint32_t len;
+	struct coordl_peer_welcome w;
 
-	if (!p->elen || !(len = p->elen[e->idx]))
-		return 0;
-	off = p->eoff[e->idx];
-	if (len > p->max_item || off > n->data_cap ||
-	    (uint64_t)len + COORDL__CACHE_TRAILER > n->data_cap - off)
-		return 0;
-	if (e->cap < (size_t)len + COORDL__CACHE_TRAILER) {
-		uint8_t *b = realloc(e->buf, (size_t)len + COORDL__CACHE_TRAILER);
-		if (!b)
-			return 0;
-		e->buf = b;
-		e->cap = (size_t)len + COORDL__CACHE_TRAILER;
+	if (!mac_ok(p, COORDL_PEER_DIR_CLIENT, (uint32_t)c->node, (uint32_t)p->me, c->nonce_c,
+		    c->nonce_s, m->mac)) {
+		served_close(p, c, "it did not prove that it holds the step's key ("
+			     SYNERGY_ENV_PEER_KEY "; every task of the step must have the same)");
+		return -1;
 	}
-	e->len = len;
-	return 1;
+	memset(&w, 0, sizeof(w));
+	w.h.type = COORDL_PEER_WELCOME;
+	w.h.size = sizeof(w);
+	w.signature = p->signature;
+	w.nitems = p->nitems;
+	w.serves = (uint32_t)p->serves;
+	if (tx_put(c, &w, sizeof(w)) < 0) {
+		served_close(p, c, NULL);
+		return -1;
+	}
+	c->state = S_UP;
+	return 0;
+}
+
+static int on_read(struct coordl__peer *p, struct conn *c, const struct coordl_peer_read *m)
+{
+	if (m->idx >= p->nitems || c->rq_n >= NSLOT) {
+		served_close(p, c, NULL);
+		return -1;
+	}
+	c->rq[(c->rq_head + c->rq_n) % NSLOT].id = m->id;
+	c->rq[(c->rq_head + c->rq_n) % NSLOT].idx = m->idx;
+	c->rq_n++;
+	return 0;
+}
+
+/*
+ * Answer the served connection's READs in order, one at a time: the next
+ * only once the last reply left entirely, so that a slow reader costs at
+ * most one item of memory here. The item's bytes are sent from the cache
+ * while its lookup holds them in place; what the socket does not take at
+ * once is copied, and the lookup ends before this returns. 0, or -1 (the
+ * connection failed: closed).
+ */
+static int serve(struct coordl__peer *p, struct conn *c)
+{
+	while (c->rq_n > 0 && c->tpos == c->tlen) {
+		struct req r = c->rq[c->rq_head];
+		struct coordl_peer_item it;
+		coordl__cache_ticket_t t;
+		const uint8_t *b = NULL;
+		size_t len = 0, sent = 0, total;
+		struct iovec iov[2];
+		struct msghdr mh;
+		ssize_t w;
+
+		c->rq_head = (c->rq_head + 1) % NSLOT;
+		c->rq_n--;
+		memset(&it, 0, sizeof(it));
+		it.h.type = COORDL_PEER_ITEM;
+		it.h.size = sizeof(it);
+		it.id = r.id;
+		it.idx = r.idx;
+		if (p->serves && (b = coordl__cache_get(p->cache, (size_t)r.idx, &len, &t))) {
+			/* The trailer must lie within the data area too: the
+			 * segment is writable by every process of the job,
+			 * so its entries are not trusted this far. */
+			uint64_t off = (uint64_t)(b - (p->lay.base + p->lay.data_off));
+			if (len > UINT32_MAX || len + COORDL__CACHE_TRAILER > p->lay.data_cap - off) {
+				coordl__cache_done(p->cache, &t);
+				b = NULL;
+			}
+		}
+		if (b) {
+			it.len = (uint32_t)len;
+			it.stored = 1;
+			len += COORDL__CACHE_TRAILER;
+		} else {
+			len = 0;
+		}
+		total = sizeof(it) + len;
+		iov[0].iov_base = &it;
+		iov[0].iov_len = sizeof(it);
+		iov[1].iov_base = (void *)b;
+		iov[1].iov_len = len;
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = b ? 2 : 1;
+		/* The copy into the socket without the lock: the workers of
+		 * this process need it to take their items meanwhile, and
+		 * nothing here is theirs (the connection is this thread's,
+		 * the cache is safe across threads). */
+		pthread_mutex_unlock(&p->mu);
+		do
+			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			w = 0;
+		pthread_mutex_lock(&p->mu);
+		if (w >= 0)
+			sent = (size_t)w;
+		if (w >= 0 && sent < total) {
+			/* Keep the rest: the header's and the item's. */
+			if (tx_room(c, total - sent) < 0) {
+				w = -1;
+			} else {
+				size_t h = sent < sizeof(it) ? sizeof(it) - sent : 0;
+				memcpy(c->tbuf + c->tlen, (const uint8_t *)&it + sizeof(it) - h, h);
+				c->tlen += h;
+				if (len) {
+					size_t from = sent > sizeof(it) ? sent - sizeof(it) : 0;
+					memcpy(c->tbuf + c->tlen, b + from, len - from);
+					c->tlen += len - from;
+				}
+			}
+		}
+		if (b)
+			coordl__cache_done(p->cache, &t);
+		if (w < 0) {
+			served_close(p, c, NULL);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- receiving ---- */
+
+/* The size every message type must have, or 0: a type this connection
+ * state does not take. */
+static size_t expected(int state, uint32_t type)
+{
+	switch (state) {
+	case C_CHALLENGE: return type == COORDL_PEER_CHALLENGE ? sizeof(struct coordl_peer_challenge) : 0;
+	case C_WELCOME: return type == COORDL_PEER_WELCOME ? sizeof(struct coordl_peer_welcome) : 0;
+	case C_UP: return type == COORDL_PEER_ITEM ? sizeof(struct coordl_peer_item) : 0;
+	case S_HELLO: return type == COORDL_PEER_HELLO ? sizeof(struct coordl_peer_hello) : 0;
+	case S_PROOF: return type == COORDL_PEER_PROOF ? sizeof(struct coordl_peer_proof) : 0;
+	case S_UP: return type == COORDL_PEER_READ ? sizeof(struct coordl_peer_read) : 0;
+	default: return 0;
+	}
+}
+
+/* One whole message m for connection c (node k's, or served when k < 0).
+ * 0, or -1 when c was closed. */
+static int on_message(struct coordl__peer *p, struct conn *c, int k, const uint8_t *m, double now)
+{
+	uint32_t type;
+	union {
+		struct coordl_peer_hello hello;
+		struct coordl_peer_challenge challenge;
+		struct coordl_peer_proof proof;
+		struct coordl_peer_welcome welcome;
+		struct coordl_peer_read read;
+		struct coordl_peer_item item;
+	} u;
+
+	memcpy(&type, m, sizeof(type));
+	memcpy(&u, m, expected(c->state, type));
+	switch (type) {
+	case COORDL_PEER_CHALLENGE: return on_challenge(p, k, &u.challenge, now);
+	case COORDL_PEER_WELCOME: return on_welcome(p, k, &u.welcome);
+	case COORDL_PEER_ITEM: return on_item(p, k, &u.item, now);
+	case COORDL_PEER_HELLO: return on_hello(p, c, &u.hello);
+	case COORDL_PEER_PROOF: return on_proof(p, c, &u.proof);
+	case COORDL_PEER_READ: return on_read(p, c, &u.read);
+	default: return -1; /* not reached: expected() said 0 */
+	}
+}
+
+/* The connection broke (eof: the other end closed it) or sent what its
+ * state does not take. A served connection that breaks the protocol
+ * before it is authenticated is noted (a peer of another version, or
+ * someone else's program). */
+static void conn_failed(struct coordl__peer *p, struct conn *c, int k, double now, const char *why,
+			int eof)
+{
+	if (k >= 0)
+		node_down(p, k, now, why);
+	else
+		served_close(p, c, c->state == S_UP || eof ? NULL : why);
+}
+
+/*
+ * Read what connection c (node k's, or served when k < 0) has for us and
+ * act on every whole message. At most RECV_BURST reads from the socket,
+ * so that one busy connection does not keep the thread from the others
+ * (level-triggered epoll reports it again), but never a whole message
+ * left staged (nothing would report that). Returns 0, or -1 when c was
+ * closed.
+ */
+#define RECV_BURST 16
+
+static int receive(struct coordl__peer *p, struct conn *c, int k, double now)
+{
+	int reads = 0;
+
+	for (;;) {
+		uint8_t *dst;
+		size_t want;
+		ssize_t r;
+
+		if (c->pe) {
+			/* A payload: first what is staged, then straight into
+			 * the entry when much is left. */
+			size_t left = c->pneed - c->pgot, have = c->rlen - c->rpos;
+			size_t n = left < have ? left : have;
+			if (n) {
+				if (!c->pdiscard)
+					memcpy(c->pe->buf + c->pgot, c->rbuf + c->rpos, n);
+				c->pgot += n;
+				c->rpos += n;
+				left -= n;
+			}
+			if (left == 0) {
+				payload_done(p, c);
+				continue;
+			}
+			if (left >= DIRECT_MIN) {
+				dst = c->pdiscard ? p->scratch : c->pe->buf + c->pgot;
+				want = c->pdiscard ? (left < SCRATCH ? left : SCRATCH) : left;
+				goto read;
+			}
+		} else if (c->rlen - c->rpos >= sizeof(struct coordl_peer_head)) {
+			struct coordl_peer_head h;
+			memcpy(&h, c->rbuf + c->rpos, sizeof(h));
+			if (!(want = expected(c->state, h.type)) || h.size != want) {
+				conn_failed(p, c, k, now, "it broke the peer protocol", 0);
+				return -1;
+			}
+			if (c->rlen - c->rpos >= want) {
+				const uint8_t *m = c->rbuf + c->rpos;
+				c->rpos += want;
+				if (on_message(p, c, k, m, now) < 0)
+					return -1;
+				continue;
+			}
+		}
+		/* Stage more (what is staged is at most part of a message,
+		 * smaller than the buffer). */
+		if (c->rpos == c->rlen) {
+			c->rpos = c->rlen = 0;
+		} else if (c->rpos > 0) {
+			memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+			c->rlen -= c->rpos;
+			c->rpos = 0;
+		}
+		dst = c->rbuf + c->rlen;
+		want = c->rcap - c->rlen;
+read:
+		if (reads++ == RECV_BURST)
+			return 0;
+		/* An item's bytes go straight into its entry without the lock:
+		 * only this thread touches a SENT entry's buffer, and the
+		 * workers need the lock meanwhile to take other items. */
+		if (dst != c->rbuf + c->rlen && !c->pdiscard)
+			pthread_mutex_unlock(&p->mu);
+		do
+			r = recv(c->fd, dst, want, 0);
+		while (r < 0 && errno == EINTR);
+		if (dst != c->rbuf + c->rlen && !c->pdiscard) {
+			int e = errno;
+			pthread_mutex_lock(&p->mu);
+			errno = e;
+		}
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (r <= 0) {
+			conn_failed(p, c, k, now, "the connection failed", 1);
+			return -1;
+		}
+		if (dst == c->rbuf + c->rlen) {
+			c->rlen += (size_t)r;
+		} else {
+			c->pgot += (size_t)r;
+			if (c->pgot == c->pneed)
+				payload_done(p, c);
+		}
+	}
+}
+
+/* ---- the I/O thread ---- */
+
+/*
+ * Listen on this node's address (sockaddr wire-up). While another
+ * process of this node listens there (the normal state of every process
+ * of a node but its first), bind fails: retry every LISTEN_RETRY s, and
+ * say so once.
+ */
+static void try_listen(struct coordl__peer *p, double now)
+{
+	const struct node *me = &p->nodes[p->me];
+	int fd, one = 1;
+
+	if ((fd = socket(me->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
+		goto fail;
+	/* A listener of the previous loader of this job (a restarted step,
+	 * a loader made again) leaves its port in TIME_WAIT for a minute:
+	 * take it over. Two listeners never share a port (no SO_REUSEPORT). */
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&me->sa, me->salen) < 0 || listen(fd, 128) < 0 ||
+	    watch(p, fd, TAG_LISTEN, EPOLLIN) < 0)
+		goto fail;
+	p->lfd = fd;
+	return;
+fail:
+	p->listen_at = now + LISTEN_RETRY;
+	if (!p->listen_noted) {
+		p->listen_noted = 1;
+		if (errno == EADDRINUSE)
+			set_note(p, "%s:%d is in use: another process of this node serves its part "
+				 "(or another program holds the port); retrying every %.0f s",
+				 me->host, me->port, LISTEN_RETRY);
+		else
+			set_note(p, "cannot listen on %s:%d (%s): another process of this node "
+				 "serves its part, or none does (retrying)", me->host, me->port,
+				 strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 static void advance(struct coordl__peer *p, struct ent *e, double now)
 {
 	struct node *n = &p->nodes[e->node];
-	uint64_t off;
-	uint32_t len;
+	struct coordl_peer_read m;
 
-	switch (e->state) {
-	case E_NEW:
-		e->known = 0;
-		if (e->orphan) {
-			finish(p, e, E_FREE);
-		} else if (n->state == N_UP && known_entry(p, e, n)) {
-			e->known = 1;
-			if (issue(p, e, e->buf, (size_t)e->len + COORDL__CACHE_TRAILER,
-				  n->base + n->data_off + p->eoff[e->idx], now) == 0)
-				e->state = E_DATA;
-			else
-				finish(p, e, E_FAIL);
-		} else if (n->state == N_UP) {
-			if (issue(p, e, e->raw, sizeof(e->raw),
-				  n->base + n->index_off + (uint64_t)e->idx * COORDL__CACHE_ENTRY_BYTES,
-				  now) == 0)
-				e->state = E_ENT;
-			else
-				finish(p, e, E_FAIL);
-		} else if (n->state == N_OFF) {
-			finish(p, e, E_ABSENT);
-		} else {
-			/* Not connected (yet, or any more): storage, at once. */
-			finish(p, e, E_FAIL);
-		}
-		break;
-	case E_ENT:
-	case E_DATA:
-		if (!__atomic_load_n(&e->done, __ATOMIC_ACQUIRE)) {
-			if (now - e->t_issue > p->timeout && n->state == N_UP) {
-				p->stalls++;
-				node_down(p, e->node, now, "a read took longer than the peer deadline");
-			}
-			break;
-		}
-		e->done = 0;
-		n->busy--;
-		if (e->status != UCS_OK) {
-			finish(p, e, E_FAIL);
-			break;
-		}
-		if (e->state == E_ENT) {
-			if (p->elen)
-				p->elen[e->idx] = 0;
-			if (!coordl__cache_entry_ready(e->raw, n->data_cap, &off, &len)) {
-				finish(p, e, E_ABSENT);
-				break;
-			}
-			if (len > p->max_item) {
-				p->bad++;
-				finish(p, e, E_FAIL);
-				break;
-			}
-			if (e->cap < (size_t)len + COORDL__CACHE_TRAILER) {
-				uint8_t *b = realloc(e->buf, (size_t)len + COORDL__CACHE_TRAILER);
-				if (!b) {
-					finish(p, e, E_FAIL);
-					break;
-				}
-				e->buf = b;
-				e->cap = (size_t)len + COORDL__CACHE_TRAILER;
-			}
-			e->len = len;
-			if (p->elen) {
-				p->eoff[e->idx] = off;
-				p->elen[e->idx] = len;
-			}
-			if (n->state != N_UP ||
-			    issue(p, e, e->buf, (size_t)len + COORDL__CACHE_TRAILER,
-				  n->base + n->data_off + off, now) < 0)
-				finish(p, e, E_FAIL);
-			else
-				e->state = E_DATA;
-			break;
-		}
-		/* The bytes and the trailer are in: the worker that takes
-		 * them checks the trailer (checked()), so that this thread
-		 * only moves bytes. */
-		finish(p, e, E_DONE);
-		break;
-	default:
-		break;
+	if (e->orphan) {
+		finish(p, e, E_FREE);
+		return;
 	}
+	if (n->state == N_OFF) {
+		finish(p, e, E_ABSENT);
+		return;
+	}
+	if (n->state != N_UP) {
+		/* Not connected (yet, or any more): storage, at once. */
+		finish(p, e, E_FAIL);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.h.type = COORDL_PEER_READ;
+	m.h.size = sizeof(m);
+	e->seq++;
+	m.id = (uint64_t)e->seq << 32 | (uint64_t)(e - p->ent);
+	m.idx = e->idx;
+	if (tx_put(&n->c, &m, sizeof(m)) < 0) {
+		finish(p, e, E_FAIL);
+		return;
+	}
+	e->state = E_SENT;
+	e->t_issue = now;
+	n->busy++;
 }
 
 /* Read ahead along the order while the window and the budget allow. */
@@ -892,10 +1221,37 @@ static void fill(struct coordl__peer *p, double now)
 	}
 }
 
+/* Send what every connection has queued; serve what the served ones
+ * asked for. */
+static void flush_all(struct coordl__peer *p, double now)
+{
+	for (int k = 0; k < p->nnodes; k++) {
+		struct conn *c = &p->nodes[k].c;
+		if (c->fd < 0 || c->state == C_CONNECT)
+			continue;
+		if (tx_flush(c) < 0) {
+			node_down(p, k, now, "the connection failed");
+			continue;
+		}
+		want_out(p, c, TAG_NODE + (uint64_t)k, c->tpos < c->tlen);
+	}
+	for (int i = 0; i < p->served_hi; i++) {
+		struct conn *c = &p->served[i];
+		if (c->fd < 0)
+			continue;
+		if (tx_flush(c) < 0) {
+			served_close(p, c, NULL);
+			continue;
+		}
+		if (c->state == S_UP && serve(p, c) < 0)
+			continue;
+		want_out(p, c, TAG_NODE + (uint64_t)p->nnodes + (uint64_t)i, c->tpos < c->tlen);
+	}
+}
+
 static void step(struct coordl__peer *p, double now)
 {
-	handle_events(p, now);
-	if (p->wireup == COORDL__WIREUP_SOCKADDR && !p->listener && now >= p->listen_at)
+	if (p->wireup == COORDL__WIREUP_SOCKADDR && p->lfd < 0 && now >= p->listen_at)
 		try_listen(p, now);
 	for (int k = 0; k < p->nnodes; k++) {
 		struct node *n = &p->nodes[k];
@@ -904,61 +1260,92 @@ static void step(struct coordl__peer *p, double now)
 		else if (n->state == N_CONNECTING && now - n->t_connect > p->timeout + 1.0)
 			node_down(p, k, now, "no answer to the connection");
 	}
+	for (int i = 0; i < p->served_hi; i++) {
+		struct conn *c = &p->served[i];
+		if (c->fd >= 0 && c->state != S_UP && now - c->t_open > p->timeout)
+			served_close(p, c, "no handshake within the peer deadline");
+	}
 	fill(p, now);
-	for (int i = 0; i < NENT + NURG; i++)
-		if (p->ent[i].state != E_FREE && !terminal(p->ent[i].state))
-			advance(p, &p->ent[i], now);
-	poll_closing(p);
+	for (int i = 0; i < NSLOT; i++) {
+		struct ent *e = &p->ent[i];
+		if (e->state == E_NEW) {
+			advance(p, e, now);
+		} else if (e->state == E_SENT && now - e->t_issue > p->timeout &&
+			   p->nodes[e->node].state == N_UP) {
+			p->stalls++;
+			node_down(p, e->node, now, "a read took longer than the peer deadline");
+		}
+	}
+	flush_all(p, now);
 }
 
-/* Progress the worker up to PROGRESS_BURST times while it reports work;
- * returns whether it did any. */
-static int progress_burst(ucp_worker_h w)
+/* An event on the socket tagged tag. */
+static void on_event(struct coordl__peer *p, uint64_t tag, uint32_t events, double now)
 {
-	int n = 0;
+	struct conn *c;
+	int k = -1;
 
-	while (n < PROGRESS_BURST && ucp_worker_progress(w))
-		n++;
-	return n > 0;
+	if (tag == TAG_WAKE) {
+		uint64_t v;
+		ssize_t r = read(p->wakefd, &v, sizeof(v));
+		(void)r;
+		return;
+	}
+	if (tag == TAG_LISTEN) {
+		on_accept(p, now);
+		return;
+	}
+	if (tag - TAG_NODE < (uint64_t)p->nnodes) {
+		k = (int)(tag - TAG_NODE);
+		c = &p->nodes[k].c;
+	} else if (tag - TAG_NODE - (uint64_t)p->nnodes < MAX_SERVED) {
+		c = &p->served[tag - TAG_NODE - (uint64_t)p->nnodes];
+	} else {
+		return;
+	}
+	if (c->fd < 0)
+		return; /* closed by an earlier event of this round */
+	if (k >= 0 && c->state == C_CONNECT) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err != 0) {
+			node_down(p, k, now, strerror(err ? err : errno));
+			return;
+		}
+		if (client_hello(p, k) < 0) {
+			node_down(p, k, now, "no randomness or memory for the handshake");
+			return;
+		}
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		(void)receive(p, c, k, now);
 }
 
 static void *io_main(void *arg)
 {
 	struct coordl__peer *p = arg;
-	struct pollfd fds[2];
+	struct epoll_event ev[NEVENTS];
 
-	fds[0].fd = p->efd;
-	fds[0].events = POLLIN;
-	fds[1].fd = p->wakefd;
-	fds[1].events = POLLIN;
-	for (;;) {
-		int busy = 0;
-		uint64_t v;
-		ssize_t r;
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		int busy = 0, n;
+		double now = coordl__now();
 
-		pthread_mutex_lock(&p->mu);
-		if (p->stop) {
-			pthread_mutex_unlock(&p->mu);
-			break;
-		}
-		step(p, coordl__now());
+		step(p, now);
 		for (int k = 0; k < p->nnodes && !busy; k++)
 			busy = p->nodes[k].busy > 0 || p->nodes[k].state == N_CONNECTING;
-		busy = busy || p->nclosing > 0;
 		pthread_mutex_unlock(&p->mu);
-		/* A bounded burst: a connection that keeps UCX busy (a peer
-		 * that stalls or died mid-transfer can make every call report
-		 * progress) must not keep the thread from its deadlines. */
-		if (progress_burst(p->worker))
-			continue;
-		if (ucp_worker_arm(p->worker) == UCS_ERR_BUSY)
-			continue;
-		/* Deadlines and reconnections are looked at every 10 ms
-		 * while anything is in flight, else every 100 ms. */
-		if (poll(fds, 2, busy ? 10 : 100) > 0 && (fds[1].revents & POLLIN))
-			r = read(p->wakefd, &v, sizeof(v));
-		(void)r;
+		/* Deadlines and reconnections are looked at every 10 ms while
+		 * anything is in flight, else every 100 ms. */
+		n = epoll_wait(p->epfd, ev, NEVENTS, busy ? 10 : 100);
+		pthread_mutex_lock(&p->mu);
+		now = coordl__now();
+		for (int i = 0; i < n; i++)
+			on_event(p, ev[i].data.u64, ev[i].events, now);
 	}
+	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
@@ -1061,21 +1448,86 @@ static int pmix_u32(const pmix_proc_t *proc, const char *key, uint32_t *out)
 	return ok ? 0 : -1;
 }
 
-/* Exchange worker addresses and keys through PMIx and pick, for each
- * other node, the processes that serve it. */
+/* A listener on every address of this node, on a port the kernel picks;
+ * its port, or -1. */
+static int pmix_listen(struct coordl__peer *p)
+{
+	struct sockaddr_storage a;
+	socklen_t al = sizeof(a);
+	int fd, zero = 0;
+
+	memset(&a, 0, sizeof(a));
+	if ((fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) >= 0) {
+		/* One socket for IPv6 and IPv4 (mapped) peers. */
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		a.ss_family = AF_INET6;
+		al = sizeof(struct sockaddr_in6);
+	} else if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) >= 0) {
+		a.ss_family = AF_INET;
+		al = sizeof(struct sockaddr_in);
+	} else {
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&a, al) < 0 || listen(fd, 128) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+		close(fd);
+		return -1;
+	}
+	p->lfd = fd;
+	return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
+					     : ((struct sockaddr_in *)&a)->sin_port);
+}
+
+/* This node's addresses, up to COORDL_PEER_ADDRS_MAX: those of its
+ * interfaces that are up, not loopback (loopback only when there is
+ * nothing else) and not IPv6 link-local (which needs an interface to
+ * mean anything on another node). */
+static uint32_t pmix_addrs(struct coordl_peer_pmix_addr *out)
+{
+	struct ifaddrs *ifs = NULL;
+	uint32_t n = 0;
+
+	if (getifaddrs(&ifs) < 0)
+		return 0;
+	for (int loop = 0; loop < 2 && n == 0; loop++)
+		for (struct ifaddrs *i = ifs; i && n < COORDL_PEER_ADDRS_MAX; i = i->ifa_next) {
+			if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) ||
+			    !!(i->ifa_flags & IFF_LOOPBACK) != loop)
+				continue;
+			if (i->ifa_addr->sa_family == AF_INET) {
+				memset(&out[n], 0, sizeof(out[n]));
+				out[n].family = AF_INET;
+				memcpy(out[n].addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+				n++;
+			} else if (i->ifa_addr->sa_family == AF_INET6) {
+				const struct in6_addr *a6 = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+				if (IN6_IS_ADDR_LINKLOCAL(a6))
+					continue;
+				memset(&out[n], 0, sizeof(out[n]));
+				out[n].family = AF_INET6;
+				memcpy(out[n].addr, a6, 16);
+				n++;
+			}
+		}
+	freeifaddrs(ifs);
+	return n;
+}
+
+/* Put this process's listener into PMIx, fence, and take, for each other
+ * node, the addresses of the processes that serve it. */
 static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 {
 	static int seq;
 	pmix_proc_t me, wild, proc;
 	pmix_value_t val, *v;
 	pmix_info_t info[2];
-	ucp_address_t *addr = NULL;
-	size_t addr_len = 0, blob_len;
 	struct coordl_peer_pmix_blob *b = NULL;
+	struct coordl_peer_pmix_addr *ad;
 	uint32_t nodeid, nnodes, size, lrank;
+	size_t blob_len;
 	char key[64];
 	bool collect = true;
-	int timeout = PMIX_FENCE_S, rv = -1, rc;
+	int timeout = PMIX_FENCE_S, rv = -1, rc, port = 0;
 
 	if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
 		snprintf(why, whylen, "PMIx_Init: %s", PMIx_Error_string(rc));
@@ -1096,32 +1548,28 @@ static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 	}
 	p->nnodes = (int)nnodes;
 	p->me = (int)nodeid;
-	if (ucp_worker_get_address(p->worker, &addr, &addr_len) != UCS_OK) {
-		snprintf(why, whylen, "ucp_worker_get_address failed");
-		return -1;
-	}
-	blob_len = sizeof(*b) + (p->serves ? p->rkey_len : 0) + addr_len;
+	blob_len = sizeof(*b) + COORDL_PEER_ADDRS_MAX * sizeof(*ad);
 	if (!(b = calloc(1, blob_len)) || !(p->nodes = calloc(nnodes, sizeof(*p->nodes)))) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
-	b->magic = HELLO_MAGIC;
-	b->version = HELLO_VERSION;
+	for (uint32_t k = 0; k < nnodes; k++)
+		conn_init(&p->nodes[k].c);
+	ad = (struct coordl_peer_pmix_addr *)(b + 1);
+	if (p->serves && (port = pmix_listen(p)) < 0) {
+		snprintf(why, whylen, "peers: cannot listen (%s)", strerror(errno));
+		goto out;
+	}
+	b->magic = COORDL_PEER_MAGIC;
+	b->version = COORDL_PEER_VERSION;
 	b->node = nodeid;
 	b->local_rank = lrank;
-	b->serves = (uint32_t)p->serves;
+	b->serves = p->serves && port > 0;
 	b->signature = p->signature;
 	b->nitems = p->nitems;
-	if (p->serves) {
-		b->base = (uint64_t)(uintptr_t)p->lay.base;
-		b->index_off = p->lay.index_off;
-		b->data_off = p->lay.data_off;
-		b->data_cap = p->lay.data_cap;
-		b->rkey_len = (uint32_t)p->rkey_len;
-		memcpy(b + 1, p->rkey_buf, p->rkey_len);
-	}
-	b->addr_len = (uint32_t)addr_len;
-	memcpy((uint8_t *)(b + 1) + b->rkey_len, addr, addr_len);
+	b->port = (uint32_t)port;
+	b->naddr = b->serves ? pmix_addrs(ad) : 0;
+	blob_len = sizeof(*b) + b->naddr * sizeof(*ad);
 	snprintf(key, sizeof(key), "coordl.peer.%d", __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	PMIX_VALUE_CONSTRUCT(&val);
 	val.type = PMIX_BYTE_OBJECT;
@@ -1145,7 +1593,6 @@ static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 	for (uint32_t r = 0; r < size; r++) {
 		struct coordl_peer_pmix_blob pb;
 		struct node *n;
-		struct cand *c;
 		if (r == me.rank)
 			continue;
 		PMIX_LOAD_PROCID(&proc, me.nspace, r);
@@ -1157,38 +1604,41 @@ static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 			continue;
 		}
 		memcpy(&pb, v->data.bo.bytes, sizeof(pb));
-		if (pb.magic != HELLO_MAGIC || pb.version != HELLO_VERSION || pb.node >= nnodes ||
-		    pb.node == nodeid || !pb.serves || pb.signature != p->signature ||
-		    pb.nitems != p->nitems || pb.rkey_len > RKEY_MAX ||
-		    sizeof(pb) + pb.rkey_len + pb.addr_len != v->data.bo.size) {
+		if (pb.magic != COORDL_PEER_MAGIC || pb.version != COORDL_PEER_VERSION ||
+		    pb.node >= nnodes || pb.node == nodeid || !pb.serves ||
+		    pb.signature != p->signature || pb.nitems != p->nitems || pb.port < 1 ||
+		    pb.port > 65535 || pb.naddr > COORDL_PEER_ADDRS_MAX ||
+		    sizeof(pb) + pb.naddr * sizeof(*ad) != v->data.bo.size) {
 			PMIX_VALUE_RELEASE(v);
 			continue;
 		}
 		n = &p->nodes[pb.node];
-		if (!(c = realloc(n->cand, (size_t)(n->ncand + 1) * sizeof(*c)))) {
-			PMIX_VALUE_RELEASE(v);
-			continue;
+		for (uint32_t a = 0; a < pb.naddr; a++) {
+			struct coordl_peer_pmix_addr pa;
+			struct cand *c;
+			memcpy(&pa, v->data.bo.bytes + sizeof(pb) + a * sizeof(pa), sizeof(pa));
+			if (pa.family != AF_INET && pa.family != AF_INET6)
+				continue;
+			if (!(c = realloc(n->cand, (size_t)(n->ncand + 1) * sizeof(*c))))
+				break;
+			n->cand = c;
+			c = &n->cand[n->ncand];
+			memset(c, 0, sizeof(*c));
+			if (pa.family == AF_INET) {
+				struct sockaddr_in *s4 = (struct sockaddr_in *)&c->sa;
+				s4->sin_family = AF_INET;
+				s4->sin_port = htons((uint16_t)pb.port);
+				memcpy(&s4->sin_addr, pa.addr, 4);
+				c->salen = sizeof(*s4);
+			} else {
+				struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&c->sa;
+				s6->sin6_family = AF_INET6;
+				s6->sin6_port = htons((uint16_t)pb.port);
+				memcpy(&s6->sin6_addr, pa.addr, 16);
+				c->salen = sizeof(*s6);
+			}
+			n->ncand++;
 		}
-		n->cand = c;
-		c = &n->cand[n->ncand];
-		memset(c, 0, sizeof(*c));
-		c->local_rank = (int)pb.local_rank;
-		c->base = pb.base;
-		c->index_off = pb.index_off;
-		c->data_off = pb.data_off;
-		c->data_cap = pb.data_cap;
-		c->rkey_len = pb.rkey_len;
-		c->addr_len = pb.addr_len;
-		if (!(c->rkey = malloc(pb.rkey_len ? pb.rkey_len : 1)) ||
-		    !(c->addr = malloc(pb.addr_len ? pb.addr_len : 1))) {
-			free(c->rkey);
-			free(c->addr);
-			PMIX_VALUE_RELEASE(v);
-			continue;
-		}
-		memcpy(c->rkey, v->data.bo.bytes + sizeof(pb), pb.rkey_len);
-		memcpy(c->addr, v->data.bo.bytes + sizeof(pb) + pb.rkey_len, pb.addr_len);
-		n->ncand++;
 		PMIX_VALUE_RELEASE(v);
 	}
 	for (uint32_t k = 0; k < nnodes; k++) {
@@ -1207,8 +1657,6 @@ static int pmix_wireup(struct coordl__peer *p, char *why, size_t whylen)
 	rv = 0;
 out:
 	free(b);
-	if (addr)
-		ucp_worker_release_address(p->worker, addr);
 	return rv;
 }
 #endif
@@ -1220,10 +1668,6 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 {
 	const coordl__env_t *env = o->env;
 	struct coordl__peer *p = NULL;
-	ucp_config_t *cfg = NULL;
-	ucp_params_t up;
-	ucp_worker_params_t wp;
-	ucp_am_handler_param_t ap;
 	int wireup = env->wireup, ok = 0;
 
 	why[0] = '\0';
@@ -1241,15 +1685,29 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 #endif
 	if (wireup == COORDL__WIREUP_SOCKADDR && (!env->peers || env->nnodes < 2))
 		return NULL; /* one node: nothing to share */
+	/* No key, no peers: without it a peer cannot tell the job's nodes
+	 * from anyone else who can reach them. */
+	if (!env->peer_key) {
+		snprintf(why, whylen, "%s is %s: no partitioned cache (its peers must prove to each "
+			 "other that they hold the step's key, see coordl(3), SECURITY)",
+			 SYNERGY_ENV_PEER_KEY, env->peer_key_bad ? "malformed (expected " "64 lowercase "
+			 "hex digits)" : "not set");
+		return NULL;
+	}
 	if (!(p = calloc(1, sizeof(*p)))) {
 		snprintf(why, whylen, "peers: out of memory");
 		return NULL;
 	}
-	p->efd = p->wakefd = -1;
+	p->epfd = p->wakefd = p->lfd = -1;
 	p->note_node = -1;
+	for (int i = 0; i < MAX_SERVED; i++)
+		conn_init(&p->served[i]);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	pthread_mutex_init(&p->ev_mu, NULL);
+	if (coordl__parse_peer_key(env->peer_key, p->key) < 0) {
+		snprintf(why, whylen, "%s is malformed: no partitioned cache", SYNERGY_ENV_PEER_KEY);
+		goto out;
+	}
 	p->wireup = wireup;
 	p->tag = env->peer_tag;
 	p->signature = o->signature;
@@ -1263,79 +1721,25 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 	p->serves = cache && coordl__cache_layout(cache, &p->lay) == 0;
 	if (!(p->owner = malloc((o->nitems ? o->nitems : 1) * sizeof(uint16_t))) ||
 	    !(p->order = malloc((o->per_rank ? o->per_rank : 1) * sizeof(uint64_t))) ||
-	    !(p->ev = calloc(NEVENTS, sizeof(struct event)))) {
+	    !(p->scratch = malloc(SCRATCH))) {
 		snprintf(why, whylen, "peers: out of memory");
 		goto out;
 	}
 	memset(p->owner, 0xff, (o->nitems ? o->nitems : 1) * sizeof(uint16_t));
-	/* Without room for them, every read takes its index entry first. */
-	p->eoff = calloc(o->nitems ? o->nitems : 1, sizeof(uint64_t));
-	p->elen = p->eoff ? calloc(o->nitems ? o->nitems : 1, sizeof(uint32_t)) : NULL;
-
-	if (ucp_config_read(NULL, NULL, &cfg) != UCS_OK) {
-		snprintf(why, whylen, "peers: UCX configuration cannot be read (UCX_* variables)");
+	if ((p->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (p->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    watch(p, p->wakefd, TAG_WAKE, EPOLLIN) < 0) {
+		snprintf(why, whylen, "peers: no epoll or eventfd (%s)", strerror(errno));
 		goto out;
-	}
-	/* A listener of the previous loader of this job (a restarted step, a
-	 * loader made again) leaves its port in TIME_WAIT for a minute: take
-	 * it over, unless the user said otherwise. Two listeners never share
-	 * a port either way. */
-	if (!getenv("UCX_TCP_CM_REUSEADDR") && !getenv("UCX_CM_REUSEADDR"))
-		(void)ucp_config_modify(cfg, "CM_REUSEADDR", "y");
-	memset(&up, 0, sizeof(up));
-	up.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-	up.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-	up.name = "coordl";
-	if (ucp_init(&up, cfg, &p->ctx) != UCS_OK) {
-		p->ctx = NULL;
-		snprintf(why, whylen, "peers: UCX cannot start (ucp_init)");
-		goto out;
-	}
-	memset(&wp, 0, sizeof(wp));
-	wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_CLIENT_ID;
-	wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-	wp.client_id = p->tag;
-	if (ucp_worker_create(p->ctx, &wp, &p->worker) != UCS_OK) {
-		p->worker = NULL;
-		snprintf(why, whylen, "peers: UCX worker cannot start");
-		goto out;
-	}
-	if (ucp_worker_get_efd(p->worker, &p->efd) != UCS_OK ||
-	    (p->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		snprintf(why, whylen, "peers: no wakeup file descriptor");
-		goto out;
-	}
-	memset(&ap, 0, sizeof(ap));
-	ap.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-			UCP_AM_HANDLER_PARAM_FIELD_ARG;
-	ap.id = AM_HELLO;
-	ap.cb = hello_cb;
-	ap.arg = p;
-	if (ucp_worker_set_am_recv_handler(p->worker, &ap) != UCS_OK) {
-		snprintf(why, whylen, "peers: cannot register the hello handler");
-		goto out;
-	}
-	if (p->serves) {
-		ucp_mem_map_params_t mp;
-		memset(&mp, 0, sizeof(mp));
-		mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-				UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-		mp.address = p->lay.base;
-		mp.length = p->lay.seg_size;
-		/* The segment is sparse: on transports that pin memory, let
-		 * it be registered on demand instead of touching all of it. */
-		mp.flags = UCP_MEM_MAP_NONBLOCK;
-		if (ucp_mem_map(p->ctx, &mp, &p->memh) != UCS_OK ||
-		    ucp_rkey_pack(p->ctx, p->memh, &p->rkey_buf, &p->rkey_len) != UCS_OK ||
-		    p->rkey_len > RKEY_MAX) {
-			snprintf(why, whylen, "peers: the cache segment cannot be registered with UCX");
-			goto out;
-		}
 	}
 	if (wireup == COORDL__WIREUP_PMIX) {
 #ifdef HAVE_PMIX
 		if (pmix_wireup(p, why, whylen) < 0)
 			goto out;
+		if (p->lfd >= 0 && watch(p, p->lfd, TAG_LISTEN, EPOLLIN) < 0) {
+			snprintf(why, whylen, "peers: cannot watch the listener (%s)", strerror(errno));
+			goto out;
+		}
 #endif
 	} else {
 		struct resolve_arg ra = { p, why, whylen };
@@ -1345,6 +1749,8 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 			snprintf(why, whylen, "peers: out of memory");
 			goto out;
 		}
+		for (int k = 0; k < p->nnodes; k++)
+			conn_init(&p->nodes[k].c);
 		if (coordl__parse_peers(env->peers, resolve_one, &ra) != p->nnodes)
 			goto out;
 		for (int k = 0; k < p->nnodes; k++)
@@ -1357,8 +1763,6 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 	p->thr_started = 1;
 	ok = 1;
 out:
-	if (cfg)
-		ucp_config_release(cfg);
 	if (!ok) {
 		coordl__peer_destroy(p);
 		return NULL;
@@ -1379,64 +1783,31 @@ void coordl__peer_destroy(coordl__peer_t *p)
 		wake(p);
 		pthread_join(p->thr, NULL);
 	}
-	if (p->worker) {
-		double until;
-		for (int k = 0; p->nodes && k < p->nnodes; k++) {
-			if (p->nodes[k].ep)
-				close_ep(p, p->nodes[k].ep, p->nodes[k].rkey);
-			else if (p->nodes[k].rkey)
-				ucp_rkey_destroy(p->nodes[k].rkey);
-			p->nodes[k].ep = NULL;
-			p->nodes[k].rkey = NULL;
-		}
-		for (int i = 0; i < MAX_SERVED; i++)
-			if (p->served[i].ep)
-				close_ep(p, p->served[i].ep, NULL);
-		if (p->listener)
-			ucp_listener_destroy(p->listener);
-		/* Forced closes and the reads they fail complete in progress. */
-		until = coordl__now() + 2.0;
-		do {
-			progress_burst(p->worker);
-			poll_closing(p);
-		} while (p->nclosing > 0 && coordl__now() < until);
-		for (int i = 0; i < NENT + NURG; i++)
-			if (p->ent[i].state == E_ENT || p->ent[i].state == E_DATA)
-				p->ent[i].buf = NULL; /* UCX may still own it: leak, never free */
+	for (int k = 0; p->nodes && k < p->nnodes; k++) {
+		conn_free(&p->nodes[k].c);
+		free(p->nodes[k].cand);
 	}
-	if (p->rkey_buf)
-		ucp_rkey_buffer_release(p->rkey_buf);
-	if (p->memh)
-		ucp_mem_unmap(p->ctx, p->memh);
-	if (p->worker)
-		ucp_worker_destroy(p->worker);
-	if (p->ctx)
-		ucp_cleanup(p->ctx);
+	for (int i = 0; i < MAX_SERVED; i++)
+		conn_free(&p->served[i]);
+	if (p->lfd >= 0)
+		close(p->lfd);
+	if (p->wakefd >= 0)
+		close(p->wakefd);
+	if (p->epfd >= 0)
+		close(p->epfd);
 #ifdef HAVE_PMIX
 	if (p->pmix_inited)
 		PMIx_Finalize(NULL, 0);
 #endif
-	if (p->wakefd >= 0)
-		close(p->wakefd);
-	for (int i = 0; i < NENT + NURG; i++)
+	for (int i = 0; i < NSLOT; i++)
 		free(p->ent[i].buf);
-	for (int k = 0; p->nodes && k < p->nnodes; k++) {
-		for (int c = 0; c < p->nodes[k].ncand; c++) {
-			free(p->nodes[k].cand[c].rkey);
-			free(p->nodes[k].cand[c].addr);
-		}
-		free(p->nodes[k].cand);
-	}
+	OPENSSL_cleanse(p->key, sizeof(p->key));
 	free(p->nodes);
-	free(p->closing);
-	free(p->ev);
 	free(p->owner);
-	free(p->eoff);
-	free(p->elen);
 	free(p->order);
+	free(p->scratch);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
-	pthread_mutex_destroy(&p->ev_mu);
 	free(p);
 	errno = e;
 }
@@ -1481,12 +1852,12 @@ void coordl__peer_restart(coordl__peer_t *p, const uint64_t *order, size_t n, ui
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->gen++;
-	for (int i = 0; i < NENT + NURG; i++) {
+	for (int i = 0; i < NSLOT; i++) {
 		struct ent *e = &p->ent[i];
 		if (e->state == E_FREE)
 			continue;
-		if (e->state == E_ENT || e->state == E_DATA) {
-			e->orphan = 1; /* freed once UCX is done with its buffer */
+		if (e->state == E_SENT) {
+			e->orphan = 1; /* freed once no socket read writes into its buffer */
 			continue;
 		}
 		if (e->ra && !terminal(e->state))
@@ -1518,12 +1889,10 @@ int coordl__peer_serves(const coordl__peer_t *p, size_t idx)
 
 /* Take a terminal entry's outcome and free it. mu held. A HIT is counted
  * by checked(), once its trailer was checked without the lock. */
-static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *cap, size_t *len,
-		int *known)
+static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *cap, size_t *len)
 {
 	int rv;
 
-	*known = e->known;
 	if (e->state == E_DONE) {
 		uint8_t *b = *buf;
 		size_t c = *cap;
@@ -1547,16 +1916,14 @@ static int take(struct coordl__peer *p, struct ent *e, uint8_t **buf, size_t *ca
 }
 
 /*
- * A HIT's bytes (buf[0..len), the trailer after them) as read from the
- * peer: used only when the trailer matches the bytes and the item's index
- * (else the item was dropped or its room reused while it was read, or it
- * is not the item at all: never handed out). Runs in the worker, without
- * the lock, so that the checks of several workers run side by side and
- * the I/O thread only moves bytes. Counts the outcome.
+ * A HIT's bytes (buf[0..len), the trailer after them) as the owner sent
+ * them: used only when the trailer matches the bytes and the item's index
+ * (else the owner sent bytes that were dropped or reused while it sent
+ * them, or not the item at all: never handed out). Runs in the worker,
+ * without the lock, so that the checks of several workers run side by
+ * side and the I/O thread only moves bytes. Counts the outcome.
  */
-#define AGAIN 2 /* get_once(): read the item again, with a fresh index entry */
-
-static int checked(struct coordl__peer *p, size_t idx, const uint8_t *buf, size_t len, int known)
+static int checked(struct coordl__peer *p, size_t idx, const uint8_t *buf, size_t len)
 {
 	uint64_t sum;
 	int ok;
@@ -1564,14 +1931,6 @@ static int checked(struct coordl__peer *p, size_t idx, const uint8_t *buf, size_
 	memcpy(&sum, buf + len, sizeof(sum));
 	ok = sum == coordl__cache_sum(idx, buf, len);
 	pthread_mutex_lock(&p->mu);
-	if (!ok && known) {
-		/* Read where the item was: the owner dropped or moved it
-		 * since. Forget that entry; the caller reads it again. */
-		if (p->elen)
-			p->elen[idx] = 0;
-		pthread_mutex_unlock(&p->mu);
-		return AGAIN;
-	}
 	if (ok) {
 		p->hits++;
 		p->bytes += len;
@@ -1583,13 +1942,13 @@ static int checked(struct coordl__peer *p, size_t idx, const uint8_t *buf, size_
 	return ok ? COORDL__PEER_HIT : COORDL__PEER_FAILED;
 }
 
-static int get_once(struct coordl__peer *p, uint64_t pos, size_t idx, uint8_t **buf, size_t *cap,
-		    size_t *len)
+int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf, size_t *cap,
+		     size_t *len)
 {
 	struct ent *e = NULL;
 	struct node *n;
 	double deadline;
-	int k, rv, known = 0;
+	int k, rv;
 
 	if (!p || !p->fixed || p->disabled || idx >= p->nitems)
 		return COORDL__PEER_ABSENT;
@@ -1619,7 +1978,7 @@ static int get_once(struct coordl__peer *p, uint64_t pos, size_t idx, uint8_t **
 		return COORDL__PEER_FAILED;
 	}
 	if (!e)
-		for (int i = NENT; i < NENT + NURG; i++)
+		for (int i = NENT; i < NSLOT; i++)
 			if (p->ent[i].state == E_FREE) {
 				e = &p->ent[i];
 				break;
@@ -1661,28 +2020,11 @@ static int get_once(struct coordl__peer *p, uint64_t pos, size_t idx, uint8_t **
 		p->fallbacks++;
 		rv = COORDL__PEER_FAILED;
 	} else {
-		rv = take(p, e, buf, cap, len, &known);
+		rv = take(p, e, buf, cap, len);
 	}
 	pthread_mutex_unlock(&p->mu);
 	if (rv == COORDL__PEER_HIT)
-		rv = checked(p, idx, *buf, *len, known);
-	return rv;
-}
-
-int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf, size_t *cap,
-		     size_t *len)
-{
-	int rv = get_once(p, pos, idx, buf, cap, len);
-
-	/* The item moved on its owner since its entry was read: once more,
-	 * outside the read-ahead, which reads the entry first. */
-	if (rv == AGAIN && (rv = get_once(p, COORDL__NOPOS, idx, buf, cap, len)) == AGAIN) {
-		pthread_mutex_lock(&p->mu);
-		p->bad++;
-		p->fallbacks++;
-		pthread_mutex_unlock(&p->mu);
-		rv = COORDL__PEER_FAILED;
-	}
+		rv = checked(p, idx, *buf, *len);
 	return rv;
 }
 
@@ -1724,7 +2066,7 @@ const char *coordl__peer_note(coordl__peer_t *p)
 	return s;
 }
 
-#else /* !HAVE_UCX */
+#else /* !HAVE_PEERS */
 
 coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_opts_t *o,
 				    char *why, size_t whylen)
@@ -1732,7 +2074,8 @@ coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_o
 	(void)cache;
 	why[0] = '\0';
 	if (o->env->wireup != COORDL__WIREUP_OFF && (o->env->peers || o->env->wireup == COORDL__WIREUP_PMIX))
-		snprintf(why, whylen, "%s is set but libcoordl was built without UCX: no partitioned cache",
+		snprintf(why, whylen, "%s is set but libcoordl was built without the peer tier "
+			 "(libcrypto): no partitioned cache",
 			 o->env->peers ? SYNERGY_ENV_PEERS : SYNERGY_ENV_PEER_WIREUP);
 	return NULL;
 }
@@ -1753,5 +2096,11 @@ int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf,
 int coordl__peer_serves(const coordl__peer_t *p, size_t idx) { (void)p; (void)idx; return 0; }
 void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st) { (void)p; (void)st; }
 const char *coordl__peer_note(coordl__peer_t *p) { (void)p; return NULL; }
+int coordl__peer_mac(const uint8_t *key, uint64_t tag, uint32_t dir, uint32_t client,
+		     uint32_t server, const uint8_t *nc, const uint8_t *ns, uint8_t *out)
+{
+	(void)key; (void)tag; (void)dir; (void)client; (void)server; (void)nc; (void)ns; (void)out;
+	return -1;
+}
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.h: the partitioned cache of a multi-node job (CoorDL's second
  * technique): each node's MinIO cache holds a different part of the
@@ -18,35 +19,49 @@
  * after the fill epoch storage is read only for what no node's cache
  * holds.
  *
- * Transport. UCX (UCP). Each node's cache segment is registered with
- * ucp_mem_map; a peer reads an item one-sidedly with two ucp_get_nbx: the
- * item's 16-byte index entry, then its bytes and the checksum trailer the
- * cache stores after them (cache.h); the entry is kept, so that later
- * epochs read the item with one get. An item is used only if the trailer
- * matches the bytes and the item's index: a peer that dropped or reused
- * the room while it was read gives a miss, never wrong bytes (read with
- * a kept entry, the item is read once more with a fresh one: the owner
- * may have stored it elsewhere since). Serving
- * takes no request handling from the owner; over TCP (which emulates RMA
- * in software) the owner's I/O thread answers reads as its worker makes
- * progress.
+ * Transport. TCP connections of our own (not UCX: see Security). A
+ * reader sends READ {id, item} on its connection to the item's owner; the
+ * owner's I/O thread looks the item up in its own cache and answers with
+ * its bytes and the checksum trailer the cache stores after them
+ * (cache.h), or with "not cached": one round trip per item, replies in the
+ * order of the requests. An item is used only if the trailer matches the
+ * bytes and the item's index: an owner whose item was dropped or its room
+ * reused while it sent it gives a miss, never wrong bytes.
  *
  * Wire-up. Two ways, chosen by SYNERGY_PEER_WIREUP:
  *  - sockaddr: SYNERGY_PEERS lists every node's listening address
  *    ("host:port", node index order; the plugin derives the port from the
  *    job and step). One process per node listens there (the first that
- *    binds; the others retry every 2 s and only read) and sends every
- *    connecting peer its segment's address, layout and packed remote key.
- *    Clients connect with UCX's sockaddr connection establishment and a
- *    client id (SYNERGY_PEER_TAG) that the listener checks. Works for any
- *    launcher: torchrun under srun, one process per GPU, a plain script.
+ *    binds; the others retry every 2 s and only read) and accepts
+ *    connections from the job's nodes' addresses. Works for any launcher:
+ *    torchrun under srun, one process per GPU, a plain script.
  *  - pmix: a rank launched by `srun --mpi=pmix` (a PMIx client whose
- *    parent is not a PMIx client of the same rank) puts its worker
- *    address, segment layout and remote key into PMIx, fences with the
- *    other ranks (30 s at most) and connects to one process per node (each
- *    process of a node serves the node's segment; a reader spreads over
- *    them by local rank and moves to the next one when one fails).
+ *    parent is not a PMIx client of the same rank) listens on a port the
+ *    kernel picks, puts the port and its node's addresses into PMIx,
+ *    fences with the other ranks (30 s at most) and connects to one
+ *    process per node (each process of a node serves the node's cache; a
+ *    reader spreads over them by local rank and moves to the next address
+ *    or process when one fails).
  * "auto" takes pmix when the process is such a PMIx rank, else sockaddr.
+ *
+ * Security. Every connection starts with a mutual challenge-response
+ * under the step's key, SYNERGY_PEER_KEY (synergy_env.h), which only the
+ * step's tasks hold: HMAC-SHA256 over both ends' fresh nonces, the
+ * direction, both node indices, the job's tag and the protocol version
+ * (coordl_peerwire.h). The listener proves itself first; the reader sends
+ * its proof only to a listener that did, and the listener answers nothing
+ * but the handshake before the reader's proof is checked. A process
+ * without the key therefore gets no byte of any item, cannot make anyone
+ * read or write its memory (no peer ever names an address of another:
+ * the owner looks items up itself), and is closed after the peer
+ * deadline. Without a well-formed key the loader runs no peer tier and
+ * says why. Not protected: traffic on the network (items travel in
+ * clear, as from storage; someone who can read or alter the cluster
+ * network's packets can read or alter them; the trailer catches
+ * accidents, not forgeries). UCX is not used because over TCP it writes
+ * wherever an incoming message of its TCP transport says, whatever the
+ * context's features, for anyone who can connect to it (BENCHMARKS.md,
+ * issue 24); see coordl(3), SECURITY.
  *
  * Many reads in flight. An I/O thread walks this rank's epoch order ahead
  * of the workers and keeps up to 64 items in flight from peers (reads of
@@ -54,20 +69,13 @@
  * storage; a worker takes the bytes of its item from there (buffers are
  * swapped, nothing copied) or asks for it on the spot.
  *
- * Faults. A peer that fails (connection error, its process died) or
- * stalls (a read older than SYNERGY_PEER_TIMEOUT_MS, default 1000) is cut
- * off at once: its reads in flight fail, and its items are read from
- * storage until a reconnection (after 0.5 s, doubling to 8 s) succeeds.
- * No worker waits longer than the deadline for a peer. Every case is
- * counted in the statistics (coordl_stats_t's peer_* fields).
- *
- * Security: UCX over TCP emulates one-sided reads in software and does not
- * check remote keys, so, as for any UCX or MPI job over TCP, a process
- * that can reach a node's UCX ports could read the serving process's
- * memory. The listener only accepts peers of the job's node list that
- * present the job's tag; on nodes shared with other users' jobs prefer a
- * transport with hardware keys (InfiniBand, RoCE) or turn the peer tier
- * off (SYNERGY_PEER_WIREUP=off).
+ * Faults. A peer that fails (connection error, its process died, a
+ * message its state does not allow) or stalls (a read older than
+ * SYNERGY_PEER_TIMEOUT_MS, default 1000) is cut off at once: its reads in
+ * flight fail, and its items are read from storage until a reconnection
+ * (after 0.5 s, doubling to 8 s) succeeds. No worker waits longer than the
+ * deadline for a peer. Every case is counted in the statistics
+ * (coordl_stats_t's peer_* fields).
  */
 #ifndef COORDL_PEER_H
 #define COORDL_PEER_H
@@ -76,9 +84,9 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "env.h"
-#include "fetch.h"
+#include "loader/cache.h"
+#include "loader/env.h"
+#include "loader/fetch.h"
 
 typedef struct coordl__peer coordl__peer_t;
 
@@ -88,7 +96,7 @@ typedef struct coordl__peer coordl__peer_t;
 #define COORDL__PEER_FAILED -1  /* the peer failed or stalled: read it from storage */
 
 typedef struct coordl__peer_opts {
-	const coordl__env_t *env; /* wire-up, peers, node index, tag, timeout */
+	const coordl__env_t *env; /* wire-up, peers, node index, tag, key, timeout */
 	int rank, world;          /* the loader's shard */
 	uint64_t signature;       /* the dataset's (coordl__source_signature) */
 	size_t nitems;
@@ -101,8 +109,8 @@ typedef struct coordl__peer_opts {
  * caches nothing but still reads from its peers). Returns NULL when there
  * is nothing to do (one node, wire-up off): then *why is "" . Also NULL,
  * with the reason in why (never an error for the loader: it runs without
- * peers), when UCX cannot start, the node list cannot be used, or PMIx
- * fails. Never blocks longer than the PMIx fence's 30 s.
+ * peers), when SYNERGY_PEER_KEY is unset or malformed, the node list
+ * cannot be used, or PMIx fails. Never blocks longer than the PMIx fence's 30 s.
  */
 coordl__peer_t *coordl__peer_create(coordl__cache_t *cache, const coordl__peer_opts_t *o,
 				    char *why, size_t whylen);
@@ -143,6 +151,17 @@ int coordl__peer_get(coordl__peer_t *p, uint64_t pos, size_t idx, uint8_t **buf,
  * belongs to a node that is connected), for the fetch engine's read-ahead
  * to leave it out. */
 int coordl__peer_serves(const coordl__peer_t *p, size_t idx);
+
+/*
+ * The handshake's MAC (coordl_peerwire.h): HMAC-SHA256 under key
+ * (SYNERGY_PEER_KEY_BYTES) of the transcript of direction dir
+ * (COORDL_PEER_DIR_*) for the connection from node client to node server
+ * of the job tagged tag, with nonces nc and ns (COORDL_PEER_NONCE bytes
+ * each), into out (COORDL_PEER_MAC bytes). 0, or -1 (libcrypto failed, or
+ * built without the peer tier).
+ */
+int coordl__peer_mac(const uint8_t *key, uint64_t tag, uint32_t dir, uint32_t client,
+		     uint32_t server, const uint8_t *nc, const uint8_t *ns, uint8_t *out);
 
 /* Fill the peer_* fields of st. */
 void coordl__peer_stats(coordl__peer_t *p, coordl_stats_t *st);

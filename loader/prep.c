@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep.c: the JPEG prep stage: decode one encoded image with libjpeg-turbo
  * and write one augmented sample (RandomResizedCrop or eval resize + center
@@ -46,10 +47,11 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+#include "common/error.h"
 #include "coordl.h"
-#include "prep.h"
-#include "prep_internal.h"
-#include "rng.h"
+#include "loader/prep.h"
+#include "loader/prep_internal.h"
+#include "loader/rng.h"
 
 
 /*
@@ -557,20 +559,6 @@ static int has_eoi(const uint8_t *buf, size_t len, size_t scan_start)
 	return 0;
 }
 
-static int fail(char *why, size_t whylen, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t whylen, int err, const char *fmt, ...)
-{
-	if (why && whylen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	errno = err;
-	return -1;
-}
-
 int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		      uint64_t sample_seed, void *dst, char *why, size_t whylen)
 {
@@ -583,15 +571,15 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 	double f;
 
 	if (!jpeg || len == 0)
-		return fail(why, whylen, EINVAL, "empty input");
+		return syn_errbuf(why, whylen, EINVAL, "empty input");
 	if (len < 4 || jpeg[0] != 0xFF || jpeg[1] != 0xD8)
-		return fail(why, whylen, EINVAL, "not a JPEG (no SOI marker)");
+		return syn_errbuf(why, whylen, EINVAL, "not a JPEG (no SOI marker)");
 
 	/* Everything below may longjmp back here; the volatile-free locals
 	 * are not used after the jump. */
 	if (setjmp(ctx->jerr.jb)) {
 		jpeg_abort_decompress(ci);
-		return fail(why, whylen, EINVAL, "jpeg: %s", ctx->jerr.msg);
+		return syn_errbuf(why, whylen, EINVAL, "jpeg: %s", ctx->jerr.msg);
 	}
 	jpeg_mem_src(ci, jpeg, (unsigned long)len);
 	jpeg_read_header(ci, TRUE);
@@ -601,9 +589,10 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 	    || ci->image_height > COORDL__PREP_MAX_SIDE
 	    || (long)ci->image_width * (long)ci->image_height > COORDL__PREP_MAX_PIXELS) {
 		jpeg_abort_decompress(ci);
-		return fail(why, whylen, EINVAL, "image %ux%u is beyond the %dx%d / %ld pixel limit",
-			    ci->image_width, ci->image_height, COORDL__PREP_MAX_SIDE,
-			    COORDL__PREP_MAX_SIDE, COORDL__PREP_MAX_PIXELS);
+		return syn_errbuf(why, whylen, EINVAL,
+				  "image %ux%u is beyond the %dx%d / %ld pixel limit",
+				  ci->image_width, ci->image_height, COORDL__PREP_MAX_SIDE,
+				  COORDL__PREP_MAX_SIDE, COORDL__PREP_MAX_PIXELS);
 	}
 	if (ci->progressive_mode || ci->comps_in_scan < ci->num_components) {
 		/* The whole image's coefficients stay in memory: one JBLOCK per
@@ -619,11 +608,12 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		}
 		if (need > (uint64_t)COORDL__PREP_MAX_MEMORY) {
 			jpeg_abort_decompress(ci);
-			return fail(why, whylen, EINVAL,
-				    "%s JPEG of %ux%u needs %llu MiB to decode, beyond the %ld MiB limit",
-				    ci->progressive_mode ? "progressive" : "multi-scan", ci->image_width,
-				    ci->image_height, (unsigned long long)(need >> 20),
-				    COORDL__PREP_MAX_MEMORY >> 20);
+			return syn_errbuf(why, whylen, EINVAL, "%s JPEG of %ux%u needs %llu MiB "
+					  "to decode, beyond the %ld MiB limit",
+					  ci->progressive_mode ? "progressive" : "multi-scan",
+					  ci->image_width, ci->image_height,
+					  (unsigned long long)(need >> 20),
+					  COORDL__PREP_MAX_MEMORY >> 20);
 		}
 	}
 	switch (ci->jpeg_color_space) {
@@ -640,8 +630,8 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		break;
 	default:
 		jpeg_abort_decompress(ci);
-		return fail(why, whylen, EINVAL, "unsupported colour space (%d components)",
-			    ci->num_components);
+		return syn_errbuf(why, whylen, EINVAL, "unsupported colour space (%d components)",
+				  ci->num_components);
 	}
 	inverted = ci->saw_Adobe_marker;
 
@@ -668,7 +658,7 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		if (axis_build(&ctx->hx, box.x * f, box.bw * f, m, rx0, rx1, box.flip) < 0
 		    || axis_build(&ctx->vy, box.y * f, box.bh * f, m, ry0, ry1, 0) < 0) {
 			jpeg_abort_decompress(ci);
-			return fail(why, whylen, ENOMEM, "out of memory");
+			return syn_errbuf(why, whylen, ENOMEM, "out of memory");
 		}
 	}
 	xlo = sw;
@@ -702,11 +692,11 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 		    (size_t)ctx->vy.ntaps * (size_t)m * sizeof(v4f)) < 0
 	    || grow((void **)&ctx->vrow, &ctx->vrow_cap, (size_t)m * sizeof(v4f)) < 0) {
 		jpeg_abort_decompress(ci);
-		return fail(why, whylen, ENOMEM, "out of memory");
+		return syn_errbuf(why, whylen, ENOMEM, "out of memory");
 	}
 	if (ylo > 0 && jpeg_skip_scanlines(ci, (JDIMENSION)ylo) != (JDIMENSION)ylo) {
 		jpeg_abort_decompress(ci);
-		return fail(why, whylen, EINVAL, "jpeg: could not skip to row %d", ylo);
+		return syn_errbuf(why, whylen, EINVAL, "jpeg: could not skip to row %d", ylo);
 	}
 
 	row = ylo;
@@ -716,7 +706,8 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 			JSAMPROW rp = ctx->row + PREP_ROW_SKEW;
 			if (jpeg_read_scanlines(ci, &rp, 1) != 1) {
 				jpeg_abort_decompress(ci);
-				return fail(why, whylen, EINVAL, "jpeg: no data for row %d", row);
+				return syn_errbuf(why, whylen, EINVAL, "jpeg: no data for row %d",
+						  row);
 			}
 			if (cmyk)
 				cmyk_to_rgbx(rp, (int)ci->output_width, inverted);
@@ -730,7 +721,7 @@ int coordl__prep_item(coordl__prep_ctx_t *ctx, const uint8_t *jpeg, size_t len,
 	jpeg_abort_decompress(ci);
 
 	if (!has_eoi(jpeg, len, scan_start))
-		return fail(why, whylen, EINVAL, "truncated JPEG (no EOI marker)");
+		return syn_errbuf(why, whylen, EINVAL, "truncated JPEG (no EOI marker)");
 	return 0;
 }
 

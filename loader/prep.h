@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep.h: internal interface between the pipeline and the image prep stage.
  *

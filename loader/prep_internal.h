@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep_internal.h: pieces of the prep stage that tests and benchmarks need
  * beyond loader/prep.h, chiefly the crop geometry, so that a reference
@@ -9,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "prep.h"
+#include "loader/prep.h"
 
 /* Limits on the images prep accepts (larger ones are rejected as absurd). */
 #define COORDL__PREP_MAX_SIDE 16384

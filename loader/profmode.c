@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * profmode.c: profiling a real training job from inside its loader (see
  * profmode.h). Driven by the consumer's calls: every measurement is a
@@ -17,15 +18,17 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "synergy_env.h"
-#include "follow.h"
-#include "profmode.h"
-#include "util.h"
+#include "loader/follow.h"
+#include "loader/profmode.h"
+#include "loader/util.h"
 
 #define MAX_POINTS 64
 #define SYN_STR(x) #x
@@ -118,21 +121,20 @@ static double median(const double *v, int n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* Write the report: a temporary file beside out, renamed over it. */
+/* Write the report: atomically (common/file.h), so that the plugin reading
+ * it sees all of it or nothing. */
 static void write_report(coordl__profmode_t *p)
 {
-	size_t n = strlen(p->out);
-	char *tmp = malloc(n + 16);
-	FILE *f = NULL;
-	int fd = -1, ok = 0;
+	syn_atomic_t a;
+	FILE *f;
 
 	p->written = 1;
-	if (!tmp)
+	if (syn_atomic_begin(&a, AT_FDCWD, p->out, 0600) < 0)
 		return;
-	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", p->out);
-	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w")))
-		goto out;
-	fd = -1;
+	if (!(f = syn_atomic_stream(&a))) {
+		syn_atomic_abort(&a);
+		return;
+	}
 	fprintf(f, "{\n  \"coordl_profile\": " SYN_REPORT_V ",\n  \"complete\": %s,\n  \"batch_size\": %d,\n"
 	        "  \"max_threads\": %d,\n  \"elapsed\": %.6f,\n"
 	        "  \"dataset\": { \"bytes\": %llu, \"items\": %llu },\n  \"points\": [",
@@ -160,19 +162,7 @@ static void write_report(coordl__profmode_t *p)
 		first = 0;
 	}
 	fprintf(f, "\n  ]\n}\n");
-	ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-	ok = (fclose(f) == 0) && ok;
-	f = NULL;
-	if (ok && rename(tmp, p->out) == 0)
-		ok = 2;
-out:
-	if (f)
-		fclose(f);
-	if (fd >= 0)
-		close(fd);
-	if (ok != 2)
-		unlink(tmp);
-	free(tmp);
+	syn_atomic_commit(&a);
 }
 
 /* The point just measured decides the next thread count (or the end). */

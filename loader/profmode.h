@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * profmode.h: the loader's profiling mode (internal to libcoordl).
  *

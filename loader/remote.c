@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote.c: HTTP(S) and S3 datasets (see remote.h).
  *
@@ -35,10 +36,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "remote.h"
-#include "source.h"
-#include "util.h"
+#include "common/file.h"
+#include "common/parse.h"
+#include "loader/env.h"
+#include "loader/remote.h"
+#include "loader/source.h"
+#include "loader/util.h"
 
 
 struct coordl__remote {
@@ -696,7 +699,7 @@ int coordl__parse_manifest(coordl__source_t *src, const char *body, size_t len, 
 			goto out;
 		}
 		*sp = '\0';
-		if (coordl__parse_int(l, 0, INT64_MAX, &size) < 0 || !sp[1]) {
+		if (syn_parse_i64(l, 0, INT64_MAX, &size) < 0 || !sp[1]) {
 			coordl__errprintf(err, EINVAL, "%s:%ld: expected '<bytes> <class>/<file>'", what, lineno);
 			goto out;
 		}
@@ -931,7 +934,7 @@ static int parse_list(coordl__remote_t *r, coordl__source_t *src, char *body, si
 			sp--;
 		if (sp == l)
 			return coordl__errprintf(err, EINVAL, "%s:%ld: expected '<url> <label>'", what, lineno);
-		if (coordl__parse_int(sp, 0, INT32_MAX - 1, &label) < 0)
+		if (syn_parse_i64(sp, 0, INT32_MAX - 1, &label) < 0)
 			return coordl__errprintf(err, EINVAL, "%s:%ld: label '%.20s' is not an integer 0..%d",
 						 what, lineno, sp, INT32_MAX - 1);
 		while (sp > l && isspace((unsigned char)sp[-1]))
@@ -973,34 +976,15 @@ static int parse_list(coordl__remote_t *r, coordl__source_t *src, char *body, si
 /* Read a local file (a list of URLs) into a NUL-terminated buffer. */
 static int read_local(const char *path, char **out, size_t *outlen, coordl_error_t *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	struct stat st;
-	char *buf = NULL;
-	size_t done = 0;
+	char *buf = syn_file_read(AT_FDCWD, path, COORDL__REMOTE_TEXT_MAX,
+				  SYN_FILE_FOLLOW | SYN_FILE_REGULAR, outlen);
 
-	if (fd < 0)
-		return coordl__errprintf(err, errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > COORDL__REMOTE_TEXT_MAX) {
-		close(fd);
+	if (!buf && (errno == EINVAL || errno == EFBIG))
 		return coordl__errprintf(err, EINVAL, "%s: not a regular file of at most %llu bytes", path,
 					 (unsigned long long)COORDL__REMOTE_TEXT_MAX);
-	}
-	if (!(buf = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return coordl__errprintf(err, ENOMEM, "out of memory");
-	}
-	while (done < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
-	close(fd);
-	buf[done] = '\0';
+	if (!buf)
+		return coordl__errprintf(err, errno, "%s: %s", path, strerror(errno));
 	*out = buf;
-	*outlen = done;
 	return 0;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote.h: datasets in HTTP(S) servers and S3 object stores (libcurl).
  *
@@ -30,7 +31,7 @@
 #include <curl/curl.h>
 
 #include "coordl.h"
-#include "source.h"
+#include "loader/source.h"
 
 typedef struct coordl__remote coordl__remote_t;
 

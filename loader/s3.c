@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * s3.c: the S3 side of remote datasets (see remote.h): settings from the
  * AWS environment and the shared credentials file, signed requests, and
@@ -27,9 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "remote.h"
-#include "util.h"
+#include "common/file.h"
+#include "common/kv.h"
+#include "common/parse.h"
+#include "loader/env.h"
+#include "loader/remote.h"
+#include "loader/util.h"
 
 /* SHA-256 of the empty string: the payload hash of every GET. */
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -77,119 +81,94 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-/* Trim spaces at both ends in place; returns the new start. */
-static char *trim(char *s)
-{
-	char *e;
+struct cred_walk {
+	coordl__s3conf_t *c;
+	const char *path, *profile;
+	int found;
+	coordl_error_t *err;
+};
 
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
+static int cred_entry(const char *section, const char *key, const char *value, int line,
+		      void *arg)
+{
+	struct cred_walk *w = arg;
+	char **dst = NULL;
+
+	if (!section || strcmp(section, w->profile) != 0)
+		return 0;
+	w->found = 1;
+	if (!key)
+		return 0; /* the section's own line */
+	if (!value)
+		return coordl__errprintf(w->err, EINVAL, "AWS credentials file %s:%d: expected "
+					 "'key = value'", w->path, line);
+	if (strcmp(key, "aws_access_key_id") == 0)
+		dst = &w->c->key_id;
+	else if (strcmp(key, "aws_secret_access_key") == 0)
+		dst = &w->c->secret;
+	else if (strcmp(key, "aws_session_token") == 0)
+		dst = &w->c->token;
+	if (!dst)
+		return 0; /* region, output and other settings */
+	if (!valid_secret(value, 4096))
+		return coordl__errprintf(w->err, EINVAL, "AWS credentials file %s:%d: %s: expected "
+					 "printable characters without spaces", w->path, line, key);
+	wipe_free(*dst);
+	if (!(*dst = strdup(value)))
+		return coordl__errprintf(w->err, ENOMEM, "out of memory");
+	return 0;
 }
 
 /*
  * Read aws_access_key_id, aws_secret_access_key and aws_session_token of
- * `profile` from an INI credentials file. explicit: the file or the
- * profile was named by the environment, so its absence is an error.
+ * `profile` from an INI credentials file (common/kv.h). explicit: the file
+ * or the profile was named by the environment, so its absence is an error.
  * Error texts name the file and line, never a value.
  */
 static int read_cred_file(coordl__s3conf_t *c, const char *path, const char *profile, int explicit,
 			  coordl_error_t *err)
 {
-	int fd = -1, rv = -1, in = 0, found = 0, lineno = 0;
-	struct stat st;
-	char *data = NULL, *line, *next;
-	ssize_t n;
+	struct cred_walk w = { c, path, profile, 0, err };
+	syn_error_t kerr;
+	syn_kv_t *kv = NULL;
+	char *data;
+	size_t n;
+	int rv = -1;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0) {
+	if (!(data = syn_file_read(AT_FDCWD, path, CRED_FILE_MAX,
+				   SYN_FILE_FOLLOW | SYN_FILE_REGULAR, &n))) {
 		if (errno == ENOENT && !explicit)
 			return 0; /* no file: anonymous requests */
+		if (errno == EINVAL || errno == EFBIG)
+			return coordl__errprintf(err, EINVAL,
+						 "AWS credentials file %s: not a regular "
+						 "file of at most %d bytes",
+						 path, CRED_FILE_MAX);
 		return coordl__errprintf(err, errno == ENOENT ? ENOENT : EACCES,
 					 "AWS credentials file %s: %s", path, strerror(errno));
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CRED_FILE_MAX) {
-		coordl__errprintf(err, EINVAL, "AWS credentials file %s: not a regular file of at most %d bytes",
-				  path, CRED_FILE_MAX);
+	/* Lenient: another program's file, whose other profiles may hold
+	 * lines this reader has no use for. */
+	if (!(kv = syn_kv_parse(data, path, SYN_KV_INI | SYN_KV_LENIENT, &kerr))) {
+		coordl__errprintf(err, errno, "AWS credentials file %s", kerr.text);
 		goto out;
 	}
-	if (!(data = malloc((size_t)st.st_size + 1))) {
-		coordl__errprintf(err, ENOMEM, "out of memory");
+	if (syn_kv_foreach(kv, cred_entry, &w) != 0)
 		goto out;
-	}
-	if ((n = read(fd, data, (size_t)st.st_size)) < 0) {
-		coordl__errprintf(err, EIO, "AWS credentials file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	data[n] = '\0';
-	for (line = data; line; line = next) {
-		char *l, *eq, *k, *v, **dst = NULL;
-		/* Line by line, blank ones included, so errors name the right line. */
-		if ((next = strchr(line, '\n')))
-			*next++ = '\0';
-		l = trim(line);
-		lineno++;
-		if (!*l || *l == '#' || *l == ';')
-			continue;
-		if (*l == '[') {
-			char *e = strchr(l, ']');
-			if (!e) {
-				coordl__errprintf(err, EINVAL, "AWS credentials file %s:%d: expected '[profile]'",
-						  path, lineno);
-				goto out;
-			}
-			*e = '\0';
-			in = strcmp(trim(l + 1), profile) == 0;
-			found |= in;
-			continue;
-		}
-		if (!in)
-			continue;
-		if (!(eq = strchr(l, '='))) {
-			coordl__errprintf(err, EINVAL, "AWS credentials file %s:%d: expected 'key = value'",
-					  path, lineno);
-			goto out;
-		}
-		*eq = '\0';
-		k = trim(l);
-		v = trim(eq + 1);
-		if (strcmp(k, "aws_access_key_id") == 0)
-			dst = &c->key_id;
-		else if (strcmp(k, "aws_secret_access_key") == 0)
-			dst = &c->secret;
-		else if (strcmp(k, "aws_session_token") == 0)
-			dst = &c->token;
-		if (!dst)
-			continue; /* region, output and other settings */
-		if (!valid_secret(v, 4096)) {
-			coordl__errprintf(err, EINVAL, "AWS credentials file %s:%d: %s: expected printable "
-					  "characters without spaces", path, lineno, k);
-			goto out;
-		}
-		wipe_free(*dst);
-		if (!(*dst = strdup(v))) {
-			coordl__errprintf(err, ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-	if (!found && explicit) {
+	if (!w.found && explicit) {
 		coordl__errprintf(err, ENOENT, "AWS credentials file %s: no profile [%s]", path, profile);
 		goto out;
 	}
-	if (found && (!c->key_id || !c->secret)) {
+	if (w.found && (!c->key_id || !c->secret)) {
 		coordl__errprintf(err, EINVAL, "AWS credentials file %s: profile [%s] lacks %s", path,
 				  profile, c->key_id ? "aws_secret_access_key" : "aws_access_key_id");
 		goto out;
 	}
 	rv = 0;
 out:
-	if (data) {
-		explicit_bzero(data, (size_t)st.st_size);
-		free(data);
-	}
-	close(fd);
+	syn_kv_destroy(kv);
+	explicit_bzero(data, n);
+	free(data);
 	return rv;
 }
 
@@ -547,7 +526,7 @@ int coordl__s3_parse_list(const char *body, size_t len, coordl__s3_page_t *pg, c
 			snprintf(why, whylen, "entry %zu: no <Size>", pg->n + 1);
 			goto bad;
 		}
-		if (coordl__parse_int(size, 0, INT64_MAX, &sz) < 0) {
+		if (syn_parse_i64(size, 0, INT64_MAX, &sz) < 0) {
 			free(key);
 			free(size);
 			snprintf(why, whylen, "entry %zu: <Size> is not a number", pg->n + 1);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source.c: ImageFolder, file list and shard sources (see source.h).
  *
@@ -29,11 +30,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "remote.h"
-#include "rng.h"
-#include "source.h"
-#include "util.h"
+#include "common/parse.h"
+#include "loader/env.h"
+#include "loader/remote.h"
+#include "loader/rng.h"
+#include "loader/source.h"
+#include "loader/util.h"
 
 typedef struct item {
 	uint64_t offset;   /* within the shard (shards only) */
@@ -456,7 +458,7 @@ static int open_filelist(coordl__source_t *s, const char *path, coordl_error_t *
 			coordl__errprintf(err, EINVAL, "%s:%ld: expected '<path> <label>'", path, lineno);
 			goto out;
 		}
-		if (coordl__parse_int(sp, 0, INT32_MAX - 1, &label) < 0) {
+		if (syn_parse_i64(sp, 0, INT32_MAX - 1, &label) < 0) {
 			coordl__errprintf(err, EINVAL, "%s:%ld: label '%.20s' is not an integer 0..%d",
 					  path, lineno, sp, INT32_MAX - 1);
 			goto out;

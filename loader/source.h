@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source.h: dataset sources of libcoordl and the fetch interface.
  *

@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * util.c: the error-reporting helper of libcoordl (see util.h).
+ * util.c: libcoordl's face of the error helper, path formatting and the
+ * private files and locks of the shared cache (see util.h).
  */
 #include "config.h"
 
@@ -13,17 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/error.h"
+#include "loader/util.h"
 
 int coordl__errprintf(coordl_error_t *err, int errnum, const char *fmt, ...)
 {
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->text, sizeof(err->text), fmt, ap);
-		va_end(ap);
-	}
-	errno = errnum;
+	va_list ap;
+
+	va_start(ap, fmt);
+	syn_verrbuf(err ? err->text : NULL, err ? sizeof(err->text) : 0, errnum, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * util.h: small helpers shared by the files of libcoordl.
  *
  * coordl__errprintf() fills an optional caller-owned coordl_error_t, sets
  * errno and returns -1, so that a failing function can report and return in
- * one statement. coordl__now() is the monotonic clock every statistic of the
+ * one statement: common/error.h's helper for libcoordl's public error type
+ * (the same layout as syn_error_t). coordl__now() is the monotonic clock every statistic of the
  * loader is measured with.
  */
 #ifndef COORDL_UTIL_H

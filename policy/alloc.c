@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * alloc.c: the placement engine behind every allocator: best-fit on one
  * node, spanning several nodes under the multi-server rule (same cores and
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 struct syn__ctx {
 	syn_node_t *nodes;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * builtin.c: built-in sensitivity profiles for the ten models the Synergy
  * simulator uses, on the paper's grid (cores {1,2,3,4,5,6,9,12,24} x cache GB

@@ -1,7 +1,7 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * demand.c: what a job needs. The best-case demand rule (see
- * synergy_policy.h), the throughput of a job with or without a profile, and
- * the error helper of the library.
+ * synergy_policy.h) and the throughput of a job with or without a profile.
  */
 #include "config.h"
 
@@ -9,20 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "policy_int.h"
-
-int syn__fail(syn_policy_error_t *err, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->text, sizeof err->text, fmt, ap);
-		va_end(ap);
-	}
-	errno = errnum;
-	return -1;
-}
+#include "policy/policy_int.h"
 
 double syn_job_tput(const syn_profile_t *p, double cpus, double mem_gb)
 {

@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # policy: build rules (included from the top Makefile.am)
 # libsynpolicy: the allocation core, free of Slurm, built PIC through libtool
-# so that the Slurm plugins can link it. Depends on libm and GLPK (OPT).
+# so that the Slurm plugins can link it. Depends on the profiles of
+# common/libsynstore, GLPK (OPT) and libm.
 noinst_LTLIBRARIES += policy/libsynpolicy.la
 policy_libsynpolicy_la_SOURCES = \
-	policy/profile.c \
 	policy/builtin.c \
 	policy/demand.c \
 	policy/order.c \
@@ -13,19 +14,19 @@ policy_libsynpolicy_la_SOURCES = \
 	policy/size.c \
 	policy/node.c \
 	policy/policy_int.h
-policy_libsynpolicy_la_LIBADD = $(GLPK_LIBS) $(LIBM)
+policy_libsynpolicy_la_LIBADD = common/libsynstore.la $(GLPK_LIBS) $(LIBM)
 noinst_HEADERS += include/synergy_policy.h
 
 # Unit tests.
-POLICY_TESTS = policy/test/profile.t policy/test/alloc.t policy/test/guarantee.t policy/test/opt.t \
+POLICY_TESTS = policy/test/builtin.t policy/test/alloc.t policy/test/guarantee.t policy/test/opt.t \
 	policy/test/live.t
 check_PROGRAMS += $(POLICY_TESTS)
 UNIT_TESTS += $(POLICY_TESTS)
-POLICY_TEST_LDADD = policy/libsynpolicy.la $(GLPK_LIBS) $(LIBM)
-POLICY_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
-policy_test_profile_t_SOURCES = policy/test/profile.c
-policy_test_profile_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
-policy_test_profile_t_LDADD = $(POLICY_TEST_LDADD)
+POLICY_TEST_LDADD = policy/libsynpolicy.la
+POLICY_TEST_CPPFLAGS = $(AM_CPPFLAGS)
+policy_test_builtin_t_SOURCES = policy/test/builtin.c
+policy_test_builtin_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
+policy_test_builtin_t_LDADD = $(POLICY_TEST_LDADD)
 policy_test_alloc_t_SOURCES = policy/test/alloc.c
 policy_test_alloc_t_CPPFLAGS = $(POLICY_TEST_CPPFLAGS)
 policy_test_alloc_t_LDADD = $(POLICY_TEST_LDADD)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * node.c: node-level TUNE for live Slurm (syn_node_tune): the cores and
  * cache each Synergy job running on one node should hold now, its
@@ -26,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 /* One consumer of the pool, as the plan works on it: a Synergy job with a
  * profile, or the co-located members of one coordinated-prep group (same
@@ -132,7 +133,7 @@ static void job_share(const syn_shape_t *node, const syn_profile_t *p, int g, in
 }
 
 int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flags,
-		  syn_node_stats_t *st, syn_policy_error_t *err)
+		  syn_node_stats_t *st, syn_error_t *err)
 {
 	syn_node_stats_t local;
 	struct syn__ctx *cx = NULL;
@@ -141,7 +142,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 	syn_profile_t one;
 	int *own = NULL;
 	syn_node_t nd;
-	char msg[160];
+	syn_error_t why;
 	int64_t sum_c = 0, pool_c;
 	uint64_t sum_m = 0, pool_m;
 	int sum_g = 0, nx = 0, rv = -1, other_g = 0;
@@ -150,32 +151,32 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof *st);
-	if (syn__check_shape(node, msg, sizeof msg) < 0)
-		return syn__fail(err, EINVAL, "%s", msg);
+	if (syn__check_shape(node, &why) < 0)
+		return syn_errprintf(err, EINVAL, "%s", why.text);
 	if (n < 0 || (n > 0 && !jobs))
-		return syn__fail(err, EINVAL, "jobs: %d jobs given", n);
+		return syn_errprintf(err, EINVAL, "jobs: %d jobs given", n);
 	if (flags & ~(SYN_NODE_NO_LEFTOVER | SYN_NODE_NO_EXCHANGE))
-		return syn__fail(err, EINVAL, "flags = %#x: unknown bits", (unsigned)flags);
+		return syn_errprintf(err, EINVAL, "flags = %#x: unknown bits", (unsigned)flags);
 	for (int i = 0; i < n; i++) {
 		const syn_node_job_t *j = &jobs[i];
 
 		if (j->gpus < (j->synergy ? 1 : 0) || j->cores < 0 || j->mem_mb > node->mem_mb)
-			return syn__fail(err, EINVAL,
+			return syn_errprintf(err, EINVAL,
 					 "job %d (id %llu): gpus=%d cores=%d mem_mb=%llu (need gpus >= %d, "
-					 "cores >= 0, mem_mb <= the node's)",
-					 i, (unsigned long long)j->id, j->gpus, j->cores,
-					 (unsigned long long)j->mem_mb, j->synergy ? 1 : 0);
-		if (j->synergy && j->profile && syn_profile_check(j->profile, msg, sizeof msg) < 0)
-			return syn__fail(err, EINVAL, "job %d (id %llu): profile: %s", i,
-					 (unsigned long long)j->id, msg);
+					     "cores >= 0, mem_mb <= the node's)",
+					     i, (unsigned long long)j->id, j->gpus, j->cores,
+					     (unsigned long long)j->mem_mb, j->synergy ? 1 : 0);
+		if (j->synergy && j->profile && syn_profile_check(j->profile, &why) < 0)
+			return syn_errprintf(err, EINVAL, "job %d (id %llu): profile: %s", i,
+					     (unsigned long long)j->id, why.text);
 		sum_g += j->gpus;
 		sum_c += j->cores;
 		sum_m += j->mem_mb;
 		if (sum_g > node->gpus || sum_c > node->cpus || sum_m > node->mem_mb)
-			return syn__fail(err, EINVAL,
+			return syn_errprintf(err, EINVAL,
 					 "jobs 0..%d are allotted more than the node has: %d/%d GPUs, "
-					 "%lld/%d cores, %llu/%llu MB",
-					 i, sum_g, node->gpus, (long long)sum_c, node->cpus,
+					     "%lld/%d cores, %llu/%llu MB",
+					     i, sum_g, node->gpus, (long long)sum_c, node->cpus,
 					 (unsigned long long)sum_m, (unsigned long long)node->mem_mb);
 	}
 	pool_c = node->cpus - sum_c;
@@ -187,7 +188,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 	sj = calloc((size_t)(n > 0 ? n : 1), sizeof *sj);
 	own = calloc((size_t)(n > 0 ? n : 1), sizeof *own);
 	if (!x || !sj || !own) {
-		syn__fail(err, ENOMEM, "out of memory");
+		syn_errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	/* Everyone's outputs at the allotment; the jobs that can gain go to x,
@@ -253,8 +254,10 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		if (y->k > 1) {
 			one = y->q;
 			if (syn_profile_group(&one, y->k, &y->q) < 0) {
-				syn__fail(err, EINVAL, "job %llu: a group of %d members (at most %d)",
-					  (unsigned long long)jobs[y->i].id, y->k, SYN_MAX_GROUP);
+				syn_errprintf(err, EINVAL,
+					      "job %llu: a group of %d members (at most %d)",
+					      (unsigned long long)jobs[y->i].id, y->k,
+					      SYN_MAX_GROUP);
 				goto out;
 			}
 		}
@@ -315,7 +318,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		nd.free_mem_gb = ((double)pool_m + m_base) / 1024.0;
 		cx = syn__ctx_create(&nd, 1, sj, nx, &rst);
 		if (!cx) {
-			syn__fail(err, ENOMEM, "out of memory");
+			syn_errprintf(err, ENOMEM, "out of memory");
 			goto out;
 		}
 		for (int k = 0; k < nx; k++) {
@@ -325,7 +328,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 			syn__commit(cx, k, &pl, 1, c, m);
 			sj[k].alloc.prop_tput = x[k].prop;
 			if (syn__ctx_set_min(cx, k, c, m) < 0) {
-				syn__fail(err, ENOMEM, "out of memory");
+				syn_errprintf(err, ENOMEM, "out of memory");
 				goto out;
 			}
 		}
@@ -407,8 +410,9 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 				gm -= (int64_t)jobs[i].cache_mb;
 			}
 		if (gc < 0 || gm < 0) {
-			syn__fail(err, EDOM, "job %llu: plan below its allotment (internal error)",
-				  (unsigned long long)jobs[x[k].i].id);
+			syn_errprintf(err, EDOM,
+				      "job %llu: plan below its allotment (internal error)",
+				      (unsigned long long)jobs[x[k].i].id);
 			goto out;
 		}
 		left_c = gc;
@@ -433,15 +437,16 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 			st->granted_cache_mb += j->grant_cache_mb;
 		}
 		if (left_c != 0 || left_m != 0) {
-			syn__fail(err, EDOM, "job %llu: group grant not split (internal error)",
-				  (unsigned long long)jobs[x[k].i].id);
+			syn_errprintf(err, EDOM, "job %llu: group grant not split (internal error)",
+				      (unsigned long long)jobs[x[k].i].id);
 			goto out;
 		}
 	}
 	if (st->granted_cores > st->free_cores || st->granted_cache_mb > st->free_mem_mb) {
-		syn__fail(err, EDOM, "plan grants %d cores, %llu MB of a pool of %d, %llu (internal error)",
-			  st->granted_cores, (unsigned long long)st->granted_cache_mb, st->free_cores,
-			  (unsigned long long)st->free_mem_mb);
+		syn_errprintf(err, EDOM, "plan grants %d cores, %llu MB of a pool of %d, %llu "
+			      "(internal error)", st->granted_cores,
+			      (unsigned long long)st->granted_cache_mb, st->free_cores,
+			      (unsigned long long)st->free_mem_mb);
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
@@ -460,27 +465,27 @@ out:
 	return rv;
 }
 
-int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_policy_error_t *err)
+int syn_node_harvest(syn_harvest_job_t *jobs, int n, syn_error_t *err)
 {
 	int pool = 0;
 
 	if (n < 0 || (n > 0 && !jobs))
-		return syn__fail(err, EINVAL, "jobs: %d jobs given", n);
+		return syn_errprintf(err, EINVAL, "jobs: %d jobs given", n);
 	for (int i = 0; i < n; i++) {
 		syn_harvest_job_t *j = &jobs[i];
-		char msg[160];
+		syn_error_t why;
 
 		if (j->allotted < 0 || j->hold < j->allotted || j->lent < 0 ||
 		    j->lent > j->allotted || (j->synergy && j->gpus < 1) || isnan(j->spare))
-			return syn__fail(err, EINVAL,
+			return syn_errprintf(err, EINVAL,
 					 "job %d (id %llu): allotted=%d hold=%d lent=%d gpus=%d "
 					 "spare=%g (need 0 <= lent <= allotted <= hold, gpus >= 1, "
-					 "a spare that is a number)",
+					     "a spare that is a number)",
 					 i, (unsigned long long)j->id, j->allotted, j->hold, j->lent,
-					 j->gpus, j->spare);
-		if (j->synergy && j->profile && syn_profile_check(j->profile, msg, sizeof msg) < 0)
-			return syn__fail(err, EINVAL, "job %d (id %llu): profile: %s", i,
-					 (unsigned long long)j->id, msg);
+					     j->gpus, j->spare);
+		if (j->synergy && j->profile && syn_profile_check(j->profile, &why) < 0)
+			return syn_errprintf(err, EINVAL, "job %d (id %llu): profile: %s", i,
+					     (unsigned long long)j->id, why.text);
 	}
 	for (int i = 0; i < n; i++) {
 		syn_harvest_job_t *j = &jobs[i];

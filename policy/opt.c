@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * opt.c: Synergy-OPT with GLPK, the upper bound the simulator compares TUNE
  * against.
@@ -34,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 #define TIE_COST 1e-4
 
@@ -121,7 +122,7 @@ static double relaxed_bound(glp_prob *lp, int ncol, const int *colk, const doubl
 int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double free_cpus,
 		    double free_mem, double share_c, double share_m, double time_limit_s,
 		    double *cpus, double *mem, double *obj, double *bound,
-		    syn_policy_error_t *err)
+		    syn_error_t *err)
 {
 	enum { MAXC = SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1 };
 	glp_prob *lp = NULL;
@@ -187,13 +188,14 @@ int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double fre
 	glp_load_matrix(lp, nz, ia, ja, ar);
 	if (solve(lp, time_limit_s) < 0) {
 		if (errno == ETIME)
-			syn__fail(err, ETIME, "OPT phase 1 (%d jobs, %d cells): no solution within %g s",
-				  n_sel, ncol, time_limit_s);
+			syn_errprintf(err, ETIME,
+				      "OPT phase 1 (%d jobs, %d cells): no solution within %g s",
+				      n_sel, ncol, time_limit_s);
 		else
-			syn__fail(err, EDOM,
+			syn_errprintf(err, EDOM,
 				  "OPT phase 1 (%d jobs): infeasible, free cores/memory below the "
-				  "jobs' proportional shares",
-				  n_sel);
+				      "jobs' proportional shares",
+				      n_sel);
 		goto out;
 	}
 	for (int k = 0; k < n_sel; k++) {
@@ -210,7 +212,7 @@ int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double fre
 	rv = 0;
 	goto out;
 nomem:
-	syn__fail(err, ENOMEM, "out of memory");
+	syn_errprintf(err, ENOMEM, "out of memory");
 out:
 	if (lp)
 		glp_delete_prob(lp);
@@ -563,7 +565,7 @@ out:
 
 int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 		   const int *order, const syn_round_opts_t *o, syn_round_stats_t *st,
-		   syn_policy_error_t *err)
+		   syn_error_t *err)
 {
 	struct syn__ctx *cx = NULL;
 	int *sel = NULL, n_sel = 0, rv = -1, free_g = 0;
@@ -582,7 +584,7 @@ int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 	mem = malloc(sizeof *mem * (size_t)(n_jobs > 0 ? n_jobs : 1));
 	cx = syn__ctx_create(nodes, n_nodes, jobs, n_jobs, st);
 	if (!sel || !cpus || !mem || !cx) {
-		syn__fail(err, ENOMEM, "out of memory");
+		syn_errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	/* The jobs of this round: in order, as many as the free GPUs hold. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * order.c: the scheduling orderings a round visits jobs in (FIFO, SRTF, LAS,
  * FTF), and the names of allocators and orderings.
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 struct key {
 	double k, arrival;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy_int.h: internals of libsynpolicy shared between its source files
  * and its unit tests. Not installed; names carry the syn__ prefix.
@@ -5,7 +6,6 @@
 #ifndef SYN_POLICY_INT_H
 #define SYN_POLICY_INT_H
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,10 +14,6 @@
 /* Relative slack when comparing resource sums, so that sums of per-GPU
  * shares that are equal in exact arithmetic compare equal. */
 #define SYN__EPS 1e-9
-
-/* Fill err (if any) from a format, set errno, return -1. */
-int syn__fail(syn_policy_error_t *err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* A node's GPU-proportional share per GPU. */
 static inline double syn__share_cpus(const syn_node_t *n)
@@ -66,7 +62,7 @@ static inline double syn__free_score(const syn_node_t *n)
 int syn__opt_select(const syn_job_t *jobs, const int *idx, int n_sel, double free_cpus,
 		    double free_mem, double share_c, double share_m, double time_limit_s,
 		    double *cpus, double *mem, double *obj, double *bound,
-		    syn_policy_error_t *err);
+		    syn_error_t *err);
 
 /* The candidate cells of a job for OPT: the profile's grid cells at or
  * above the floor plus the share itself. Writes up to max cells; returns
@@ -80,7 +76,7 @@ int syn__opt_cells(const syn_profile_t *p, double share_c, double share_m, doubl
  */
 int syn__opt_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 		   const int *order, const syn_round_opts_t *o, syn_round_stats_t *st,
-		   syn_policy_error_t *err);
+		   syn_error_t *err);
 
 /*
  * The placement engine shared by TUNE, GREEDY, PROP and OPT's fallback.
@@ -116,7 +112,7 @@ void syn__improve_node(struct syn__ctx *cx, int nd, int leftover, int exchange);
 void syn__live_share(const syn_shape_t *n, int g, int *cores, uint64_t *mem_mb,
 		     uint64_t *cache_mb);
 /* Check a shape; 0, or -1 with EINVAL and msg (len bytes) naming the field. */
-int syn__check_shape(const syn_shape_t *n, char *msg, size_t len);
+int syn__check_shape(const syn_shape_t *n, syn_error_t *err);
 /* q = p with its memory axis cut at cap_gb per GPU (a column at cap_gb,
  * interpolated, replaces the ones above): the profile of a job whose cache
  * never exceeds cap_gb. cap_gb <= 0 or not below p's last column: q = p. */

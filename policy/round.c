@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * round.c: the public entry points of the policy: one scheduling round over
  * a cluster (syn_round), the check of its result (syn_check_round), and the
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 void syn_round_opts_init(syn_round_opts_t *o)
 {
@@ -28,42 +29,42 @@ void syn_round_opts_init(syn_round_opts_t *o)
 	o->opt_time_limit_s = 10;
 }
 
-static int check_nodes(const syn_node_t *nodes, int n_nodes, syn_policy_error_t *err)
+static int check_nodes(const syn_node_t *nodes, int n_nodes, syn_error_t *err)
 {
 	if (n_nodes < 0 || (n_nodes > 0 && !nodes))
-		return syn__fail(err, EINVAL, "nodes: %d nodes given", n_nodes);
+		return syn_errprintf(err, EINVAL, "nodes: %d nodes given", n_nodes);
 	for (int i = 0; i < n_nodes; i++) {
 		const syn_node_t *n = &nodes[i];
 		if (n->gpus < 1 || !isfinite(n->cpus) || !(n->cpus > 0) || !isfinite(n->mem_gb) ||
 		    n->mem_gb < 0)
-			return syn__fail(err, EINVAL,
+			return syn_errprintf(err, EINVAL,
 					 "node %d: capacity gpus=%d cpus=%g mem_gb=%g (need gpus >= 1, "
-					 "cpus > 0, mem_gb >= 0)",
-					 i, n->gpus, n->cpus, n->mem_gb);
+					     "cpus > 0, mem_gb >= 0)",
+					     i, n->gpus, n->cpus, n->mem_gb);
 	}
 	return 0;
 }
 
-static int check_job(const syn_job_t *j, int i, syn_policy_error_t *err)
+static int check_job(const syn_job_t *j, int i, syn_error_t *err)
 {
-	char msg[120];
+	syn_error_t why;
 
 	if (j->gpus < 1)
-		return syn__fail(err, EINVAL, "job %d (id %llu): gpus = %d, need >= 1", i,
-				 (unsigned long long)j->id, j->gpus);
+		return syn_errprintf(err, EINVAL, "job %d (id %llu): gpus = %d, need >= 1", i,
+				     (unsigned long long)j->id, j->gpus);
 	if (!isfinite(j->arrival) || !isfinite(j->attained) || !isfinite(j->remaining) ||
 	    !isfinite(j->duration))
-		return syn__fail(err, EINVAL, "job %d (id %llu): times must be finite", i,
-				 (unsigned long long)j->id);
-	if (j->profile && syn_profile_check(j->profile, msg, sizeof msg) < 0)
-		return syn__fail(err, EINVAL, "job %d (id %llu): profile: %s", i,
-				 (unsigned long long)j->id, msg);
+		return syn_errprintf(err, EINVAL, "job %d (id %llu): times must be finite", i,
+				     (unsigned long long)j->id);
+	if (j->profile && syn_profile_check(j->profile, &why) < 0)
+		return syn_errprintf(err, EINVAL, "job %d (id %llu): profile: %s", i,
+				     (unsigned long long)j->id, why.text);
 	return 0;
 }
 
 /* Reset free amounts and take out the pinned jobs. */
 static int apply_pinned(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
-			syn_policy_error_t *err)
+			syn_error_t *err)
 {
 	for (int i = 0; i < n_nodes; i++) {
 		nodes[i].free_gpus = nodes[i].gpus;
@@ -80,12 +81,13 @@ static int apply_pinned(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_j
 		}
 		if (a->n_place < 1 || a->n_place > SYN_MAX_SPAN || !(a->cpus_per_gpu >= 0) ||
 		    !(a->mem_per_gpu >= 0))
-			return syn__fail(err, EINVAL, "job %d (id %llu): pinned without a valid allocation",
-					 i, (unsigned long long)jobs[i].id);
+			return syn_errprintf(err, EINVAL,
+					     "job %d (id %llu): pinned without a valid allocation",
+					     i, (unsigned long long)jobs[i].id);
 		for (int k = 0; k < a->n_place; k++) {
 			const syn_place_t *p = &a->place[k];
 			if (p->node < 0 || p->node >= n_nodes || p->gpus < 1)
-				return syn__fail(err, EINVAL,
+				return syn_errprintf(err, EINVAL,
 						 "job %d (id %llu): pinned on node %d with %d GPUs", i,
 						 (unsigned long long)jobs[i].id, p->node, p->gpus);
 			nodes[p->node].free_gpus -= p->gpus;
@@ -94,18 +96,20 @@ static int apply_pinned(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_j
 			g += p->gpus;
 		}
 		if (g != jobs[i].gpus)
-			return syn__fail(err, EINVAL, "job %d (id %llu): pinned on %d GPUs, needs %d", i,
-					 (unsigned long long)jobs[i].id, g, jobs[i].gpus);
+			return syn_errprintf(err, EINVAL,
+					     "job %d (id %llu): pinned on %d GPUs, needs %d", i,
+					     (unsigned long long)jobs[i].id, g, jobs[i].gpus);
 		a->tput = syn_job_tput(jobs[i].profile, a->cpus_per_gpu, a->mem_per_gpu);
 	}
 	for (int i = 0; i < n_nodes; i++)
 		if (nodes[i].free_gpus < 0)
-			return syn__fail(err, EINVAL, "node %d: pinned jobs use more GPUs than it has", i);
+			return syn_errprintf(err, EINVAL,
+					     "node %d: pinned jobs use more GPUs than it has", i);
 	return 0;
 }
 
 int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
-	      const syn_round_opts_t *o, syn_round_stats_t *st, syn_policy_error_t *err)
+	      const syn_round_opts_t *o, syn_round_stats_t *st, syn_error_t *err)
 {
 	syn_round_stats_t local;
 	struct syn__ctx *cx = NULL;
@@ -116,15 +120,15 @@ int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 		st = &local;
 	memset(st, 0, sizeof *st);
 	if (!o)
-		return syn__fail(err, EINVAL, "options are NULL");
+		return syn_errprintf(err, EINVAL, "options are NULL");
 	if ((int)o->allocator < 0 || o->allocator > SYN_ALLOC_OPT)
-		return syn__fail(err, EINVAL, "allocator %d unknown", (int)o->allocator);
+		return syn_errprintf(err, EINVAL, "allocator %d unknown", (int)o->allocator);
 	if ((int)o->ordering < 0 || o->ordering > SYN_ORDER_FTF)
-		return syn__fail(err, EINVAL, "ordering %d unknown", (int)o->ordering);
+		return syn_errprintf(err, EINVAL, "ordering %d unknown", (int)o->ordering);
 	if (!(o->eps >= 0 && o->eps < 1))
-		return syn__fail(err, EINVAL, "eps = %g, expected 0 <= eps < 1", o->eps);
+		return syn_errprintf(err, EINVAL, "eps = %g, expected 0 <= eps < 1", o->eps);
 	if (n_jobs < 0 || (n_jobs > 0 && !jobs))
-		return syn__fail(err, EINVAL, "jobs: %d jobs given", n_jobs);
+		return syn_errprintf(err, EINVAL, "jobs: %d jobs given", n_jobs);
 	if (check_nodes(nodes, n_nodes, err) < 0)
 		return -1;
 	for (int i = 0; i < n_jobs; i++)
@@ -134,7 +138,7 @@ int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 	 * at its previous allocation to turn remaining work into time. */
 	order = malloc(sizeof *order * (size_t)(n_jobs > 0 ? n_jobs : 1));
 	if (!order || syn_order(jobs, n_jobs, o->ordering, o->now, order) < 0) {
-		syn__fail(err, ENOMEM, "out of memory");
+		syn_errprintf(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	if (apply_pinned(nodes, n_nodes, jobs, n_jobs, err) < 0)
@@ -148,7 +152,7 @@ int syn_round(syn_node_t *nodes, int n_nodes, syn_job_t *jobs, int n_jobs,
 									 : SYN__TUNE;
 		cx = syn__ctx_create(nodes, n_nodes, jobs, n_jobs, st);
 		if (!cx) {
-			syn__fail(err, ENOMEM, "out of memory");
+			syn_errprintf(err, ENOMEM, "out of memory");
 			goto out;
 		}
 		for (int k = 0; k < n_jobs; k++) {
@@ -190,7 +194,7 @@ out:
 }
 
 int syn_check_round(const syn_node_t *nodes, int n_nodes, const syn_job_t *jobs, int n_jobs,
-		    syn_policy_error_t *err)
+		    syn_error_t *err)
 {
 	double *use = NULL;
 	int bad = 0;
@@ -198,10 +202,10 @@ int syn_check_round(const syn_node_t *nodes, int n_nodes, const syn_job_t *jobs,
 	if (check_nodes(nodes, n_nodes, err) < 0)
 		return -1;
 	if (n_jobs < 0 || (n_jobs > 0 && !jobs))
-		return syn__fail(err, EINVAL, "jobs: %d jobs given", n_jobs);
+		return syn_errprintf(err, EINVAL, "jobs: %d jobs given", n_jobs);
 	use = calloc((size_t)(n_nodes > 0 ? n_nodes : 1) * 3, sizeof *use);
 	if (!use)
-		return syn__fail(err, ENOMEM, "out of memory");
+		return syn_errprintf(err, ENOMEM, "out of memory");
 #define FIRST(...)                                                                   \
 	do {                                                                         \
 		if (bad++ == 0 && err)                                               \
@@ -256,20 +260,9 @@ int syn_check_round(const syn_node_t *nodes, int n_nodes, const syn_job_t *jobs,
 	return bad;
 }
 
-static int advise_fail(syn_advice_t *out, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int advise_fail(syn_advice_t *out, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (out) {
-		va_start(ap, fmt);
-		vsnprintf(out->reason, sizeof out->reason, fmt, ap);
-		va_end(ap);
-	}
-	errno = EINVAL;
-	return -1;
-}
+/* A refusal: the reason into out (when given), errno EINVAL, -1. */
+#define advise_fail(out, ...) \
+	syn_errbuf((out) ? (out)->reason : NULL, sizeof((out)->reason), EINVAL, __VA_ARGS__)
 
 /* Advise node i's GPU-proportional share (TUNE step 2 or 3). */
 static void advise_share(syn_advice_t *out, const syn_profile_t *p, const syn_node_t *n, int i,
@@ -285,8 +278,8 @@ static void advise_share(syn_advice_t *out, const syn_profile_t *p, const syn_no
 int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile_t *p,
 	       double eps, syn_advice_t *out)
 {
-	char msg[120];
-	syn_policy_error_t nerr = { "" };
+	syn_error_t why;
+	syn_error_t nerr = { "" };
 	double bc = 0, bm = 0, sc = INFINITY, sm = INFINITY, score = INFINITY;
 	int have, best = -1, max_gpus = 0;
 
@@ -302,8 +295,8 @@ int syn_advise(const syn_node_t *nodes, int n_nodes, int gpus, const syn_profile
 		return advise_fail(out, "gpus = %d, need >= 1", gpus);
 	if (!(eps >= 0 && eps < 1))
 		return advise_fail(out, "eps = %g, expected 0 <= eps < 1", eps);
-	if (p && syn_profile_check(p, msg, sizeof msg) < 0)
-		return advise_fail(out, "profile: %s", msg);
+	if (p && syn_profile_check(p, &why) < 0)
+		return advise_fail(out, "profile: %s", why.text);
 	for (int i = 0; i < n_nodes; i++) {
 		if (nodes[i].gpus > max_gpus)
 			max_gpus = nodes[i].gpus;

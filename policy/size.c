@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * size.c: sizing a job for live Slurm (syn_size_job): the cores and memory
  * job_submit asks Slurm for, never above the job's GPU share of the node in
@@ -22,18 +23,17 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 /* Memory above this (1 EiB) is a typo, and keeps g x mem_mb in range. */
 #define SYN__MAX_MEM_MB (1ULL << 40)
 #define SYN__MAX_CPUS 1000000
 #define SYN__MAX_GPUS 100000
 
-int syn__check_shape(const syn_shape_t *n, char *msg, size_t len)
+int syn__check_shape(const syn_shape_t *n, syn_error_t *err)
 {
 	const char *bad = NULL;
 
@@ -49,19 +49,14 @@ int syn__check_shape(const syn_shape_t *n, char *msg, size_t len)
 		bad = "process_mem_mb";
 	if (!bad)
 		return 0;
-	if (msg && len) {
-		if (!n)
-			snprintf(msg, len, "%s", bad);
-		else
-			snprintf(msg, len,
-				 "node shape: %s out of range (gpus=%d cpus=%d mem_mb=%llu "
-				 "process_mem_mb=%llu; need gpus 1..%d, cpus 1..%d, MB <= %llu)",
-				 bad, n->gpus, n->cpus, (unsigned long long)n->mem_mb,
-				 (unsigned long long)n->process_mem_mb, SYN__MAX_GPUS, SYN__MAX_CPUS,
-				 (unsigned long long)SYN__MAX_MEM_MB);
-	}
-	errno = EINVAL;
-	return -1;
+	if (!n)
+		return syn_errprintf(err, EINVAL, "%s", bad);
+	return syn_errprintf(err, EINVAL,
+			     "node shape: %s out of range (gpus=%d cpus=%d mem_mb=%llu "
+			     "process_mem_mb=%llu; need gpus 1..%d, cpus 1..%d, MB <= %llu)",
+			     bad, n->gpus, n->cpus, (unsigned long long)n->mem_mb,
+			     (unsigned long long)n->process_mem_mb, SYN__MAX_GPUS, SYN__MAX_CPUS,
+			     (unsigned long long)SYN__MAX_MEM_MB);
 }
 
 void syn__live_share(const syn_shape_t *n, int g, int *cores, uint64_t *mem_mb,
@@ -111,19 +106,9 @@ static double tput_at(const syn_profile_t *q, int g, double k, double c)
 	return syn_job_tput(q, k / g, c / 1024.0 / g);
 }
 
-static int size_fail(syn_size_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int size_fail(syn_size_t *out, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (out) {
-		va_start(ap, fmt);
-		vsnprintf(out->reason, sizeof out->reason, fmt, ap);
-		va_end(ap);
-	}
-	errno = EINVAL;
-	return -1;
-}
+/* A refusal: the reason into out (when given), errno EINVAL, -1. */
+#define size_fail(out, ...) \
+	syn_errbuf((out) ? (out)->reason : NULL, sizeof((out)->reason), EINVAL, __VA_ARGS__)
 
 /*
  * The least cache c in [lo, hi] (MB) for which k cores reach throughput
@@ -160,7 +145,7 @@ static double least_cache(const syn_profile_t *q, int g, int k, const double *bp
 int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile_t *p,
 		 double eps, syn_size_t *out)
 {
-	char msg[160];
+	syn_error_t why;
 	syn_profile_t q;
 	syn_shape_t jn;
 	double bp[SYN_PROFILE_MAX_MEM + 2], peak = -INFINITY, target, best_cost = INFINITY;
@@ -171,24 +156,24 @@ int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile
 	if (!out)
 		return size_fail(out, "out is NULL");
 	memset(out, 0, sizeof *out);
-	if (syn__check_shape(node, msg, sizeof msg) < 0)
-		return size_fail(out, "%s", msg);
+	if (syn__check_shape(node, &why) < 0)
+		return size_fail(out, "%s", why.text);
 	if (gpus < 1 || gpus > node->gpus)
 		return size_fail(out, "gpus = %d, need 1..%d (the node's GPUs)", gpus, node->gpus);
 	if (tasks < 1)
 		return size_fail(out, "tasks = %d, need >= 1", tasks);
 	if (!(eps >= 0 && eps < 1))
 		return size_fail(out, "eps = %g, expected 0 <= eps < 1", eps);
-	if (p && syn_profile_check(p, msg, sizeof msg) < 0)
-		return size_fail(out, "profile: %s", msg);
+	if (p && syn_profile_check(p, &why) < 0)
+		return size_fail(out, "profile: %s", why.text);
 	/* A job that checkpoints holds its snapshot buffers beside its other
 	 * process memory: all that follows sees the larger process memory. */
 	if ((out->ckpt_mb = syn_ckpt_mb(p)) > 0) {
 		jn = *node;
 		jn.process_mem_mb += out->ckpt_mb;
-		if (syn__check_shape(&jn, msg, sizeof msg) < 0)
+		if (syn__check_shape(&jn, &why) < 0)
 			return size_fail(out, "checkpoint of %llu MB: %s",
-					 (unsigned long long)out->ckpt_mb, msg);
+					 (unsigned long long)out->ckpt_mb, why.text);
 		node = &jn;
 	}
 
@@ -357,7 +342,7 @@ int syn_size_job_nodes(const syn_shape_t *node, int gpus, int tasks, int nodes,
 	syn_profile_t q;
 	syn_shape_t n;
 	uint64_t part;
-	char msg[160];
+	syn_error_t why;
 
 	if (nodes < 1 || nodes > SYN_MAX_JOB_NODES) {
 		if (out)
@@ -366,10 +351,10 @@ int syn_size_job_nodes(const syn_shape_t *node, int gpus, int tasks, int nodes,
 	}
 	if (nodes == 1 || !p || !node)
 		return syn_size_job(node, gpus, tasks, p, eps, out);
-	if (syn_profile_check(p, msg, sizeof msg) < 0) {
+	if (syn_profile_check(p, &why) < 0) {
 		if (out)
 			memset(out, 0, sizeof *out);
-		return size_fail(out, "profile: %s", msg);
+		return size_fail(out, "profile: %s", why.text);
 	}
 	syn_profile_union(p, nodes, &q);
 	n = *node;

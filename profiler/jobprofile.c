@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobprofile.c: parse, check and turn into a profile the report a job's own
  * loader wrote in profiling mode (see jobprofile.h).
@@ -15,28 +16,18 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "common/error.h"
+#include "profiler/jobprofile.h"
 #include "synergy_env.h"
-#include "jobprofile.h"
 
-static int fail(char *msg, int msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *msg, int msglen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (msg && msglen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(msg, (size_t)msglen, fmt, ap);
-		va_end(ap);
-	}
-	errno = EINVAL;
-	return -1;
-}
+/* A refusal: the reason into msg (msglen bytes), errno EINVAL, -1. */
+#define fail(msg, msglen, ...) \
+	syn_errbuf((msg), (msglen) > 0 ? (size_t)(msglen) : 0, EINVAL, __VA_ARGS__)
 
 /* A required number field, finite and >= 0. */
 static int num(json_t *o, const char *k, const char *where, double *out, char *msg, int msglen)

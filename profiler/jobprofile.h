@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobprofile.h: a profile from the report a training job's own loader
  * wrote in profiling mode (the format at SYNERGY_ENV_PROFILE_OUT in
@@ -22,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synergy_profile.h"
-#include "model.h"
+#include "common/profile.h"
+#include "profiler/model.h"
 
 /* The most points a report may hold (the loader records at most 64). */
 #define SYN__REPORT_MAX_POINTS 64

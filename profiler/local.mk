@@ -1,72 +1,48 @@
-# profiler: the profile store (libsynstore), the DS-Analyzer model and
-# measurement (libsynprof), and the synergy-profile CLI.
-
-# The JSON profile reader/writer, the profile store and the synergy.conf
-# parser: linked by synergy-profile and by the Slurm plugins (so PIC, via
-# libtool). Users also link policy/libsynpolicy.la (syn_profile_check).
-noinst_LTLIBRARIES += profiler/libsynstore.la
-profiler_libsynstore_la_SOURCES = \
-	profiler/errprintf.c profiler/errprintf.h \
-	profiler/profile_json.c profiler/store.c profiler/conf.c
-profiler_libsynstore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-profiler_libsynstore_la_LIBADD = $(JANSSON_LIBS)
-noinst_HEADERS += include/synergy_store.h include/synergy_conf.h include/synergy_profile.h
+# SPDX-License-Identifier: GPL-2.0-or-later
+# profiler: the DS-Analyzer model and measurement, a profile from a job's
+# own report, and the synergy-profile CLI. The profile, its JSON form, the
+# store and synergy.conf are common/libsynstore's.
 
 # The what-if model and the stall report (pure arithmetic; the report
-# reads profiles through policy/libsynpolicy.la, which users also link).
+# reads profiles through the policy).
 noinst_LTLIBRARIES += profiler/libsynmodel.la
 profiler_libsynmodel_la_SOURCES = profiler/model.c profiler/model.h \
 	profiler/report.c profiler/report.h
-profiler_libsynmodel_la_LIBADD = $(LIBM)
+profiler_libsynmodel_la_LIBADD = policy/libsynpolicy.la $(LIBM)
 
 # A profile from the report a job's own loader wrote (profiling mode):
 # parsed and checked as untrusted input; linked by synergy-profile and by
 # the SPANK plugin, which files profiles measured on a job's first run.
-# Users also link profiler/libsynmodel.la and policy/libsynpolicy.la.
 noinst_LTLIBRARIES += profiler/libsynjob.la
 profiler_libsynjob_la_SOURCES = profiler/jobprofile.c profiler/jobprofile.h
 profiler_libsynjob_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-profiler_libsynjob_la_LIBADD = $(JANSSON_LIBS) $(LIBM)
+profiler_libsynjob_la_LIBADD = profiler/libsynmodel.la $(JANSSON_LIBS) $(LIBM)
 
-PROFILER_TEST_LIBS = profiler/libsynjob.la profiler/libsynmodel.la profiler/libsynstore.la \
-	policy/libsynpolicy.la $(JANSSON_LIBS) $(LIBM)
-PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler -I$(top_srcdir)/tests \
+PROFILER_TEST_LIBS = profiler/libsynjob.la
+PROFILER_TEST_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DPROFILER_TEST_DATA='"$(abs_top_srcdir)/profiler/test/data"'
 
-check_PROGRAMS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t \
-	profiler/test/report.t profiler/test/jobprofile.t
-UNIT_TESTS += profiler/test/store.t profiler/test/model.t profiler/test/conf.t \
-	profiler/test/report.t profiler/test/jobprofile.t
+check_PROGRAMS += profiler/test/model.t profiler/test/report.t profiler/test/jobprofile.t
+UNIT_TESTS += profiler/test/model.t profiler/test/report.t profiler/test/jobprofile.t
 profiler_test_jobprofile_t_SOURCES = profiler/test/jobprofile.c tests/tap.h
 profiler_test_jobprofile_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_jobprofile_t_LDADD = $(PROFILER_TEST_LIBS)
-profiler_test_store_t_SOURCES = profiler/test/store.c tests/tap.h
-profiler_test_store_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
-profiler_test_store_t_LDADD = $(PROFILER_TEST_LIBS)
 profiler_test_model_t_SOURCES = profiler/test/model.c tests/tap.h
 profiler_test_model_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_model_t_LDADD = $(PROFILER_TEST_LIBS)
 profiler_test_report_t_SOURCES = profiler/test/report.c tests/tap.h
 profiler_test_report_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
 profiler_test_report_t_LDADD = $(PROFILER_TEST_LIBS)
-profiler_test_conf_t_SOURCES = profiler/test/conf.c tests/tap.h
-profiler_test_conf_t_CPPFLAGS = $(PROFILER_TEST_CPPFLAGS)
-profiler_test_conf_t_LDADD = $(PROFILER_TEST_LIBS)
 EXTRA_DIST += profiler/test/data
 
 # The measurement protocol on the embedded loader, and the CLI.
 bin_PROGRAMS += profiler/synergy-profile
 profiler_synergy_profile_SOURCES = profiler/synergy-profile.c \
 	profiler/measure.c profiler/measure.h
-profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/profiler $(JANSSON_CFLAGS)
-profiler_synergy_profile_LDADD = profiler/libsynjob.la profiler/libsynmodel.la \
-	profiler/libsynstore.la \
-	policy/libsynpolicy.la loader/libcoordl.la $(JANSSON_LIBS) $(LIBM)
+profiler_synergy_profile_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+profiler_synergy_profile_LDADD = profiler/libsynjob.la loader/libcoordl.la
 
 # CLI golden output and end-to-end profiling on generated data.
 UNIT_TESTS += profiler/test/cli.sh profiler/test/run.sh profiler/test/runjob.sh
 EXTRA_DIST += profiler/test/cli.sh profiler/test/run.sh profiler/test/runjob.sh
 profiler/test/runjob.log: bench/coordl-bench$(EXEEXT) tools/coordl-datagen$(EXEEXT)
-# libFuzzer target for the profile and synergy.conf parsers; built on
-# demand with clang (see the comment at its top), not by make check.
-EXTRA_DIST += profiler/test/fuzz_profile.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * measure.c: the DS-Analyzer protocol on the embedded coordl loader (see
  * measure.h).
@@ -49,10 +50,11 @@
 #include "coordl.h"
 #include "coordl_ckpt.h"
 #include "synergy_env.h"
-#include "measure.h"
-#include "errprintf.h"
+#include "profiler/measure.h"
+#include "common/error.h"
 
-#define FAIL(...) syn__store_errprintf(msg, (size_t)msglen, errno ? errno : EIO, __VA_ARGS__)
+/* A failure: the reason into msg, errno kept (EIO when none), -1. */
+#define FAIL(...) syn_errbuf(msg, (size_t)msglen, errno ? errno : EIO, __VA_ARGS__)
 
 static double now(void)
 {
@@ -782,7 +784,10 @@ static int measure_cached(const syn__measure_opts_t *o, int threads, double cach
 			detail->fetch_time += st.fetch_time;
 			detail->prepared = st.batches_prepared - st0.batches_prepared;
 			detail->received = st.batches_received - st0.batches_received;
-			detail->group_members = st.group_members;
+			/* The most it saw live: a member whose last epoch ends
+			 * after the others left sees itself alone by then. */
+			if (st.group_members > detail->group_members)
+				detail->group_members = st.group_members;
 		}
 	}
 	if (epochs > 0)
@@ -802,7 +807,7 @@ int syn__measure_point(const syn__measure_opts_t *o, int threads, double cache_b
 {
 	if (epochs < 1) {
 		errno = EINVAL;
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "epochs %d: expected 1..64", epochs);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL, "epochs %d: expected 1..64", epochs);
 	}
 	if (detail)
 		memset(detail, 0, sizeof(*detail));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * measure.h: DS-Analyzer measurements with the embedded coordl loader,
  * internal to the profiler.
@@ -20,7 +21,7 @@
 #include <stdint.h>
 
 #include "coordl.h"
-#include "model.h"
+#include "profiler/model.h"
 
 enum syn__cold {
 	SYN__COLD_AUTO = 0, /* drop the page cache if root, else evict the dataset's pages */
@@ -99,7 +100,8 @@ typedef struct syn__point_detail {
 	double cpu_time;           /* CPU seconds of the whole process (user + system) */
 	double prepared, received; /* batches its workers prepared; batches other members of
 	                              its group prepared for it (coordl_stats_t) */
-	int group_members;         /* members of its group at the end (0: no group) */
+	int group_members;         /* most members of its group live at an epoch's end
+	                              (0: no group) */
 } syn__point_detail_t;
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * model.c: the DS-Analyzer what-if model and the normalised grid (see
  * model.h for the formulas). Pure arithmetic, no I/O: unit tested in
@@ -12,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "errprintf.h"
+#include "common/error.h"
+#include "common/parse.h"
+#include "profiler/model.h"
 
 /* The measured curve: through the origin, linear between points, linear
  * in the per-core rate of the last point beyond it. */
@@ -209,27 +211,27 @@ int syn__model_grid(const syn__rates_t *r, const double *cpus, int n_cpu,
                     syn_profile_t *p, char *msg, int msglen)
 {
 	if (n_cpu < 1 || n_cpu > SYN_PROFILE_MAX_CPU || n_mem < 1 || n_mem > SYN_PROFILE_MAX_MEM)
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-		                      "grid of %d x %d points; expected 1..%d cpus x 1..%d mem",
-		                      n_cpu, n_mem, SYN_PROFILE_MAX_CPU, SYN_PROFILE_MAX_MEM);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL,
+				  "grid of %d x %d points; expected 1..%d cpus x 1..%d mem",
+				  n_cpu, n_mem, SYN_PROFILE_MAX_CPU, SYN_PROFILE_MAX_MEM);
 	for (int i = 0; i < n_cpu; i++)
 		if (!(cpus[i] > 0) || (i > 0 && !(cpus[i] > cpus[i - 1])))
-			return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-			                      "cpus axis must be > 0 and strictly increasing (entry %d)", i);
+			return syn_errbuf(msg, (size_t)msglen, EINVAL, "cpus axis must be > 0 and "
+					  "strictly increasing (entry %d)", i);
 	for (int j = 0; j < n_mem; j++)
 		if (!(mem_gb[j] >= 0) || (j > 0 && !(mem_gb[j] > mem_gb[j - 1])))
-			return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-			                      "mem axis must be >= 0 and strictly increasing (entry %d)", j);
+			return syn_errbuf(msg, (size_t)msglen, EINVAL, "mem axis must be >= 0 and "
+					  "strictly increasing (entry %d)", j);
 	if (r->n_prep < 1)
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "no measured prep rate");
+		return syn_errbuf(msg, (size_t)msglen, EINVAL, "no measured prep rate");
 	if (!(prop_cpus > 0) || !(prop_mem_gb >= 0))
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-		                      "proportional share %g cpus, %g GiB: cpus must be > 0, mem >= 0",
-		                      prop_cpus, prop_mem_gb);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL,
+				  "proportional share %g cpus, %g GiB: cpus must be > 0, mem >= 0",
+				  prop_cpus, prop_mem_gb);
 	double base = syn__model_tput(r, prop_cpus, prop_mem_gb * SYN__GIB);
 	if (!(base > 0) || !isfinite(base))
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-		                      "predicted throughput at the proportional share is %g", base);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL,
+				  "predicted throughput at the proportional share is %g", base);
 	p->n_cpu = n_cpu;
 	p->n_mem = n_mem;
 	memcpy(p->cpus, cpus, (size_t)n_cpu * sizeof(double));
@@ -342,57 +344,27 @@ int syn__rates_from_job(const syn__job_point_t *pts, int n, uint64_t dataset_byt
 
 int syn__parse_list(const char *s, double *out, int max)
 {
-	int n = 0;
 	const char *q = s;
+	int n = 0;
+
 	if (!s || !*s) {
 		errno = EINVAL;
 		return -1;
 	}
+	/* Numbers of the one grammar (common/parse.h), split at commas. */
 	for (;;) {
-		char *end;
-		errno = 0;
-		double v = strtod(q, &end);
-		if (end == q || errno || !isfinite(v) || v < 0 || n >= max ||
-		    (n > 0 && !(v > out[n - 1])) || (*end != ',' && *end != '\0')) {
+		const char *comma = strchr(q, ',');
+		size_t len = comma ? (size_t)(comma - q) : strlen(q);
+		double v;
+
+		if (n >= max || syn_parse_doublen(q, len, 0, INFINITY, &v) < 0 ||
+		    (n > 0 && !(v > out[n - 1]))) {
 			errno = EINVAL;
 			return -1;
 		}
 		out[n++] = v;
-		if (*end == '\0')
+		if (!comma)
 			return n;
-		q = end + 1;
+		q = comma + 1;
 	}
-}
-
-int syn__parse_bytes(const char *s, double *out)
-{
-	char *end;
-	if (!s || !*s) {
-		errno = EINVAL;
-		return -1;
-	}
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	double mult = 1;
-	switch (*end) {
-	case 'k': case 'K': mult = 1024.0; end++; break;
-	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': mult = SYN__GIB; end++; break;
-	case 't': case 'T': mult = SYN__GIB * 1024; end++; break;
-	default: break;
-	}
-	if (mult > 1 && *end == 'i')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end != '\0') {
-		errno = EINVAL;
-		return -1;
-	}
-	*out = v * mult;
-	return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * model.h: the DS-Analyzer what-if model, internal to the profiler.
  *
@@ -59,7 +60,7 @@
 
 #include <stdint.h>
 
-#include "synergy_profile.h"
+#include "common/profile.h"
 
 #define SYN__GIB 1073741824.0
 #define SYN__MAX_POINTS SYN_PROFILE_MAX_CPU
@@ -201,11 +202,8 @@ int syn__rates_from_job(const syn__job_point_t *pts, int n, uint64_t dataset_byt
                         uint64_t dataset_items, syn__rates_t *r);
 
 /* Parse a comma-separated list of n >= 1 non-negative, strictly increasing
- * numbers into out (at most max). Returns n or -1 (EINVAL). */
+ * numbers (common/parse.h's reals) into out (at most max). Returns n or -1
+ * (EINVAL). */
 int syn__parse_list(const char *s, double *out, int max);
-
-/* Parse a byte count: a number with optional suffix K, M, G, T (powers of
- * 1024, optional trailing "B" or "iB"). Returns 0 or -1 (EINVAL). */
-int syn__parse_bytes(const char *s, double *out);
 
 #endif

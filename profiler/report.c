@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * report.c: DS-Analyzer's stall report from a stored profile (see
  * report.h for the definitions). Pure arithmetic on the profile's grid:
@@ -10,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "errprintf.h"
-#include "report.h"
+#include "common/error.h"
+#include "profiler/report.h"
 #include "synergy_policy.h"
 
 #define GIB 1073741824.0
@@ -59,31 +60,28 @@ int syn__report(const syn_profile_t *p, double cpus, double mem_gb, syn__report_
                 int msglen)
 {
 	syn__report_t r;
-	char why[160];
+	syn_error_t why;
 
 	if (!p || !out) {
-		errno = EINVAL;
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "report: no profile");
+		return syn_errbuf(msg, (size_t)msglen, EINVAL, "report: no profile");
 	}
-	if (syn_profile_check(p, why, sizeof(why)) < 0) {
-		errno = EINVAL;
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "profile '%s': %s", p->key, why);
+	if (syn_profile_check(p, &why) < 0) {
+		return syn_errbuf(msg, (size_t)msglen, EINVAL, "profile '%s': %s", p->key,
+				  why.text);
 	}
 	if (!(cpus > 0) || !isfinite(cpus) || !(mem_gb >= 0) || !isfinite(mem_gb)) {
-		errno = EINVAL;
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-		                            "grant %g cpus, %g GiB: expected cpus > 0 and cache >= 0",
-		                            cpus, mem_gb);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL,
+				  "grant %g cpus, %g GiB: expected cpus > 0 and cache >= 0",
+				  cpus, mem_gb);
 	}
 	memset(&r, 0, sizeof(r));
 	r.cpus = cpus;
 	r.mem_gb = mem_gb;
 	r.tput = syn_profile_eval(p, cpus, mem_gb);
 	if (!(r.tput > 0)) {
-		errno = EINVAL;
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL,
-		                            "profile '%s' predicts no throughput at %g cpus, %g GiB",
-		                            p->key, cpus, mem_gb);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL,
+				  "profile '%s' predicts no throughput at %g cpus, %g GiB",
+				  p->key, cpus, mem_gb);
 	}
 	r.samples_per_s = p->base_tput > 0 ? r.tput * p->base_tput : 0;
 
@@ -139,9 +137,8 @@ int syn__report(const syn_profile_t *p, double cpus, double mem_gb, syn__report_
 		smallest_mem(p, cpus, r.cached_gb, r.cached * (1 - r.fetch_stall / 2)) : -1;
 
 	if (syn_best_case(p, SYN__REPORT_EPS, 0, 0, &r.best_cpus, &r.best_mem_gb) < 0) {
-		errno = EINVAL;
-		return syn__store_errprintf(msg, (size_t)msglen, EINVAL, "profile '%s': no best case",
-		                            p->key);
+		return syn_errbuf(msg, (size_t)msglen, EINVAL, "profile '%s': no best case",
+				  p->key);
 	}
 	r.best_tput = syn_profile_eval(p, r.best_cpus, r.best_mem_gb);
 	*out = r;

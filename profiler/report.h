@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * report.h: DS-Analyzer's answers from a stored profile, internal to the
  * profiler: what bounds a job at a grant (cores, cache per GPU), how its
@@ -27,7 +28,7 @@
 #ifndef SYN_PROFILER_REPORT_H
 #define SYN_PROFILER_REPORT_H
 
-#include "synergy_profile.h"
+#include "common/profile.h"
 
 #define SYN__REPORT_EPS 0.01
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * synergy-profile: measure a job's data-stall sensitivity and manage the
  * profile store.
@@ -20,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -34,17 +36,19 @@
 
 #include <jansson.h>
 
+#include "common/conf.h"
+#include "common/file.h"
+#include "common/parse.h"
+#include "common/profile.h"
+#include "common/store.h"
 #include "coordl.h"
 #include "coordl_ckpt.h"
-#include "synergy_conf.h"
+#include "profiler/jobprofile.h"
+#include "profiler/measure.h"
+#include "profiler/model.h"
+#include "profiler/report.h"
 #include "synergy_env.h"
 #include "synergy_policy.h"
-#include "synergy_profile.h"
-#include "synergy_store.h"
-#include "measure.h"
-#include "model.h"
-#include "report.h"
-#include "jobprofile.h"
 
 #define PROG "synergy-profile"
 
@@ -219,25 +223,21 @@ static int usage_error(const char *fmt, ...)
 	return 2;
 }
 
+/* Option values: common/parse.h's numbers, a usage error naming the option. */
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !isfinite(v) || v < lo || v > hi) {
+	if (syn_parse_double(s, lo, hi, out) < 0) {
 		usage_error("--%s '%s': expected a number in %g..%g", opt, s, lo, hi);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
 static int parse_int(const char *opt, const char *s, long lo, long hi, int *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi) {
+	int64_t v;
+
+	if (syn_parse_i64(s, lo, hi, &v) < 0) {
 		usage_error("--%s '%s': expected an integer in %ld..%ld", opt, s, lo, hi);
 		return -1;
 	}
@@ -249,7 +249,7 @@ static int parse_int(const char *opt, const char *s, long lo, long hi, int *out)
  * Returns the index of the first operand, or -1 after a usage error. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	double v;
+	uint64_t u;
 	while (1) {
 		int c = getopt_long(argc, argv, "vqhV", long_opts, NULL);
 		if (c == -1)
@@ -258,7 +258,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_STORE: a->store = optarg; break;
 		case OPT_CONF: a->conf = optarg; break;
 		case OPT_KEY:
-			if (!syn_profile_key_valid(optarg)) {
+			if (!syn_key_valid(optarg)) {
 				usage_error("--key '%s': expected 1..%d of [A-Za-z0-9_.-], not starting with '.'",
 				            optarg, SYN_PROFILE_KEY_MAX);
 				return -1;
@@ -290,9 +290,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_EVAL: a->mo.mode = COORDL_MODE_EVAL; break;
 		case OPT_UINT8: a->mo.layout = COORDL_LAYOUT_NHWC_U8; break;
 		case OPT_SEED:
-			if (parse_double("seed", optarg, 0, 9007199254740992.0, &v) < 0)
+			if (syn_parse_u64(optarg, 0, 9007199254740992ULL, &u) < 0) {
+				usage_error("--seed '%s': expected an integer in "
+				            "0..9007199254740992", optarg);
 				return -1;
-			a->mo.seed = (uint64_t)v;
+			}
+			a->mo.seed = u;
 			break;
 		case OPT_MAX_THREADS:
 			if (parse_int("max-threads", optarg, 1, 1024, &a->mo.max_threads) < 0)
@@ -352,15 +355,15 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return -1;
 			break;
 		case OPT_CACHE:
-			if (syn__parse_bytes(optarg, &a->cache) < 0) {
+			if (syn_parse_size_real(optarg, 0, INFINITY, &a->cache) < 0) {
 				usage_error("--cache '%s': expected bytes with optional suffix K, M, G, T", optarg);
 				return -1;
 			}
 			a->have_cache = 1;
 			break;
 		case OPT_CKPT_BYTES:
-			if (syn__parse_bytes(optarg, &a->ckpt_bytes) < 0 || !(a->ckpt_bytes >= 1) ||
-			    a->ckpt_bytes > (double)SYN_PROFILE_CKPT_MAX_BYTES) {
+			if (syn_parse_size_real(optarg, 1, (double)SYN_PROFILE_CKPT_MAX_BYTES,
+						&a->ckpt_bytes) < 0) {
 				usage_error("--ckpt-bytes '%s': expected 1 byte .. 1 PiB with optional "
 				            "suffix K, M, G, T", optarg);
 				return -1;
@@ -407,28 +410,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 static syn_store_t *open_store(const struct args *a, int flags)
 {
-	syn_store_error_t err;
-	syn_conf_error_t cerr;
+	syn_error_t err;
 	const char *dir = a->store;
-	syn_conf_t *conf = NULL;
+	syn_conf_t conf;
 	syn_store_t *s = NULL;
 
 	if (!dir) {
-		/* No synergy.conf, or one without the key: the documented
-		 * default, as the plugins use. A conf that exists but does not
-		 * parse is an error: its store line may be what is broken. */
-		conf = syn_conf_load(a->conf, &cerr);
-		if (!conf && (errno != ENOENT || a->conf)) {
-			errmsg("%s", cerr.text);
+		/* synergy.conf through the one loader the plugins use, so that a
+		 * file they refuse is refused here too. No synergy.conf (unless
+		 * --conf named one): the documented default. */
+		syn_conf_defaults(&conf);
+		if (syn_conf_load(&conf, a->conf, &err) < 0 && (errno != ENOENT || a->conf)) {
+			errmsg("%s", err.text);
 			return NULL;
 		}
-		dir = conf ? syn_conf_get(conf, SYN_CONF_PROFILE_STORE) : NULL;
-		if (!dir || !*dir)
-			dir = SYN_CONF_PROFILE_STORE_DEFAULT;
+		dir = conf.store_dir;
 	}
 	if (!(s = syn_store_create(dir, flags, &err)))
 		errmsg("%s", err.text);
-	syn_conf_destroy(conf);
 	return s;
 }
 
@@ -436,7 +435,7 @@ static syn_store_t *open_store(const struct args *a, int flags)
  * is a file; anything else is a key in the store. */
 static int load_profile(const struct args *a, const char *what, syn_profile_t *p)
 {
-	syn_store_error_t err;
+	syn_error_t err;
 	size_t n = strlen(what);
 	struct stat st;
 
@@ -447,7 +446,7 @@ static int load_profile(const struct args *a, const char *what, syn_profile_t *p
 		}
 		return 0;
 	}
-	if (!syn_profile_key_valid(what)) {
+	if (!syn_key_valid(what)) {
 		errmsg("'%s' is neither a profile file nor a valid profile key", what);
 		return -1;
 	}
@@ -751,7 +750,7 @@ static int list_cb(const char *key, const syn_profile_t *p, const char *problem,
 
 static int cmd_list(const struct args *a, int argc, char **argv)
 {
-	syn_store_error_t err;
+	syn_error_t err;
 	int bad = 0;
 	if (argc != 0)
 		return usage_error("list: takes no operands");
@@ -909,7 +908,7 @@ static int build_profile(const struct args *a, const syn__rates_t *rates, const 
 /* Print p and write it to --out and/or the store. Returns 0 or -1. */
 static int save_profile(const struct args *a, const syn_profile_t *p, syn_store_t *s)
 {
-	syn_store_error_t err;
+	syn_error_t err;
 	putchar('\n');
 	print_profile(p, stdout);
 	if (a->out && syn_profile_write_file(a->out, p, &err) < 0) {
@@ -1058,22 +1057,17 @@ static int read_job_report(const char *path, syn__job_point_t *pts, int max, uin
 	char msg[256], *text = NULL;
 	size_t len = 0;
 	int n = -1;
-	FILE *f;
 
 	if (!r) {
 		errmsg("out of memory");
 		return -1;
 	}
-	if (!(f = fopen(path, "re"))) {
-		errmsg("%s: %s", path, strerror(errno));
-		goto out;
-	}
-	text = malloc(SYN__REPORT_MAX_BYTES + 1);
-	if (text)
-		len = fread(text, 1, SYN__REPORT_MAX_BYTES + 1, f);
-	fclose(f);
-	if (!text) {
-		errmsg("out of memory");
+	if (!(text = syn_file_read(AT_FDCWD, path, SYN__REPORT_MAX_BYTES, SYN_FILE_FOLLOW, &len))) {
+		if (errno == EFBIG)
+			errmsg("%s: longer than any report (%d bytes)", path,
+			       SYN__REPORT_MAX_BYTES);
+		else
+			errmsg("%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (syn__job_report_parse(text, len, path, r, msg, sizeof(msg)) < 0) {

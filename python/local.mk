@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # python: the ctypes binding (included from the top Makefile.am)
 #
 # The package is plain Python over the C ABI, installed as data files into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * engine.c: the round-based discrete-event engine of synergy-sim.
  *
@@ -30,7 +31,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 static double cpu_seconds(void)
 {
@@ -87,7 +88,7 @@ static int build_round(struct rounds *R);
 static int play_round(struct rounds *R, syn_node_t *nodes, int n_nodes, const syn_round_opts_t *o,
 		      syn_round_stats_t *st, sim_error_t *err)
 {
-	syn_policy_error_t perr;
+	syn_error_t perr;
 
 	if (build_round(R) < 0) {
 		sim_err(err, "out of memory");
@@ -186,7 +187,7 @@ int sim_run(sim_trace_t *t, const sim_cluster_t *c, const sim_cfg_t *cfg, sim_re
 	double now, round_s = cfg->round_s, gpu_s = 0, cpu_s = 0, mem_s = 0;
 	double speed_sum = 0, share_c = INFINITY, share_m = INFINITY, cpu0 = cpu_seconds();
 	long job_rounds = 0;
-	syn_policy_error_t perr = { "" };
+	syn_error_t perr = { "" };
 
 	memset(r, 0, sizeof *r);
 	memset(&R, 0, sizeof R);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * live.c: the live-Slurm engine of synergy-sim (--live): what Synergy can
  * do on a real Slurm cluster, where a running job's allocation never
@@ -38,7 +39,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 /* A job's piece on one node. */
 struct part {
@@ -286,7 +287,7 @@ static int plan_node(struct live *L, int i, double now, sim_error_t *err)
 {
 	struct lnode *n = &L->nodes[i];
 	syn_node_stats_t st;
-	syn_policy_error_t perr = { "" };
+	syn_error_t perr = { "" };
 	int m = 0, sum_c = 0;
 	uint64_t sum_m = 0;
 

@@ -1,10 +1,11 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # sim: build rules (included from the top Makefile.am)
 # synergy-sim: the trace-driven simulator over the policy library. Measured
-# profiles come from the profile store (profiler/libsynstore.la).
+# profiles come from the profile store (common/libsynstore.la, under the
+# policy).
 bin_PROGRAMS += sim/synergy-sim
 sim_synergy_sim_SOURCES = sim/main.c sim/engine.c sim/live.c sim/trace.c sim/sim.h
-sim_synergy_sim_LDADD = policy/libsynpolicy.la profiler/libsynstore.la \
-	$(JANSSON_LIBS) $(GLPK_LIBS) $(LIBM)
+sim_synergy_sim_LDADD = policy/libsynpolicy.la
 
 # Tests: golden traces worked by hand (rounds and live Slurm, and searches
 # with coordinated prep), and malformed input.
@@ -18,4 +19,4 @@ EXTRA_DIST += sim/test/golden.sh sim/test/golden-live.sh sim/test/golden-search.
 # Benchmark of the policy core (run by bench/sim-bench.sh).
 noinst_PROGRAMS += sim/synergy-policy-bench
 sim_synergy_policy_bench_SOURCES = sim/policy-bench.c
-sim_synergy_policy_bench_LDADD = policy/libsynpolicy.la $(GLPK_LIBS) $(LIBM)
+sim_synergy_policy_bench_LDADD = policy/libsynpolicy.la

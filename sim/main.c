@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * main.c: the synergy-sim command line. Loads or generates a trace, runs it
  * under each requested allocator x ordering, in rounds and/or in the
@@ -22,7 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "common/parse.h"
+#include "sim/sim.h"
 
 #define MAX_COMBO 16
 #define MAX_RATES 32
@@ -111,15 +113,6 @@ static int parse_list(const char *s, int is_alloc, int *vals, int max)
 	}
 	free(copy);
 	return n;
-}
-
-static int parse_num(const char *s, double lo, double hi, double *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtod(s, &end);
-	return (*s && !*end && !errno && isfinite(*v) && *v >= lo && *v <= hi) ? 0 : -1;
 }
 
 static void print_header(void)
@@ -256,6 +249,7 @@ int main(int argc, char **argv)
 	int orders[MAX_COMBO] = { SYN_ORDER_FIFO }, n_order = 1, quiet = 0, n_rates = 0;
 	int modes = 1; /* 1 rounds, 2 live, 3 both */
 	double rates[MAX_RATES], v;
+	uint64_t u;
 	sim_profiles_t *pr = NULL;
 	sim_cluster_t cl = { NULL, 0, 0, 0, 0 };
 	sim_trace_t tr = { NULL, 0 };
@@ -281,19 +275,18 @@ int main(int argc, char **argv)
 			trace_path = optarg;
 			break;
 		case 'n':
-			if (parse_num(optarg, 1, 1e8, &v) < 0 || v != floor(v))
+			if (syn_parse_u64(optarg, 1, 100000000, &u) < 0)
 				return die_usage("--jobs '%s': expected an integer 1..100000000", optarg);
-			gen.n_jobs = (int)v;
+			gen.n_jobs = (int)u;
 			break;
 		case 'r':
-			if (parse_num(optarg, 1e-6, 1e9, &v) < 0)
+			if (syn_parse_double(optarg, 1e-6, 1e9, &v) < 0)
 				return die_usage("--rate '%s': expected a number > 0 (jobs per hour)", optarg);
 			gen.rate_per_hour = v;
 			break;
 		case 's':
-			if (parse_num(optarg, 0, 1.8e19, &v) < 0 || v != floor(v))
+			if (syn_parse_u64(optarg, 0, UINT64_MAX, &gen.seed) < 0)
 				return die_usage("--seed '%s': expected a non-negative integer", optarg);
-			gen.seed = strtoull(optarg, NULL, 10);
 			break;
 		case 1:
 			if (strcmp(optarg, "1") == 0)
@@ -305,9 +298,11 @@ int main(int argc, char **argv)
 			break;
 		case 2: {
 			double a, b, c;
-			char tail;
-			if (sscanf(optarg, "%lf/%lf/%lf%c", &a, &b, &c, &tail) != 3 || a < 0 || b < 0 ||
-			    c < 0 || !(a + b + c > 0))
+			const char *s1 = strchr(optarg, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+			if (!s2 ||
+			    syn_parse_doublen(optarg, (size_t)(s1 - optarg), 0, INFINITY, &a) < 0 ||
+			    syn_parse_doublen(s1 + 1, (size_t)(s2 - s1 - 1), 0, INFINITY, &b) < 0 ||
+			    syn_parse_double(s2 + 1, 0, INFINITY, &c) < 0 || !(a + b + c > 0))
 				return die_usage("--split '%s': expected I/L/S percentages, e.g. 20/70/10",
 						 optarg);
 			gen.split[0] = a, gen.split[1] = b, gen.split[2] = c;
@@ -323,7 +318,7 @@ int main(int argc, char **argv)
 			cluster_spec = optarg;
 			break;
 		case 4:
-			if (parse_num(optarg, 1, 1e7, &v) < 0)
+			if (syn_parse_double(optarg, 1, 1e7, &v) < 0)
 				return die_usage("--round '%s': expected seconds, 1..10000000", optarg);
 			cfg.round_s = v;
 			break;
@@ -339,7 +334,7 @@ int main(int argc, char **argv)
 				return die_usage("--order '%s': expected a list of fifo,srtf,las,ftf", optarg);
 			break;
 		case 5:
-			if (parse_num(optarg, 0, 0.99, &v) < 0)
+			if (syn_parse_double(optarg, 0, 0.99, &v) < 0)
 				return die_usage("--eps '%s': expected 0..0.99", optarg);
 			cfg.opts.eps = v;
 			break;
@@ -350,14 +345,17 @@ int main(int argc, char **argv)
 			cfg.opts.no_exchange = optarg[0] < '5';
 			break;
 		case 6:
-			if (parse_num(optarg, 0.001, 3600, &v) < 0)
+			if (syn_parse_double(optarg, 0.001, 3600, &v) < 0)
 				return die_usage("--opt-time-limit '%s': expected seconds, 0.001..3600", optarg);
 			cfg.opts.opt_time_limit_s = v;
 			break;
 		case 'w': {
-			unsigned long long lo, hi;
-			char tail;
-			if (sscanf(optarg, "%llu-%llu%c", &lo, &hi, &tail) != 2 || lo > hi)
+			const char *dash = strchr(optarg, '-');
+			uint64_t lo, hi;
+			if (!dash ||
+			    syn_parse_u64n(optarg, (size_t)(dash - optarg), 0, UINT64_MAX, &lo) <
+				    0 ||
+			    syn_parse_u64(dash + 1, lo, UINT64_MAX, &hi) < 0)
 				return die_usage("--window '%s': expected A-B with A <= B (job ids)", optarg);
 			cfg.win_lo = lo;
 			cfg.win_hi = hi;
@@ -370,7 +368,8 @@ int main(int argc, char **argv)
 			char *copy = strdup(optarg), *save = NULL, *tok;
 			n_rates = 0;
 			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (n_rates == MAX_RATES || parse_num(tok, 1e-6, 1e9, &rates[n_rates]) < 0) {
+				if (n_rates == MAX_RATES ||
+				    syn_parse_double(tok, 1e-6, 1e9, &rates[n_rates]) < 0) {
 					free(copy);
 					return die_usage("--sweep '%s': expected up to 32 rates > 0, comma-separated",
 							 optarg);
@@ -394,17 +393,21 @@ int main(int argc, char **argv)
 				return die_usage("--live=%s: expected --live or --live=both", optarg);
 			break;
 		case 11: {
-			int k, used = 0;
+			const char *colon = strchr(optarg, ':');
+			uint64_t k;
 			double f;
-			if (sscanf(optarg, "%d:%lf%n", &k, &f, &used) != 2 || optarg[used] || k < 2 ||
-			    k > SYN_MAX_GROUP || !(f >= 0 && f <= 1))
+			if (!colon ||
+			    syn_parse_u64n(optarg, (size_t)(colon - optarg), 2, SYN_MAX_GROUP, &k) <
+				    0 ||
+			    syn_parse_double(colon + 1, 0, 1, &f) < 0)
 				return die_usage("--search '%s': expected K:FRAC, K trials 2..%d, FRAC 0..1 "
 						 "(e.g. 4:0.3)", optarg, SYN_MAX_GROUP);
-			gen.search_k = k;
+			gen.search_k = (int)k;
 			gen.search_frac = f;
 			break;
 		}
 		case 12:
+			/* The two words of synergy-sim(1), not a yes/no boolean. */
 			if (strcmp(optarg, "on") == 0)
 				cfg.coord = 1;
 			else if (strcmp(optarg, "off") == 0)

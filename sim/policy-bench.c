@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy-bench.c: timing and quality benchmarks of the policy core, printed
  * as tables (run by bench/sim-bench.sh; numbers go to BENCHMARKS.md).
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "synergy_policy.h"
 
 static uint64_t rng = 12345;
@@ -79,7 +81,7 @@ static void bench_round(int n_jobs, int n_srv, int reps)
 	double *t = calloc((size_t)reps, sizeof *t);
 	syn_round_opts_t o;
 	syn_round_stats_t st;
-	syn_policy_error_t err;
+	syn_error_t err;
 
 	if (!nodes || !jobs || !t) {
 		fprintf(stderr, "out of memory\n");
@@ -125,7 +127,7 @@ static void bench_opt(int instances)
 	syn_job_t jobs[JOBS];
 	syn_round_opts_t o;
 	syn_round_stats_t st;
-	syn_policy_error_t err;
+	syn_error_t err;
 	double *ratio = calloc((size_t)instances, sizeof *ratio);
 	double *real = calloc((size_t)instances, sizeof *real);
 	double *real4 = calloc((size_t)instances, sizeof *real4);
@@ -236,6 +238,7 @@ int main(int argc, char **argv)
 {
 	const char *what = "all";
 	int n_jobs = 1000, n_srv = 128, reps = 21, inst = 10, c;
+	uint64_t v;
 
 	if (argc > 1 && argv[1][0] != '-') {
 		what = argv[1];
@@ -243,10 +246,20 @@ int main(int argc, char **argv)
 	}
 	while ((c = getopt(argc, argv, "n:S:R:I:h")) != -1) {
 		switch (c) {
-		case 'n': n_jobs = atoi(optarg); break;
-		case 'S': n_srv = atoi(optarg); break;
-		case 'R': reps = atoi(optarg); break;
-		case 'I': inst = atoi(optarg); break;
+		case 'n':
+		case 'S':
+		case 'R':
+		case 'I':
+			if (syn_parse_u64(optarg, 1, 1000000, &v) < 0) {
+				fprintf(stderr, "%s: -%c '%s': expected an integer 1..1000000\n",
+					argv[0], c, optarg);
+				return 2;
+			}
+			*(c == 'n'           ? &n_jobs
+				  : c == 'S' ? &n_srv
+				  : c == 'R' ? &reps
+					     : &inst) = (int)v;
+			break;
 		default:
 			fprintf(stderr, "usage: %s [round|opt|all] [-n JOBS] [-S SERVERS] [-R REPS] [-I INSTANCES]\n",
 				argv[0]);

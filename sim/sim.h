@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim.h: internals of synergy-sim, the trace-driven simulator. Traces
  * (read, write, generate), the cluster description, and the two engines

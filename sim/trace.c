@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * trace.c: job traces for synergy-sim. Reads and writes the trace CSV
  * (columns documented in synergy-sim(1)), generates the Philly-derived
@@ -16,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
-#include "synergy_store.h"
+#include "common/parse.h"
+#include "common/store.h"
+#include "sim/sim.h"
 
 #define LINE_MAX_LEN 1024
 #define MAX_JOB_GPUS 4096
@@ -27,11 +29,9 @@ int sim_err(sim_error_t *err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->text, sizeof err->text, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	syn_verrbuf(err ? err->text : NULL, err ? sizeof err->text : 0, errno, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 
@@ -46,7 +46,7 @@ struct sim_profiles {
 sim_profiles_t *sim_profiles_create(const char *dir, sim_error_t *err)
 {
 	sim_profiles_t *pr = calloc(1, sizeof *pr);
-	syn_store_error_t serr = { "" };
+	syn_error_t serr = { "" };
 
 	if (!pr) {
 		sim_err(err, "out of memory");
@@ -82,7 +82,7 @@ const syn_profile_t *sim_profiles_get(sim_profiles_t *pr, const char *key, sim_e
 		if (strcmp(pr->loaded[i]->key, key) == 0)
 			return pr->loaded[i];
 	if (pr->store) {
-		syn_store_error_t serr = { "" };
+		syn_error_t serr = { "" };
 		syn_profile_t *p = malloc(sizeof *p);
 
 		if (!p) {
@@ -133,28 +133,6 @@ static char *trim(char *s)
 	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
 		*--e = '\0';
 	return s;
-}
-
-static int parse_double(const char *s, double *v)
-{
-	char *end;
-
-	if (!*s)
-		return -1;
-	errno = 0;
-	*v = strtod(s, &end);
-	return (*end || errno || !isfinite(*v)) ? -1 : 0;
-}
-
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return (*end || errno) ? -1 : 0;
 }
 
 struct idline {
@@ -291,33 +269,33 @@ int sim_trace_read(const char *path, sim_profiles_t *pr, sim_trace_t *t, sim_err
 		for (int k = 0; k < nf; k++)
 			fld[k] = trim(fld[k]);
 		memset(&j, 0, sizeof j);
-		if (parse_u64(fld[0], &j.id) < 0) {
+		if (syn_parse_u64(fld[0], 0, UINT64_MAX, &j.id) < 0) {
 			sim_err(err, "%s:%ld: id: expected a non-negative integer, got '%s'", path, line,
 				fld[0]);
 			goto out;
 		}
-		if (parse_double(fld[1], &j.arrival) < 0 || j.arrival < 0) {
+		if (syn_parse_double(fld[1], 0, INFINITY, &j.arrival) < 0) {
 			sim_err(err, "%s:%ld: arrival_s: expected a number >= 0, got '%s'", path, line,
 				fld[1]);
 			goto out;
 		}
-		if (parse_u64(fld[2], &g) < 0 || g < 1 || g > MAX_JOB_GPUS) {
+		if (syn_parse_u64(fld[2], 1, MAX_JOB_GPUS, &g) < 0) {
 			sim_err(err, "%s:%ld: gpus: expected an integer 1..%d, got '%s'", path, line,
 				MAX_JOB_GPUS, fld[2]);
 			goto out;
 		}
 		j.gpus = (int)g;
-		if (parse_double(fld[3], &j.duration) < 0 || !(j.duration > 0)) {
+		if (syn_parse_double(fld[3], 0, INFINITY, &j.duration) < 0 || !(j.duration > 0)) {
 			sim_err(err, "%s:%ld: duration_s: expected a number > 0, got '%s'", path, line,
 				fld[3]);
 			goto out;
 		}
-		if (!syn_profile_key_valid(fld[4])) {
+		if (!syn_key_valid(fld[4])) {
 			sim_err(err, "%s:%ld: model: '%s' is not a valid profile key", path, line, fld[4]);
 			goto out;
 		}
 		strcpy(j.model, fld[4]);
-		if (nf == 6 && *fld[5] && parse_u64(fld[5], &j.group) < 0) {
+		if (nf == 6 && *fld[5] && syn_parse_u64(fld[5], 0, UINT64_MAX, &j.group) < 0) {
 			sim_err(err, "%s:%ld: group: expected empty or an integer 0..%llu, got '%s'",
 				path, line, (unsigned long long)UINT64_MAX, fld[5]);
 			goto out;
@@ -532,13 +510,12 @@ int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err)
 	if (!copy)
 		return sim_err(err, "out of memory");
 	for (grp = strtok_r(copy, ",", &save); grp; grp = strtok_r(NULL, ",", &save)) {
-		long cnt = 1, g;
+		uint64_t cnt = 1, g;
 		double cpus, mem;
-		char *x = strchr(grp, 'x'), *end, *rest = grp;
+		char *x = strchr(grp, 'x'), *rest = grp, *c1, *c2;
 
 		if (x) {
-			cnt = strtol(grp, &end, 10);
-			if (end != x || cnt < 1 || cnt > 100000) {
+			if (syn_parse_u64n(grp, (size_t)(x - grp), 1, 100000, &cnt) < 0) {
 				sim_err(err, "--cluster '%s': node count before 'x' must be 1..100000", grp);
 				goto out;
 			}
@@ -548,18 +525,15 @@ int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err)
 		 * of 100000 nodes would overflow the int node and GPU counts
 		 * (found by tests/fuzz/fuzz_trace.c). With at most 1024 GPUs a
 		 * node, SIM_MAX_NODES keeps total_gpus below 2^31. */
-		if (cnt > SIM_MAX_NODES - nc.n_nodes) {
+		if (cnt > (uint64_t)(SIM_MAX_NODES - nc.n_nodes)) {
 			sim_err(err, "--cluster '%s': more than %d nodes in all", grp, SIM_MAX_NODES);
 			goto out;
 		}
-		g = strtol(rest, &end, 10);
-		if (*end != ':' || g < 1 || g > 1024)
-			goto bad;
-		cpus = strtod(end + 1, &end);
-		if (*end != ':' || !(cpus > 0) || !isfinite(cpus))
-			goto bad;
-		mem = strtod(end + 1, &end);
-		if (*end || !(mem >= 0) || !isfinite(mem))
+		/* GPUS:CORES:MEM_GB, each of the one grammar. */
+		if (!(c1 = strchr(rest, ':')) || !(c2 = strchr(c1 + 1, ':')) ||
+		    syn_parse_u64n(rest, (size_t)(c1 - rest), 1, 1024, &g) < 0 ||
+		    syn_parse_doublen(c1 + 1, (size_t)(c2 - c1 - 1), 0, INFINITY, &cpus) < 0 ||
+		    !(cpus > 0) || syn_parse_double(c2 + 1, 0, INFINITY, &mem) < 0)
 			goto bad;
 		syn_node_t *nn = realloc(nc.nodes, sizeof *nn * (size_t)(nc.n_nodes + cnt));
 		if (!nn) {
@@ -567,7 +541,7 @@ int sim_cluster_parse(const char *spec, sim_cluster_t *c, sim_error_t *err)
 			goto out;
 		}
 		nc.nodes = nn;
-		for (long i = 0; i < cnt; i++) {
+		for (uint64_t i = 0; i < cnt; i++) {
 			nc.nodes[nc.n_nodes++] = (syn_node_t){ .gpus = (int)g, .cpus = cpus, .mem_gb = mem };
 			nc.total_gpus += (int)g;
 			nc.total_cpus += cpus;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl-datagen: write a deterministic, ImageNet-like JPEG dataset as an
  * ImageFolder tree (DIR/classNNN/imgNNNNNNN.jpg), plus optional corrupt
@@ -32,7 +33,8 @@
 
 #include <jpeglib.h>
 
-#include "../loader/rng.h"
+#include "common/parse.h"
+#include "loader/rng.h"
 
 #define PROG "coordl-datagen"
 
@@ -101,15 +103,14 @@ static void usage(FILE *f)
 		"  -h, --help             show this help\n");
 }
 
+/* An option's integer in [lo, hi] (common/parse.h's grammar). */
 static int parse_long(const char *s, long lo, long hi, long *v)
 {
-	char *end;
-	long x;
-	errno = 0;
-	x = strtol(s, &end, 10);
-	if (errno || end == s || *end || x < lo || x > hi)
+	int64_t x;
+
+	if (syn_parse_i64(s, lo, hi, &x) < 0)
 		return -1;
-	*v = x;
+	*v = (long)x;
 	return 0;
 }
 
@@ -299,8 +300,8 @@ static int encode(const uint8_t *px, int w, int h, enum kind kind, int quality, 
 {
 	struct jpeg_compress_struct c;
 	struct jerr e;
-	int nc = kind == K_GRAY ? 1 : kind == K_RGB ? 3 : 4;
 	uint8_t *row = malloc((size_t)w * 4);
+	int nc;
 
 	enc->buf = NULL;
 	enc->len = 0;
@@ -319,6 +320,9 @@ static int encode(const uint8_t *px, int w, int h, enum kind kind, int quality, 
 		enc->buf = NULL;
 		return -1;
 	}
+	/* Set after setjmp, not before: a local that lives across setjmp may be
+	 * clobbered by longjmp (gcc 16 refuses it under -Werror=clobbered). */
+	nc = kind == K_GRAY ? 1 : kind == K_RGB ? 3 : 4;
 	jpeg_create_compress(&c);
 	jpeg_mem_dest(&c, &enc->buf, &enc->len);
 	c.image_width = (JDIMENSION)w;
@@ -519,7 +523,6 @@ int main(int argc, char **argv)
 	struct job j;
 	int opt, have_seed = 0, jobs_set = 0;
 	long v;
-	char *end;
 	struct timeval t0, t1;
 
 	while ((opt = getopt_long(argc, argv, "o:c:n:s:w:q:k:j:h", lo, NULL)) != -1) {
@@ -540,9 +543,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 's':
-			errno = 0;
-			o.seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end || optarg[0] == '-') {
+			if (syn_parse_u64(optarg, 0, UINT64_MAX, &o.seed) < 0) {
 				fprintf(stderr, PROG ": --seed: expected an unsigned 64-bit number, got '%s'\n",
 					optarg);
 				return 2;

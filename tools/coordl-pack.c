@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl-pack: convert an ImageFolder tree or a file list into coordl
  * shards: a few large .cds files holding the encoded items back to back,
@@ -19,6 +20,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -28,14 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/file.h"
+#include "common/parse.h"
 #include "coordl.h"
-#include "env.h"
-#include "source.h"
-#include "util.h"
+#include "loader/env.h"
+#include "loader/source.h"
+#include "loader/util.h"
 
 static const char *prog = "coordl-pack";
 
-#include "../tools/die.h"
+#include "tools/die.h"
 
 static void usage(FILE *f)
 {
@@ -64,22 +68,23 @@ static int has_newline(const char *s)
 }
 
 /* DIR/coordl.manifest: "<bytes> <class>/<file>" for every item of the
- * ImageFolder DIR, in its order, written under a temporary name first. */
+ * ImageFolder DIR, in its order, written atomically (common/file.h). */
 static int write_manifest(const char *dir, int quiet)
 {
 	coordl_error_t err = { "" };
 	coordl__source_t *src = coordl__source_open(dir, COORDL_SOURCE_IMAGEFOLDER, &err);
-	char path[PATH_MAX], tmp[PATH_MAX];
+	char path[PATH_MAX];
+	syn_atomic_t a;
 	FILE *f;
 	size_t n;
 
 	if (!src)
 		die("%s", err.text);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, COORDL_MANIFEST_NAME) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, COORDL_MANIFEST_NAME) >=
+	    sizeof(path))
 		die("%s: path too long", dir);
-	if (!(f = fopen(tmp, "w")))
-		die("%s: %s", tmp, strerror(errno));
+	if (syn_atomic_begin(&a, AT_FDCWD, path, 0644) < 0 || !(f = syn_atomic_stream(&a)))
+		die("%s: %s", path, strerror(errno));
 	fprintf(f, "%s\n", COORDL_MANIFEST_MAGIC);
 	n = coordl__source_count(src);
 	for (size_t i = 0; i < n; i++) {
@@ -90,10 +95,8 @@ static int write_manifest(const char *dir, int quiet)
 		}
 		fprintf(f, "%llu %s\n", (unsigned long long)coordl__source_item_size(src, i), name);
 	}
-	if (fclose(f) != 0)
-		die("%s: write failed", tmp);
-	if (rename(tmp, path) < 0)
-		die("rename %s -> %s: %s", tmp, path, strerror(errno));
+	if (syn_atomic_commit(&a) < 0)
+		die("%s: %s", path, strerror(errno));
 	if (!quiet)
 		fprintf(stderr, "%s: wrote %s: %zu items in %d classes\n", prog, path, n,
 			coordl__source_classes(src));
@@ -114,7 +117,8 @@ int main(int argc, char **argv)
 	uint64_t shard_size = 256ULL << 20;
 	int kind = COORDL_SOURCE_AUTO, quiet = 0, manifest = 0, c;
 	const char *in, *out;
-	char *outdup, *dir, *base, tmp_index[PATH_MAX], shard_path[PATH_MAX];
+	char *outdup, *dir, *base, shard_path[PATH_MAX];
+	syn_atomic_t ai;
 	size_t olen, n;
 	coordl_error_t err = { "" };
 	coordl__source_t *src;
@@ -130,7 +134,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:t:qmh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (coordl__parse_bytes(optarg, &shard_size) < 0 || shard_size == 0)
+			if (syn_parse_size(optarg, 0, INT64_MAX, &shard_size) < 0 ||
+			    shard_size == 0)
 				die("--shard-size '%s': expected bytes > 0 with optional K/M/G/T", optarg);
 			break;
 		case 't':
@@ -184,7 +189,6 @@ int main(int argc, char **argv)
 	if (!outdup || !base)
 		die("out of memory");
 	base[strlen(base) - 4] = '\0';
-	snprintf(tmp_index, sizeof(tmp_index), "%s.tmp.%d", out, (int)getpid());
 
 	/* Items go to a temporary list first: the index starts with the
 	 * shard list, which is known only at the end. */
@@ -229,8 +233,10 @@ int main(int argc, char **argv)
 	if (n == skipped)
 		die("%s: no readable item", in);
 
-	if (!(idx = fopen(tmp_index, "w")))
-		die("%s: %s", tmp_index, strerror(errno));
+	/* The index last and atomically: a crash never leaves a valid-looking
+	 * index over incomplete shards. */
+	if (syn_atomic_begin(&ai, AT_FDCWD, out, 0644) < 0 || !(idx = syn_atomic_stream(&ai)))
+		die("%s: %s", out, strerror(errno));
 	fprintf(idx, "coordl-index 1\nclasses %d\n", coordl__source_classes(src));
 	for (int l = 0; l < coordl__source_classes(src); l++) {
 		const char *cn = coordl__source_class_name(src, l);
@@ -249,11 +255,11 @@ int main(int argc, char **argv)
 	rewind(items);
 	while ((c = getc(items)) != EOF)
 		putc(c, idx);
-	if (ferror(items) || fclose(idx) != 0)
-		die("%s: write failed", tmp_index);
+	if (ferror(items))
+		die("%s: reading the temporary item list failed", out);
+	if (syn_atomic_commit(&ai) < 0)
+		die("%s: %s", out, strerror(errno));
 	fclose(items);
-	if (rename(tmp_index, out) < 0)
-		die("rename %s -> %s: %s", tmp_index, out, strerror(errno));
 	if (!quiet)
 		fprintf(stderr, "\n%s: wrote %s: %zu items (%zu skipped), %u shards, %.1f MB in %.1f s\n",
 			prog, out, n - skipped, skipped, nshards, (double)written / 1e6, coordl__now() - t0);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * die.h: the fatal-error exit shared by the loader's command-line tools.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache.t: the MinIO cache. Bound never exceeded, no eviction, no item
  * stored twice, sharing between processes (fork) with one copy per item,
@@ -37,10 +38,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static int exists(const char *p)
 {

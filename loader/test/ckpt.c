@@ -37,9 +37,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt.h"
+#include "loader/ckpt.h"
 #include "coordl_ckpt.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 #define A_BYTES (3 * 4096 + 100)
 #define B_BYTES 5000

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "coordl_ckpt.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 static coordl_ckpt_choice_t choose(double iter, double over, double snap, double pers,
 				   double bound, uint64_t kmin, uint64_t kmax, int *rc)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coord.t: issue 15, coordinated prep. Loaders of one group (SYNERGY_GROUP,
  * as the SPANK plugin sets it) on one dataset share a staging area:
@@ -34,10 +35,10 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "coord.h"
+#include "loader/coord.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define BS 4
 #define NB 30 /* batches per epoch: 120 items */
@@ -632,7 +633,7 @@ static void test_edges(void)
 			{ SYNERGY_ENV_GROUP_BYTES, "-1" },
 			{ SYNERGY_ENV_GROUP_BYTES, "99999999999999999999" },
 			{ SYNERGY_ENV_GROUP_BYTES, "9999999999T" },
-			{ SYNERGY_ENV_GROUP_BYTES, "4MB" },
+			{ SYNERGY_ENV_GROUP_BYTES, "4 MB" },
 			{ SYNERGY_ENV_GROUP_WINDOW, "1000001" },
 			{ SYNERGY_ENV_GROUP_WINDOW, "-3" },
 			{ SYNERGY_ENV_GROUP_WINDOW, "8x" },

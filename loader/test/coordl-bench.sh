@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coordl-bench.sh: the benchmark tool end to end on a small generated
 # dataset with corrupt files: one row per epoch, the MinIO cache makes later
 # epochs read nothing, corrupt items are counted, the environment contract

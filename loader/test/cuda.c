@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cuda.t: CUDA ingestion. With a device: pinned batch buffers, an
  * asynchronous copy per batch whose device contents equal the host batch,
@@ -17,8 +18,8 @@
 #endif
 
 #include "coordl.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static char root[1024];
 

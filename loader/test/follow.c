@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * follow.t: the loader follows its CPU set. A loader whose thread count
  * the caller left unset runs one worker per CPU it may use; when the
@@ -25,10 +26,10 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "follow.h"
+#include "loader/follow.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_prep.c: libFuzzer entry point for the JPEG prep stage, the loader's
  * parser of untrusted input. Each input is prepped in train mode (with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_remote.c: libFuzzer entry point for the parsers of what a remote
  * dataset's server sends at open: the manifest, the shard index and the
@@ -20,8 +21,8 @@
 
 #include <curl/curl.h>
 
-#include "remote.h"
-#include "source.h"
+#include "loader/remote.h"
+#include "loader/source.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

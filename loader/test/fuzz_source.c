@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_source.c: libFuzzer entry point for the loader's text parsers of
  * untrusted input: the shard index (.cdx) and the file list. Each input is
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "source.h"
+#include "loader/source.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

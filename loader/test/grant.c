@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grant.t: issue 13, the loader follows its live cache grant
  * (SYNERGY_CACHE_GRANT). The initial bound comes from the grant file; a
@@ -22,12 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "loader/cache.h"
 #include "coordl.h"
-#include "grant.h"
+#include "loader/grant.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 20

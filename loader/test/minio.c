@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * minio.t: the MinIO property. With a cache of C bytes over a dataset of D
  * bytes, the first epoch reads D from storage and fills the cache; every
@@ -12,9 +13,9 @@
 #include <string.h>
 
 #include "coordl.h"
-#include "cache.h"
-#include "tap.h"
-#include "testdata.h"
+#include "loader/cache.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 5
 #define NPER 12

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * multi.t: issue 12, several loaders in one job under the plugin's
  * environment (SYNERGY_CACHE_NAME, _BYTES, _DIR as the SPANK plugin sets
@@ -25,8 +26,8 @@
 
 #include "coordl.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define GRANT (4 << 20)
 

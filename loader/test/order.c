@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * order.t: sample order. The same (seed, epoch) gives the same indices and
  * the same pixels with 1, 2 or 4 threads; epochs differ; shards of a world
@@ -17,8 +18,8 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 13

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pack.t: coordl-pack round trip. Packing an ImageFolder (with a small
  * shard size, so several shards) and opening the index gives the same
@@ -13,9 +14,9 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "source.h"
-#include "tap.h"
-#include "testdata.h"
+#include "loader/source.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static int sh(const char *cmd)
 {

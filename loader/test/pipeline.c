@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pipeline.t: corrupt and missing items are replaced deterministically and
  * counted; coordl_set_threads() works mid-epoch without changing the order;
@@ -12,8 +13,8 @@
 #include <string.h>
 
 #include "coordl.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define N 40
 

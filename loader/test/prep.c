@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep.c (test): the JPEG prep stage against a straightforward reference.
  *
@@ -29,7 +30,7 @@
 #include "loader/prep.h"
 #include "loader/prep_internal.h"
 #include "loader/test/prep_jpeg.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 /* Mean absolute error over all samples and channels, in 8-bit units, and
  * the largest single difference the fast path may show against the

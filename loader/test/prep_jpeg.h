@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prep_jpeg.h: helpers shared by the prep tests, benchmark and fuzz
  * target: encode a photograph-like test image to JPEG in memory (RGB,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * profmode.t: the loader's profiling mode as a job profiled on its first
  * run uses it (issue 17). With SYNERGY_PROFILE_MODE=1 and
@@ -28,8 +29,8 @@
 
 #include "coordl.h"
 #include "synergy_env.h"
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 #define NCLS 4
 #define NPER 24

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote-client: the loader side of loader/test/remote-server.sh, which
  * starts the nginx these commands talk to and turns their exit status and
@@ -31,9 +32,10 @@
 
 #include <curl/curl.h>
 
+#include "common/parse.h"
 #include "coordl.h"
-#include "env.h"
-#include "remote.h"
+#include "loader/env.h"
+#include "loader/remote.h"
 
 struct opts {
 	int window, deadline, epochs, threads, mode, rank, world;
@@ -57,7 +59,7 @@ static int64_t num(const char *opt, const char *s)
 {
 	int64_t v;
 
-	if (coordl__parse_int(s, -1, INT64_MAX, &v) < 0)
+	if (syn_parse_i64(s, -1, INT64_MAX, &v) < 0)
 		die("bad number for %s", opt);
 	return v;
 }

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # remote-server.sh: coordl reads datasets from a real HTTP server (nginx
 # with the lua module, on 127.0.0.1, started and stopped here) with 50 ms
 # of latency per request: an ImageFolder with a manifest, packed shards

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * remote.t: the parts of remote datasets that need no server: URL checks
  * (nothing is sent for a bad URL), percent-encoding, the ListObjectsV2
@@ -17,9 +18,9 @@
 #include <unistd.h>
 
 #include "coordl.h"
-#include "remote.h"
-#include "source.h"
-#include "tap.h"
+#include "loader/remote.h"
+#include "loader/source.h"
+#include "tests/tap.h"
 
 static char tmpdir[] = "/tmp/remote-t.XXXXXX";
 

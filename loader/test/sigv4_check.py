@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """sigv4_check.py: an independent AWS Signature V4 signer (Python's hashlib
 and hmac, written from AWS's description of the algorithm) that checks the
 signatures libcoordl's S3 requests carried, as nginx logged them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source.t: ImageFolder scan (labels, sorting, extensions), file lists
  * (relative paths, comments, bad lines), shard indexes (good and damaged),
@@ -15,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "source.h"
-#include "tap.h"
-#include "testdata.h"
+#include "loader/source.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 static char *slurp(const char *path, size_t *len)
 {

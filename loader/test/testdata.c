@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * testdata.c: writes the tiny test datasets (see testdata.h) with libjpeg.
  */
@@ -16,8 +17,8 @@
 
 #include <jpeglib.h>
 
-#include "tap.h"
-#include "testdata.h"
+#include "tests/tap.h"
+#include "loader/test/testdata.h"
 
 char *td_tmpdir(const char *tag)
 {

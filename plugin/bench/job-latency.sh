@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # job-latency.sh: what the Synergy plugins add to a job's life on a real
 # (throwaway) cluster. Submits N GPU-proportional and N Synergy-sized
 # one-GPU jobs, interleaved so that machine noise hits both alike, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lend-bench: what one lending event costs a starting or ending job.
  *
@@ -20,10 +21,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "synergy_conf.h"
-#include "cgroup.h"
-#include "lend.h"
-#include "util.h"
+#include "common/conf.h"
+#include "plugin/node/cgroup.h"
+#include "plugin/node/lend.h"
+#include "plugin/shared/util.h"
 
 static double now_us(void)
 {
@@ -86,7 +87,8 @@ int main(int argc, char **argv)
 	uint64_t calls = 200, jobid = 0;
 	double *wall, *cpu, *back;
 	char err[300], node_rel[512];
-	syn__conf_t conf;
+	syn_error_t cerr;
+	syn_conf_t conf;
 	syn__agent_t agent;
 	syn__cg_t *cg;
 	find_t f;
@@ -95,16 +97,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: lend-bench SYNERGY_CONF NODE [N [JOBID]]\n");
 		return 2;
 	}
-	syn__conf_defaults(&conf);
-	if (syn__conf_load(&conf, argv[1], err, sizeof(err)) < 0) {
-		fprintf(stderr, "lend-bench: %s\n", err);
+	syn_conf_defaults(&conf);
+	if (syn_conf_load(&conf, argv[1], &cerr) < 0) {
+		fprintf(stderr, "lend-bench: %s\n", cerr.text);
 		return 2;
 	}
-	if (argc > 3 && syn__parse_u64(argv[3], 1, 1000000, &calls) < 0) {
+	if (argc > 3 && syn_parse_u64(argv[3], 1, 1000000, &calls) < 0) {
 		fprintf(stderr, "lend-bench: N: '%s' is not a number from 1 to 1000000\n", argv[3]);
 		return 2;
 	}
-	if (flip && syn__parse_u64(argv[4], 1, UINT32_MAX, &jobid) < 0) {
+	if (flip && syn_parse_u64(argv[4], 1, UINT32_MAX, &jobid) < 0) {
 		fprintf(stderr, "lend-bench: JOBID: '%s' is not a job id\n", argv[4]);
 		return 2;
 	}

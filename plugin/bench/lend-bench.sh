@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lend-bench.sh: the cost of one idle-core lending event on a live node.
 # Starts a throwaway cluster with LendIdleCores=yes, runs one Synergy job
 # that borrows the idle CPUs, and runs plugin/lend-bench against that node:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * alloc.t: allocators on small clusters whose schedules were worked out by
  * hand (see the comments), the multi-server rule, pinned jobs, the live
@@ -10,7 +11,7 @@
 #include <string.h>
 
 #include "synergy_policy.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 #define N_NODES 2
 
@@ -53,7 +54,7 @@ static void test_tune_steps(void)
 	syn_job_t j[4];
 	syn_round_opts_t o;
 	syn_round_stats_t st;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 
 	small_cluster(n);
 	four_jobs(j);
@@ -104,7 +105,7 @@ static void test_exchange(void)
 	syn_job_t j[4];
 	syn_round_opts_t o;
 	syn_round_stats_t st;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 
 	/* One node of 4 GPUs, 12 cores, 250 GB. J1 (resnet18) takes its best
 	 * case, 9 cores and 62.5 GB (2.4x); J2 (m5) wants 6 cores and 187.5 GB,
@@ -201,7 +202,7 @@ static void test_multi_server(void)
 	syn_job_t j;
 	syn_round_opts_t o;
 	syn_round_stats_t st;
-	syn_policy_error_t err;
+	syn_error_t err;
 
 	small_cluster(n);
 	memset(&j, 0, sizeof j);
@@ -239,7 +240,7 @@ static void test_pinned(void)
 	syn_node_t n[N_NODES];
 	syn_job_t j[2];
 	syn_round_opts_t o;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 
 	small_cluster(n);
 	memset(j, 0, sizeof j);
@@ -302,7 +303,7 @@ static void test_args(void)
 	syn_node_t n[N_NODES];
 	syn_job_t j[4];
 	syn_round_opts_t o;
-	syn_policy_error_t err;
+	syn_error_t err;
 	syn_allocator_t a;
 	syn_ordering_t ord;
 	syn_profile_t bad;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * guarantee.t: property tests. On random clusters, random profiles (monotone
  * and arbitrary), random job mixes and every allocator and ordering, no
@@ -15,7 +16,7 @@
 #include <string.h>
 
 #include "synergy_policy.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 static uint64_t rng;
 
@@ -72,7 +73,7 @@ int main(void)
 	syn_job_t j[MAXJ];
 	syn_round_opts_t o;
 	syn_round_stats_t st;
-	syn_policy_error_t err;
+	syn_error_t err;
 	int rounds = 0, violations = 0, failures = 0, idle = 0, worse = 0, opt_rounds = 0;
 	int step5_worse = 0, step5_rounds = 0, step5_moves = 0;
 	const char *seed = getenv("SEED");

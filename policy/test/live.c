@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * live.t: the live-Slurm entry points (issue 13). syn_size_job() on cases
  * worked by hand (the built-in profiles on the paper's node, the issue's
@@ -25,7 +26,7 @@
 #include <string.h>
 
 #include "synergy_policy.h"
-#include "tap.h"
+#include "tests/tap.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-3)
 #define P(k) syn_builtin_find(k)
@@ -175,7 +176,7 @@ static void test_size_ckpt(void)
 	syn_profile_t p = *P("resnet18");
 	syn_node_job_t j[1];
 	syn_node_stats_t st;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 	syn_size_t s, s0;
 
 	ok(syn_size_job(&paper, 1, 1, &p, 0.01, &s0) == 0 && s0.ckpt_mb == 0,
@@ -216,7 +217,7 @@ static void test_node_hand(void)
 {
 	syn_node_job_t j[3];
 	syn_node_stats_t st;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 	int rc;
 
 	/* golden1 at t=600: resnet18 and m5 at their share on the paper's
@@ -338,7 +339,7 @@ static void test_node_group(void)
 	syn_profile_t p, other;
 	syn_node_job_t j[4];
 	syn_node_stats_t st;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 	int rc;
 
 	sat_profile(&p, "sat");
@@ -576,7 +577,7 @@ static void test_node_property(int instances)
 		syn_node_job_t j[MAXJ], again[MAXJ];
 		int sized_by_policy[MAXJ] = { 0 };
 		syn_node_stats_t st, st2;
-		syn_policy_error_t err = { "" };
+		syn_error_t err = { "" };
 		int nj = 0, gpus_left, cores_left;
 		uint64_t mem_left;
 		double base_total = 0;
@@ -720,7 +721,7 @@ static void test_group_property(int instances)
 		syn_shape_t n;
 		syn_node_job_t j[MAXJ], again[MAXJ];
 		syn_node_stats_t st, st2;
-		syn_policy_error_t err = { "" };
+		syn_error_t err = { "" };
 		int nj = 0, k, g, pi, cores_left, gpus_left;
 		uint64_t mem_left;
 		syn_size_t s;
@@ -888,7 +889,7 @@ static void test_size_nodes(void)
 static void test_harvest_hand(void)
 {
 	syn_harvest_job_t h[3];
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 
 	/* resnet18 on 3 cores beside gnmt using 0.2 of its 3: gnmt lends
 	 * floor(2.8 + 1 - 0.5) = 3, and resnet18 gains from each. */
@@ -966,7 +967,7 @@ static void test_harvest_property(int rounds)
 {
 	syn_profile_t prof[6];
 	syn_harvest_job_t h[6], again[6];
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 	int bad = 0;
 
 	for (int r = 0; r < rounds && !bad; r++) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * opt.t: Synergy-OPT against brute force. On tiny instances (a few jobs,
  * small grids) phase 1's objective must equal the best total throughput
@@ -15,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../policy_int.h"
-#include "tap.h"
+#include "policy/policy_int.h"
+#include "tests/tap.h"
 
 #define MAXJ 4
 #define MAXC (SYN_PROFILE_MAX_CPU * SYN_PROFILE_MAX_MEM + 1)
@@ -96,7 +97,7 @@ int main(void)
 	syn_job_t j[MAXJ];
 	int idx[MAXJ] = { 0, 1, 2, 3 };
 	double cpus[MAXJ], mem[MAXJ], obj, bound;
-	syn_policy_error_t err = { "" };
+	syn_error_t err = { "" };
 	int mismatch = 0, worse = 0, fail = 0, checked = 0, below = 0;
 
 	/* Named instance: resnet18, alexnet, m5, gnmt on one 4-GPU node with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cli.sh: golden-output tests of synergy-profile show / what-if on the
 # checked-in profile, list over a store holding good and corrupt files, the
 # store lookup through synergy.conf, the stall report (text and --json),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jobprofile.t: the report a job's own loader writes in profiling mode, as
  * root reads it before filing a profile measured on a job's first run
@@ -14,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
-#include "synergy_store.h"
-#include "jobprofile.h"
+#include "tests/tap.h"
+#include "common/store.h"
+#include "profiler/jobprofile.h"
 
 /* A report like the loader's: points at 4, 2 and 1 threads of a job whose
  * GPU takes 800 samples/s and whose workers deliver 300 samples/s each
@@ -166,7 +167,10 @@ static void test_profile(void)
 	ok(syn__job_report_profile(r, 1, 0.5, p, msg, sizeof(msg)) == 0, "a profile is built (%s)",
 	   msg);
 	snprintf(p->key, sizeof(p->key), "img");
-	ok(syn_profile_check(p, msg, sizeof(msg)) == 0, "and is valid (%s)", msg);
+	{
+		syn_error_t why = { "" };
+		ok(syn_profile_check(p, &why) == 0, "and is valid (%s)", why.text);
+	}
 	ok(fabs(syn_profile_eval(p, 1, 0.5) - 1) < 1e-3, "1.0 at the share (1 cpu, 0.5 GiB): %g",
 	   syn_profile_eval(p, 1, 0.5));
 	/* Each worker preps 480 items in 1.44 s: 333 samples/s; the GPU

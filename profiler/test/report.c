@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * report.c: tests of the DS-Analyzer stall report (profiler/report.h) on a
  * small hand-made profile: the split of the time per sample into GPU, prep
@@ -12,8 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "report.h"
-#include "tap.h"
+#include "profiler/report.h"
+#include "tests/tap.h"
 
 /*
  * Grid (normalised, 1.0 = 2 cpus, 1 GiB), dataset 2 GiB, base 100/s, GPU

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # run.sh: a profiling run end to end on a small generated dataset: run
 # stores a valid profile (the store reader accepts it), show and what-if
 # read it back, and the measured CPU points and memory check are reported.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # runjob.sh: `synergy-profile run -- CMD` end to end. A real command
 # (coordl-bench with an emulated GPU) on a small generated dataset: its own
 # loader enters profiling mode through the environment (SYNERGY_PROFILE_MODE,

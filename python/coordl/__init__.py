@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """coordl: Python binding of libcoordl, the Synergy data loader.
 
 A pure-ctypes binding over the C ABI in coordl.h (no compiled extension).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The C ABI of libcoordl, mirrored with ctypes.
 
 Every structure here copies include/coordl.h (and coordl_ckpt.h) field by field, in the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The Loader class: libcoordl as a Python iterable of (images, labels).
 
 Images are zero-copy: each batch's image array is a numpy view of one of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * abi-layout.c: print the size and field offsets of the public structs in
  * coordl.h and coordl_ckpt.h, as the C compiler lays them out.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """abi.py: the ctypes mirror of coordl.h and coordl_ckpt.h matches the C
 compiler's layout.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """cache.py: issue 12, a training script's loaders under the Synergy
 environment, through the Python binding.
 

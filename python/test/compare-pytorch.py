@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """compare-pytorch.py: bench/compare-pytorch.sh runs and prints its table.
 
 A smoke test of the benchmark script on a tiny generated dataset, one

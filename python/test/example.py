@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """example.py: examples/train_resnet_emulated.py runs and reports stalls.
 
 Runs the example training loop on a small generated dataset, with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """group.py: issue 15, coordinated prep through the Python binding.
 
 Two training loaders in one process under SYNERGY_GROUP (as the plugin sets

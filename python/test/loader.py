@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """loader.py: the coordl Python binding over a generated ImageFolder set.
 
 Iterates whole epochs and checks shapes, dtypes, value ranges, labels

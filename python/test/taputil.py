@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """taputil: TAP output and the shared setup of the Python binding's tests.
 
 Each test script imports this module (it sits beside them), which finds the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """tensors.py: the coordl binding hands out torch tensors when torch imports.
 
 Checks output="torch" and output="auto" (torch already imported) yield

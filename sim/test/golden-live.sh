@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # golden-live.sh: synergy-sim --live (the live-Slurm model) on small traces
 # whose schedules were worked out by hand; the per-job results must match
 # the checked-in expectation exactly. Sizing (syn_size_job): a job asks for

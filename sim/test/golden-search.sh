@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # golden-search.sh: hyperparameter searches in synergy-sim (CoorDL's
 # coordinated prep, issue 15): a golden trace worked out by hand, traces
 # without searches unchanged, and properties over generated workloads.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # golden.sh: synergy-sim on small traces whose schedules were worked out by
 # hand; the per-job results must match the checked-in expectation exactly.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # malformed.sh: synergy-sim rejects bad traces, profiles and options with a
 # message that names the file, the line and the field, and exits non-zero
 # without running anything.

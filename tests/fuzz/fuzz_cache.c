@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_cache.c: libFuzzer entry point for the validation of a shared cache
  * segment (loader/cache.c). Every process of a job can write the segment,

@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_env.c: libFuzzer entry point for the loader's environment contract
- * (loader/env.c). The SYNERGY_* variables are set by the plugin but can be
- * set by any user by hand, so every parser must accept exactly what env.h
- * promises and refuse the rest with EINVAL or ERANGE.
+ * (loader/env.c) and the parsers of common/parse.h it uses. The SYNERGY_*
+ * variables are set by the plugin but can be set by any user by hand, so
+ * every parser must accept exactly what env.h promises and refuse the rest
+ * with EINVAL or ERANGE.
  *
  * The input is split at newlines: the first line goes through each of the
  * single-value parsers (whose results are checked against their documented
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "synergy_env.h"
 #include "loader/env.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -51,7 +54,7 @@ static void single(const char *s)
 
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
 		errno = 0;
-		if (coordl__parse_int(s, ranges[i][0], ranges[i][1], &n) == 0) {
+		if (syn_parse_i64(s, ranges[i][0], ranges[i][1], &n) == 0) {
 			if (n < ranges[i][0] || n > ranges[i][1])
 				abort();
 		} else {
@@ -59,12 +62,12 @@ static void single(const char *s)
 		}
 	}
 	errno = 0;
-	if (coordl__parse_bytes(s, &b) < 0)
+	if (syn_parse_size(s, 0, INT64_MAX, &b) < 0)
 		check_refusal();
 	else if (b > (uint64_t)INT64_MAX)
 		abort();
 	errno = 0;
-	if (coordl__parse_cpulist(s) < 0 && errno != EINVAL)
+	if (syn_parse_cpus(s, 1u << 20, NULL, NULL) < 0 && errno != EINVAL)
 		abort();
 	if (coordl__valid_cache_name(s) == 0) {
 		size_t len = strlen(s);

@@ -1,14 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_node.c: libFuzzer entry point for the parsers of node-side state the
  * root-run plugins read: the grant job_submit hands the node and the job
  * records in StateDir (plugin/jobrec.c), CPU lists from cgroup files
- * (plugin/cpulist.c), the node shapes table synergyd writes
+ * (common/cpus.c), the node shapes table synergyd writes
  * (plugin/shapes.c), the TRES/GRES strings of jobs and nodes
  * (plugin/tuner.c), and the claims on profiling a key in place in the
  * profile store (plugin/claim.c).
  *
  * Each input is given, whole and line by line, to every parser, and what
- * a parser accepts must keep its promises: an accepted grant formats and
+ * a parser accepts must keep its promises: the grant parser never accepts
+ * a field only the node writes, an accepted grant formats and
  * parses back to the same grant, an accepted CPU list formats and parses
  * back to the same set, an accepted shapes table writes and reads back to
  * the same table, GPU counts are within range. A refusal must set errno
@@ -25,11 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/claim.h"
-#include "plugin/cpulist.h"
-#include "plugin/jobrec.h"
-#include "plugin/shapes.h"
-#include "plugin/tuner.h"
+#include "plugin/shared/claim.h"
+#include "common/cpus.h"
+#include "plugin/shared/jobrec.h"
+#include "plugin/ctl/shapes.h"
+#include "plugin/shared/slurmtext.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -66,6 +68,34 @@ static void grant(const char *s)
 	}
 	if (r.has_allotted && CPU_COUNT(&r.allotted) == 0)
 		abort();
+	if (r.secret[0] && !syn__secret_valid(r.secret))
+		abort();
+}
+
+/* What reaches the node as a grant (issue 24): accepted only as a sized
+ * grant with none of the fields only the node writes, and then exactly as
+ * the record parser reads it. */
+static void grant_only(const char *s)
+{
+	syn__jobrec_t r, rec;
+	char err[200];
+
+	err[0] = '\0';
+	errno = 0;
+	if (syn__grant_parse(s, &r, err, sizeof(err)) < 0) {
+		if (errno != EINVAL && errno != ENOMEM)
+			abort();
+		if (errno == EINVAL && !err[0])
+			abort();
+		if (r.synergy || r.has_allotted || r.secret[0])
+			abort(); /* a refusal leaves nothing behind */
+		return;
+	}
+	if (!r.synergy || r.has_allotted || r.alloc_mem_mb || r.has_hold || r.has_cpu ||
+	    r.has_spare || r.harvest)
+		abort();
+	if (syn__jobrec_parse(s, &rec, err, sizeof(err)) < 0 || memcmp(&r, &rec, sizeof(r)) != 0)
+		abort();
 }
 
 /* An accepted claim holds a valid key and nonce, and a job id with a node
@@ -80,7 +110,7 @@ static void claim(const char *s)
 			abort();
 		return;
 	}
-	if (!syn__key_valid(c.key) || !syn__nonce_valid(c.nonce) || c.time < 0 ||
+	if (!syn_key_valid(c.key) || !syn__nonce_valid(c.nonce) || c.time < 0 ||
 	    (c.jobid != 0) != (c.node[0] != '\0'))
 		abort();
 }
@@ -91,15 +121,15 @@ static void cpulist(const char *s)
 	char *text;
 
 	errno = 0;
-	if (syn__cpus_parse(s, &set) < 0) {
+	if (syn_cpus_parse(s, &set) < 0) {
 		if (errno != EINVAL)
 			abort();
 		return;
 	}
-	text = syn__cpus_format_alloc(&set);
+	text = syn_cpus_format_alloc(&set);
 	if (!text)
 		abort();
-	if (syn__cpus_parse(text, &back) < 0 || !CPU_EQUAL(&set, &back))
+	if (syn_cpus_parse(text, &back) < 0 || !CPU_EQUAL(&set, &back))
 		abort();
 	free(text);
 }
@@ -152,6 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!(s = fuzz_string(data, size)))
 		return 0;
 	grant(s);
+	grant_only(s);
 	shapes(s);
 	claim(s);
 	if ((copy = strdup(s))) {
@@ -160,6 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (next)
 				*next++ = '\0';
 			grant(line);
+			grant_only(line);
 			cpulist(line);
 			tres(line);
 		}

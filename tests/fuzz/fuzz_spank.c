@@ -1,19 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_spank.c: libFuzzer entry point for the Slurm plugins' input checks
- * (plugin/util.c). These run as root on values from users (--synergy,
- * --synergy-key and their environment twins), from admins (plugstack
- * arguments, synergy.conf) and from the kernel (/proc/<pid>/cgroup), so
- * each must either accept exactly what util.h promises or refuse.
+ * (common/parse.c, common/conf.c, plugin/cgroup.c). These run as root on
+ * values from users (--synergy, --synergy-key and their environment
+ * twins), from admins (plugstack arguments, synergy.conf) and from the
+ * kernel (/proc/<pid>/cgroup), so each must either accept exactly what
+ * common/parse.h and common/conf.h promise or refuse.
  *
  * The first line of the input goes through the single-value checks and,
- * as a plugstack "key=value" argument, through syn__conf_arg(); the whole
- * input is read as a synergy.conf file by syn__conf_load() and as a
+ * as a plugstack "key=value" argument, through syn_conf_arg(); the whole
+ * input is read as a synergy.conf file by syn_conf_load() and as a
  * /proc/<pid>/cgroup text by syn__cg_parse_proc(). Accepted values are checked
  * against the documented rules (charset, length, range, absolute paths).
  *
- * A "conf=PATH" argument would make syn__conf_arg() open a file the input
+ * A "conf=PATH" argument would make syn_conf_arg() open a file the input
  * names (a FIFO or /dev/stdin would block the fuzzer), so that one key is
- * left to the syn__conf_load() call on the scratch file.
+ * left to the syn_conf_load() call on the scratch file.
  *
  * Built and run by tests/fuzz/run-fuzz.sh.
  */
@@ -27,18 +29,18 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "plugin/cgroup.h"
-#include "plugin/jobrec.h"
-#include "plugin/util.h"
+#include "plugin/node/cgroup.h"
+#include "plugin/shared/jobrec.h"
+#include "plugin/shared/util.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* What every accepted configuration must satisfy, whatever set it. */
-static void check_conf(const syn__conf_t *c)
+static void check_conf(const syn_conf_t *c)
 {
-	if (!syn__path_ok(c->store_dir) || !syn__path_ok(c->request_dir) ||
-	    !syn__path_ok(c->cache_dir) || !syn__path_ok(c->group_dir))
+	if (!syn_path_ok(c->store_dir) || !syn_path_ok(c->request_dir) ||
+	    !syn_path_ok(c->cache_dir) || !syn_path_ok(c->group_dir))
 		abort();
 	if (!(c->eps >= 0.0 && c->eps < 1.0) || (c->enabled != 0 && c->enabled != 1))
 		abort();
@@ -53,8 +55,8 @@ static void single(const char *s)
 	uint64_t v;
 	int on;
 
-	if (syn__key_valid(s) &&
-	    (len < 1 || len > SYN__KEY_MAX || s[0] == '.' ||
+	if (syn_key_valid(s) &&
+	    (len < 1 || len > SYN_KEY_MAX || s[0] == '.' ||
 	     strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != len))
 		abort();
 	if (syn__group_name_valid(s) &&
@@ -62,21 +64,21 @@ static void single(const char *s)
 	     strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != len))
 		abort();
 	errno = 0;
-	if (syn__parse_onoff(s, &on) == 0) {
+	if (syn_parse_bool(s, &on) == 0) {
 		if (on != 0 && on != 1)
 			abort();
 	} else if (errno != EINVAL) {
 		abort();
 	}
 	errno = 0;
-	if (syn__parse_u64(s, 3, 1000, &v) == 0) {
+	if (syn_parse_u64(s, 3, 1000, &v) == 0) {
 		if (v < 3 || v > 1000 || strspn(s, "0123456789") != len)
 			abort();
 	} else if (errno != EINVAL && errno != ERANGE) {
 		abort();
 	}
-	if (syn__path_ok(s) &&
-	    (s[0] != '/' || len >= SYN__PATH_MAX || strstr(s, "/../") || strstr(s, "/./") ||
+	if (syn_path_ok(s) &&
+	    (s[0] != '/' || len >= SYN_PATH_MAX || strstr(s, "/../") || strstr(s, "/./") ||
 	     (len >= 3 && strcmp(s + len - 3, "/..") == 0) ||
 	     (len >= 2 && strcmp(s + len - 2, "/.") == 0)))
 		abort();
@@ -94,21 +96,27 @@ static void cgroup(const char *text, const char *controller, uint32_t jobid)
 		return;
 	}
 	/* A relative path ending in the job's own directory, without "..".
-	 * (tests/fuzz/crashes/spank-1 once gave a leading '/'.) */
+	 * (tests/fuzz/crashes/spank-1 once gave a leading '/'.) On the
+	 * unified line the job's directory may be a SLUID (Slurm 26.05). */
 	olen = strnlen(out, sizeof(out));
-	if (out[0] == '/')
+	if (out[0] == '/' || olen == sizeof(out) || strstr(out, ".."))
 		abort();
+	if (!*controller && olen >= SYN__SLUID_LEN &&
+	    syn__sluid_valid(out + olen - SYN__SLUID_LEN) &&
+	    (olen == SYN__SLUID_LEN || out[olen - SYN__SLUID_LEN - 1] == '/'))
+		return;
 	wlen = (size_t)snprintf(want, sizeof(want), "job_%u", (unsigned)jobid);
-	if (olen == sizeof(out) || strstr(out, "..") || olen < wlen ||
-	    strcmp(out + olen - wlen, want) != 0 || (olen > wlen && out[olen - wlen - 1] != '/'))
+	if (olen < wlen || strcmp(out + olen - wlen, want) != 0 ||
+	    (olen > wlen && out[olen - wlen - 1] != '/'))
 		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *path = fuzz_scratch_path("spank", "synergy.conf");
-	syn__conf_t c;
-	char err[256], *s, *first, *nl;
+	syn_conf_t c;
+	syn_error_t err;
+	char *s, *first, *nl;
 
 	if (!(s = fuzz_string(data, size)))
 		return 0;
@@ -118,23 +126,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((nl = strchr(first, '\n')))
 		*nl = '\0';
 	single(first);
-	syn__conf_defaults(&c);
+	syn_conf_defaults(&c);
 	if (strncasecmp(first, "conf=", 5) != 0) {
-		err[0] = '\0';
+		err.text[0] = '\0';
 		errno = 0;
-		if (syn__conf_arg(&c, first, err, sizeof(err)) == 0)
+		if (syn_conf_arg(&c, first, &err) == 0)
 			check_conf(&c);
-		else if ((errno != EINVAL && errno != ERANGE) || err[0] == '\0')
+		else if ((errno != EINVAL && errno != ERANGE) || err.text[0] == '\0')
 			abort();
 	}
 	free(first);
 
 	fuzz_write_file(path, data, size);
-	syn__conf_defaults(&c);
-	err[0] = '\0';
-	if (syn__conf_load(&c, path, err, sizeof(err)) == 0)
+	syn_conf_defaults(&c);
+	err.text[0] = '\0';
+	if (syn_conf_load(&c, path, &err) == 0)
 		check_conf(&c);
-	else if (err[0] == '\0')
+	else if (err.text[0] == '\0')
 		abort();
 
 	cgroup(s, "cpuset", 42);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_trace.c: libFuzzer entry point for the simulator's untrusted input:
  * the trace CSV reader (sim_trace_read) and the --cluster description

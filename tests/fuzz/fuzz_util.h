@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_util.h: the pieces the libFuzzer targets in tests/fuzz/ share.
  * Header-only (static inline) because tests/fuzz/run-fuzz.sh builds each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * replay.c: run one fuzz target over its checked-in seed corpus as a unit
  * test, without clang or libFuzzer. Each target (tests/fuzz/fuzz_*.c,
@@ -23,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "tests/tap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

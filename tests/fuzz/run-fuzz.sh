@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # run-fuzz.sh: build every libFuzzer target of the project with clang
 # (-fsanitize=fuzzer,address,undefined) straight from the sources, run each
 # for a fixed time from its checked-in seed corpus, and print a table
@@ -28,7 +29,7 @@ while getopts t:b:o:h opt; do
 	t) secs=$OPTARG ;;
 	b) builddir=$OPTARG ;;
 	o) work=$OPTARG ;;
-	h) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	h) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-fuzz.sh: see -h for usage" >&2; exit 2 ;;
 	esac
 done
@@ -76,36 +77,38 @@ if [ ! -f "$builddir/config.h" ]; then
 	exit 2
 fi
 
-# Sources and libraries of each target, relative to the source tree.
+# Sources and libraries of each target, relative to the source tree: the
+# target, the code it parses, and the parts of common/ under that code
+# (libsyncommon, and libsynstore above it).
+COMMON="common/error.c common/parse.c common/cpus.c common/file.c common/kv.c"
+STORE="$COMMON common/conf.c common/profile.c common/profile_json.c common/store.c"
 sources() {
 	case $1 in
-	prep) echo "loader/test/fuzz_prep.c loader/prep.c" ;;
-	profile) echo "profiler/test/fuzz_profile.c profiler/profile_json.c profiler/store.c" \
-		"profiler/conf.c profiler/errprintf.c policy/profile.c" ;;
-	conf) echo "tests/fuzz/fuzz_conf.c profiler/conf.c profiler/errprintf.c" ;;
-	trace) echo "tests/fuzz/fuzz_trace.c sim/trace.c profiler/profile_json.c profiler/store.c" \
-		"profiler/errprintf.c policy/profile.c policy/builtin.c" ;;
-	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c" ;;
-	spank) echo "tests/fuzz/fuzz_spank.c plugin/util.c plugin/cgroup.c plugin/cgroup_v1.c" \
-		"plugin/cgroup_v2.c plugin/cpulist.c profiler/conf.c profiler/errprintf.c" ;;
-	node) echo "tests/fuzz/fuzz_node.c plugin/jobrec.c plugin/shapes.c plugin/cpulist.c" \
-		"plugin/tuner.c plugin/util.c profiler/conf.c profiler/errprintf.c" ;;
+	prep) echo "loader/test/fuzz_prep.c loader/prep.c $COMMON" ;;
+	profile) echo "common/test/fuzz_profile.c $STORE" ;;
+	conf) echo "tests/fuzz/fuzz_conf.c $STORE" ;;
+	trace) echo "tests/fuzz/fuzz_trace.c sim/trace.c policy/builtin.c $STORE" ;;
+	env) echo "tests/fuzz/fuzz_env.c loader/env.c loader/util.c $COMMON" ;;
+	spank) echo "tests/fuzz/fuzz_spank.c plugin/shared/util.c plugin/node/cgroup.c" \
+		"plugin/node/cgroup_v1.c plugin/node/cgroup_v2.c plugin/shared/jobrec.c $STORE" ;;
+	node) echo "tests/fuzz/fuzz_node.c plugin/shared/jobrec.c plugin/shared/claim.c" \
+		"plugin/ctl/shapes.c plugin/shared/slurmtext.c plugin/shared/util.c $STORE" ;;
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
-		"loader/env.c loader/util.c" ;;
-	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c" ;;
-	ckpt) echo "tests/fuzz/fuzz_ckpt.c loader/ckpt_file.c loader/util.c" ;;
+		"loader/env.c loader/util.c $COMMON" ;;
+	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c $COMMON" ;;
+	ckpt) echo "tests/fuzz/fuzz_ckpt.c loader/ckpt_file.c loader/util.c $COMMON" ;;
 	remote) echo "loader/test/fuzz_remote.c loader/remote.c loader/s3.c loader/source.c" \
-		"loader/env.c loader/util.c" ;;
+		"loader/env.c loader/util.c $COMMON" ;;
 	esac
 }
 libs() {
 	case $1 in
 	prep) echo "-ljpeg -lm" ;;
-	profile|trace) echo "-ljansson -lm" ;;
-	spank) echo "-lcgroup" ;;
-	cache|ckpt) echo "-lpthread" ;;
-	source|remote) echo "-lcurl" ;;
-	*) echo "" ;;
+	profile|trace|conf) echo "-ljansson -lm" ;;
+	spank|node) echo "-lcgroup -ljansson -lm" ;;
+	cache|ckpt) echo "-lpthread -lm" ;;
+	source|remote) echo "-lcurl -lm" ;;
+	*) echo "-lm" ;;
 	esac
 }
 # Inputs longer than this teach the fuzzer nothing new about these parsers
@@ -130,8 +133,7 @@ for t in $targets; do
 	# shellcheck disable=SC2046,SC2086 # word splitting of the lists is intended
 	if ! $CC -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -D_GNU_SOURCE -I"$builddir" -I"$srcdir/include" \
-		-I"$srcdir" -I"$srcdir/loader" -I"$srcdir/profiler" -I"$srcdir/plugin" \
-		$srcs $(libs "$t") -o "$bin" >"$work/log/$t.build" 2>&1; then
+		-I"$srcdir" $srcs $(libs "$t") -o "$bin" >"$work/log/$t.build" 2>&1; then
 		echo "run-fuzz.sh: $t: build failed, see $work/log/$t.build" >&2
 		rows="$rows$t|build failed|-|-
 "

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cgroup-v2.sh: the cluster suites on cgroup v2, in a real kernel. This
 # machine's kernel binds every controller to v1, so the suites run in a
 # throwaway guest (tests/vm/vm-run: Debian's kernel under qemu TCG, the
@@ -12,7 +13,10 @@
 # list (same format; ';' also separates suites), e.g. to try one:
 #   SYNERGY_VM_SUITES='synergy-sized.sh' make check TESTS=tests/integration/cgroup-v2.sh
 # Other knobs: SYNERGY_VM_TIMEOUT (seconds for the whole guest run, default
-# 2400), SYNERGY_VM=off (skip this file), and vm-run's (tests/vm/README).
+# 2400), SYNERGY_VM=off (skip this file), SYNERGY_VM_ROOT=DIR (the guest's
+# root is DIR, a root file system of tools/build-slurm-rootfs, with its own
+# Slurm: vm-run --root; tests/integration/slurm-versions.sh sets it), and
+# vm-run's (tests/vm/README).
 vm_suites='
 cluster-basic.sh CLUSTER_SYNERGY=0
 cluster-limits.sh CLUSTER_SYNERGY=0
@@ -21,6 +25,8 @@ synergy-lending.sh
 synergy-harvest.sh
 synergy-cleanup.sh
 synergy-fallback.sh
+synergy-shrink.sh
+synergy-trust.sh
 '
 
 . "${top_srcdir:?}/tests/lib/tap.sh"
@@ -41,7 +47,7 @@ if [ "${1:-}" = --in-guest ]; then
 	# The suites see the environment they would see on the host: none of
 	# vm-run's or our own knobs (jobs inherit it; some suites grep it).
 	for v in $(compgen -e | grep '^SYNERGY_VM'); do unset "$v"; done
-	diag "guest: $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s, cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+	diag "guest: $(uname -r), $(. /etc/os-release; echo "$PRETTY_NAME"), $(slurmd -V 2>&1), uptime $(cut -d' ' -f1 /proc/uptime) s, cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 	suites_run "$suites"
 	echo "#vm-done $tap_n $tap_failed"
 	[ "$tap_failed" = 0 ]
@@ -53,6 +59,12 @@ fi
 command -v qemu-system-x86_64 >/dev/null ||
 	skip_all "qemu-system-x86_64 not installed (tools/install-deps installs it)"
 timeout=${SYNERGY_VM_TIMEOUT:-2400}
+root=()
+if [ -n "${SYNERGY_VM_ROOT:-}" ]; then
+	[ -x "$SYNERGY_VM_ROOT/usr/sbin/slurmd" ] ||
+		skip_all "SYNERGY_VM_ROOT=$SYNERGY_VM_ROOT: no root file system with Slurm there"
+	root=(--root "$SYNERGY_VM_ROOT")
+fi
 
 t0=$SECONDS
 done_line=
@@ -68,7 +80,7 @@ while IFS= read -r line; do
 	*) echo "# $line" ;;
 	esac
 done < <(
-	SYNERGY_VM_SUITES=$suites "$top_srcdir/tests/vm/vm-run" -t "$timeout" -- \
+	SYNERGY_VM_SUITES=$suites "$top_srcdir/tests/vm/vm-run" -t "$timeout" "${root[@]}" -- \
 		bash "$top_srcdir/tests/integration/cgroup-v2.sh" --in-guest 2>&1
 	echo "#vm-rc $?"
 )

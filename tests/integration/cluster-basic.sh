@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cluster-basic.sh: the throwaway-cluster harness itself. Brings up two
 # nodes, runs `srun hostname` and a batch job asking for one fake GPU,
 # checks that the job saw CUDA_VISIBLE_DEVICES, and that after the cluster

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cluster-limits.sh: a job's cgroup limits really apply, on whichever cgroup
 # version the cluster runs (CLUSTER_CGROUP; cgroup-v2.sh runs this file in a
 # cgroup v2 guest). Plain Slurm, one node with the real CPUs:
@@ -10,7 +11,8 @@
 #    says OUT_OF_MEMORY.
 # The job's cgroup subtree (cpuset.cpus, cpuset.cpus.effective, memory.max
 # or their v1 names) and the task's /proc/PID/cgroup are printed as
-# diagnostics.
+# diagnostics. On v2 the job's directory is job_<id>, or its SLUID from
+# Slurm 26.05 (cluster_job_dir).
 CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-0}
 . "${top_srcdir:?}/tests/lib/cluster.sh"
 [ "$(nproc)" -ge 2 ] || skip_all "needs 2 CPUs (a job must get fewer than all)"
@@ -62,11 +64,11 @@ find "$job" ${mem_ctl:+"$jmem"} -type d 2>/dev/null | while read -r d; do
 	diag "  $d:$v"
 done
 test_ok "the job's cgroup is where Slurm's $CLUSTER_CGROUP layout puts it" test -d "$job"
-test_ok "the task is inside it" test -n "$task" -a "${task#"$job"/}" != "$task"
+test_ok "the task is inside it" test -n "$job" -a -n "$task" -a "${task#"$job"/}" != "$task"
 if [ "$CLUSTER_CGROUP" = v2 ]; then
-	test_ok "v2: the task's cgroup is job_$id/step_batch/user/task_0" \
+	test_ok "v2: the task's cgroup is ${job##*/}/step_batch/user/task_0" \
 		test "$task" = "$job/step_batch/user/task_0"
-	test_ok "v2: the step's slurmstepd is in job_$id/step_batch/slurm" \
+	test_ok "v2: the step's slurmstepd is in ${job##*/}/step_batch/slurm" \
 		grep -q . "$job/step_batch/slurm/cgroup.procs"
 fi
 

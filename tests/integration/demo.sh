@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # demo.sh: the README's main job, ./synergy-demo --quick, runs end to end on
 # the already built tree: both runs of the job mix complete, the table and
 # the plot are written, and the cluster, the slow disk (mount, loop device,

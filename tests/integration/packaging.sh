@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # packaging.sh: the Debian packages, built as an admin builds them and
 # installed as an admin installs them, put everything where Slurm, systemd
 # and the linker look, and load in Slurm.
@@ -247,7 +248,7 @@ id=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap '
 test_ok "sbatch --synergy-profile=img accepted" test -n "$id"
 test_ok "job starts" cluster_wait_state "$id" RUNNING 20
 test_ok "job was sized to 2 CPUs" test "$(cluster_job_field "$id" NumCPUs)" = 2
-test_ok "job was sized to 2G memory" test "$(cluster_job_field "$id" MinMemoryNode)" = 2G
+test_ok "job was sized to 2G memory" test "$(cluster_job_min_mem "$id")" = 2G
 comment=$(scontrol show job "$id" | sed -n 's/.*AdminComment=//p')
 test_ok "AdminComment records the decision" grep -q "key=img cpus=2 mem=2048M cache=1024M" <<<"$comment"
 test_ok "slurmctld loaded the installed job_submit_synergy.so" \

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # slurm-plain.sh: the cluster suites on Slurm's default cgroup layout. Debian's
 # slurmd is built with multiple-slurmd, whose node cgroups are
 # /slurm_<NodeName>; a slurmd built without it (SchedMD's packages, most

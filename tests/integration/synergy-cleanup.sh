@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-cleanup.sh: however a Synergy job ends (normally with an srun
 # step inside, cancelled while running, crashed, killed for exceeding its
 # memory grant, leaving a background process behind), no synergy cgroup, no

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-fallback.sh: jobs that Synergy must leave GPU-proportional, and
 # options it must refuse. A key without a profile runs at the partition's
 # DefCpuPerGPU/DefMemPerGPU and queues a profiling request; --synergy=off
@@ -13,7 +14,11 @@ cluster_put_profile img image
 printf '{ "schema": 1, "key": "broken", "cpus": [' >"$C/store/broken.json"
 
 # prop ID: the job ran GPU-proportional (1 CPU, 512M per GPU here).
-prop() { cluster_job_field "$1" TRES | grep -q '^cpu=1,mem=512M,'; }
+prop() {
+	cluster_job_tres "$1" | grep -q '^cpu=1,mem=512M,' && return 0
+	diag "job $1: TRES=$(cluster_job_tres "$1")"
+	return 1
+}
 active0() { grep -qx SYNERGY_ACTIVE=0 "$(cluster_out "$1")"; }
 script='env | grep -E "^SYNERGY_"; grep -E ":cpuset:|^0::" /proc/self/cgroup'
 
@@ -87,6 +92,29 @@ else
 fi
 test_ok "it names the cgroup version ($have) and the verdict" \
 	bash -c "grep -q 'cgroup $have at /sys/fs/cgroup' '$C/check.ok' && grep -q 'would be sized and placed' '$C/check.ok'"
+test_ok "it says grants are sealed with munge by SlurmUser" \
+	grep -q "^ok    grants       sealed with munge at $C/run/munge.socket by SlurmUser" "$C/check.ok"
+# Issue 26: the layout it found, and a slice the node does not use.
+if [ "$CLUSTER_CGROUP" = v2 ]; then
+	scope=$(cluster_node_cgroup "$node")
+	test_ok "v2: it names the node's scope and where slurmd runs" \
+		bash -c "grep -q '^ok    node cgroup  ${scope#/sys/fs/cgroup}\$' '$C/check.ok' &&
+			grep -q '^info  slurmd       pid [0-9]* in ${scope#/sys/fs/cgroup}/slurmd: its scope' '$C/check.ok'"
+	{ cat "$C/etc/cgroup.conf"; echo CgroupSlice=nowhere.slice; } >"$C/etc/cgroup-slice.conf"
+	{ cat "$C/etc/synergy.conf"; echo LendIdleCores=yes; echo "CgroupConf=$C/etc/cgroup-slice.conf"; } \
+		>"$C/etc/synergy-slice.conf"
+	test_ok "v2: a CgroupSlice the node does not use fails the check (lending)" \
+		bash -c "! '$lend' --check -c '$C/etc/synergy-slice.conf' -N $node >'$C/check.slice' 2>&1 &&
+			grep -q '^info  slice        nowhere.slice (cgroup.conf' '$C/check.slice' &&
+			grep -q '^FAIL  node cgroup  slurmd runs, but none of /nowhere.slice/${node}_slurmstepd.scope.*slurmd.s: ${scope#/sys/fs/cgroup})' '$C/check.slice'"
+	[ "$tap_failed" = 0 ] || diag "$(cat "$C/check.ok" "$C/check.slice" 2>/dev/null)"
+fi
+# A slurm.conf whose munged is not there: no grant can be sealed or opened.
+sed "s|socket=[^,]*|socket=$C/run/nowhere.socket|" "$SLURM_CONF" >"$C/etc/slurm-nomunge.conf"
+test_ok "without munged, synergy-lend --check fails on grants" \
+	bash -c "! SLURM_CONF='$C/etc/slurm-nomunge.conf' '$lend' --check -c '$C/etc/synergy.conf' \
+		-N $node >'$C/check.nomunge' 2>&1 &&
+		grep -q '^FAIL  grants .*nowhere.socket' '$C/check.nomunge'"
 printf 'CgroupPlugin=cgroup/%s\n' "$other" >"$C/etc/cgroup-other.conf"
 echo "CgroupConf=$C/etc/cgroup-other.conf" >>"$C/etc/synergy.conf"
 j_nocg=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap "$script")

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-firstrun.sh: profile on the job's first run (issue 17). The first
 # job of a key with no profile runs as submitted, at its GPU share, with its
 # loader (the real coordl) in profiling mode: it takes the key's claim, the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-group.sh: coordinated prep from Slurm (issue 15). The tasks of a
 # job array of 4 with a Synergy profile, on one node at once:
 #  - every task gets the same SYNERGY_GROUP (u<uid>-a<array job id>) and a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-harvest.sh: harvesting idle cycles (HarvestIdleCycles=yes, with
 # LendIdleCores=yes) on a real node whose every CPU is allotted.
 # Job L (profile "flat", 1 CPU) mostly sleeps; job B (profile "image",

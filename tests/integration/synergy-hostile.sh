@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-hostile.sh: hostile values cannot make the root-run plugins touch
 # anything outside the job. Option values that are paths, huge, or full of
 # shell metacharacters are refused before a job exists; a job that sets a

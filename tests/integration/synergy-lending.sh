@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-lending.sh: idle-core lending (LendIdleCores=yes) on a real node.
 # Job A (profile "image", 1 CPU allotted) starts alone and is lent the idle
 # CPUs, and a job step it starts meanwhile runs; job B starts and, before its script runs, A gives back the CPU
@@ -43,8 +44,9 @@ cpus() {
 }
 # cpus_eq DIR LIST: cgroup DIR holds exactly LIST (never true for an empty LIST).
 cpus_eq() { [ -n "$2" ] && test "$(cpus "$1")" = "$2"; }
-# The job script's own job cgroup, as the job itself finds it.
-self_job='"$(if [ '"$CLUSTER_CGROUP"' = v2 ]; then echo /sys/fs/cgroup$(sed -n "s/^0::\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup); else echo /sys/fs/cgroup/cpuset$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup); fi)"'
+# The job script's own job cgroup, as the job itself finds it: on v2 the
+# directory above its step's (job_<id>, or the SLUID on Slurm 26.05).
+self_job='"$(if [ '"$CLUSTER_CGROUP"' = v2 ]; then echo /sys/fs/cgroup$(sed -n "s/^0::\(.*\)\/step_[^/]*\/.*/\1/p" /proc/self/cgroup); else echo /sys/fs/cgroup/cpuset$(sed -n "s/^[0-9]*:cpuset:\(.*\/job_[0-9]*\).*/\1/p" /proc/self/cgroup); fi)"'
 
 logged() { grep -q -- "$1" "$log"; }
 count_logged() { grep -c -- "$1" "$log"; }

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-live.sh: Synergy's guarantee on live Slurm (issue 13). A Synergy
 # job is sized within its GPU share; alone on the node, the node agent
 # grants it an idle core and cache memory above the share, and its loader
@@ -31,11 +32,7 @@ cluster_start 1
 echo "LendIdleCores=yes" >>"$C/etc/synergy.conf"
 node=${CLUSTER_TAG}n1
 log=$C/log/slurmd.$node.log
-cat >"$C/store/big.json" <<EOF
-{ "schema": 1, "key": "big", "model": "live test", "cpus": [1, 2],
-  "mem_gb": [0, 0.0625, 0.125], "tput": [[1, 1.5, 2], [1.2, 1.8, 2.4]],
-  "prop_cpus": 1, "prop_mem_gb": 0.0625, "base_tput": 0 }
-EOF
+cluster_put_profile big smallcache
 "$gen" --out "$C/data" --classes 4 --images 1100 --seed 11 --width-range 400-520 -j 2 \
 	>/dev/null || bail "coordl-datagen failed"
 dsmb=$(du -sm "$C/data" | cut -f1)
@@ -96,7 +93,11 @@ probe='echo "A_limit=$(( $(cat '"$mem/$mfile"') >> 20 ))"
 	echo "A_cpus=$(cat '"$cs"'/cpuset.cpus)"
 	echo "A_cache=$(du -sm '"$CLUSTER_CACHE_DIR"'/job_'"$idA"' | cut -f1)"
 	echo "mine=$(grep -E "^[0-9]+:cpuset:" /proc/self/cgroup)"'
-idB=$(cluster_sbatch --gres=gpu:1 --synergy=off --wrap "$probe; sleep 4")
+# B runs until A's loader has ended an epoch under the shrunk grant (at
+# least 4 s): an epoch is long under qemu's TCG, and a grant that moved
+# back within one would never show in A's epoch rows.
+idB=$(cluster_sbatch --gres=gpu:1 --synergy=off --wrap "$probe; sleep 4
+	while [ ! -e $C/releaseB ]; do sleep 0.2; done")
 test_ok "B starts at once" cluster_wait_state "$idB" RUNNING 20
 test_ok "B has its full share (1 core, 512 MB)" \
 	bash -c "scontrol -o show job $idB | grep -q 'TRES=cpu=1,mem=512M,'"
@@ -112,6 +113,9 @@ test_ok "and A's lent core returned (one CPU)" \
 		! grep -q - <<<'$(sed -n 's/^A_cpus=//p' <<<"$outB")'"
 test_ok "the shrink was logged before B ran" grep -q "lend job=$idA returns cache=64MB now=64MB" "$log"
 g0=$(grows)
+shrunk_epoch() { awk '$1 == "epoch" && $10 <= 64 * 1048576' "$outA" | grep -q .; }
+cluster__wait 300 shrunk_epoch
+touch "$C/releaseB"
 test_ok "B completed" test "$(cluster_wait_job "$idB" 40)" = COMPLETED
 cluster__wait 20 bash -c "[ \$(grep -c 'lend job=$idA borrows cache' '$log') -gt $g0 ]"
 test_ok "B ended: A is granted its cache again" test "$(grows)" -gt "$g0"

@@ -1,37 +1,39 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-multinode.sh: a Synergy job on two nodes gets the partitioned
 # cache's peers from the SPANK plugin (synergy_env.h), and its loaders
-# serve each other's misses over UCX on TCP (issue 14):
+# serve each other's misses over TCP, once they proved to each other that
+# they hold the step's key (issues 14 and 24):
 #  - each node's task of a 2-node step has a distinct SYNERGY_NODE_INDEX
 #    (its SLURM_NODEID), the same SYNERGY_PEERS (one 127.0.0.1:port per
-#    node, ports distinct, inside PeerPortMin..PeerPortMax) and the same
-#    SYNERGY_PEER_TAG;
-#  - coordl-bench on both nodes (rank = node, UCX_TLS=tcp so bytes cross
-#    sockets), each node's cache 3/4 of the dataset: after the first epoch
+#    node, ports distinct, inside PeerPortMin..PeerPortMax), the same
+#    SYNERGY_PEER_TAG and the same SYNERGY_PEER_KEY (64 hex digits);
+#  - coordl-bench on both nodes (rank = node), each node's cache 3/4 of
+#    the dataset: after the first epoch
 #    peers serve misses (peer hits > 0) and storage is read for at most 1%
 #    of the dataset per node (the union of the caches holds it all: dataset
 #    - union = 0), while the first epoch read the dataset once in total;
 #  - with two tasks per node (torchrun- or srun-style, one process per
 #    GPU) both tasks of a node get the same values, share the node's cache
-#    (one listens, the other only reads, and UCX logs no bind error for
-#    it) and the same exactness holds;
+#    (one listens, the other only reads, and logs no bind error for it)
+#    and the same exactness holds;
 #  - a step launched with srun --mpi=pmix wires up through PMIx instead
 #    (the loaders say "wire-up pmix") with the same exactness (skipped,
 #    with the reason, without PMIx in libcoordl or mpi/pmix in Slurm);
 #  - a node's task killed -9 in the middle of an epoch: the other node
 #    finishes that epoch and the next ones in bounded time, reading the
 #    dead node's part from storage (fallbacks counted), and the step ends;
-#  - the next step of the job gets other ports and another tag; a step
-#    whose job set SYNERGY_PEER_WIREUP=off, the batch script (one node) and
-#    a one-node Synergy job get none of the peer variables;
+#  - the next step of the job gets other ports, another tag and another
+#    key; a step whose job set SYNERGY_PEER_WIREUP=off, the batch script
+#    (one node) and a one-node Synergy job get none of the peer variables;
 #  - nothing is left afterwards.
-# Skipped when libcoordl was built without UCX.
+# Skipped when libcoordl was built without its peer tier (libcrypto).
 . "${top_srcdir:?}/tests/lib/cluster.sh"
 bench=$top_builddir/bench/coordl-bench
 gen=$top_builddir/tools/coordl-datagen
 [ -x "$bench" ] && [ -x "$gen" ] || bail "build bench/coordl-bench and tools/coordl-datagen first"
-grep -q '^#define HAVE_UCX 1' "$top_builddir/config.h" 2>/dev/null ||
-	skip_all "libcoordl built without UCX (libucx-dev; configure --with-ucx)"
+grep -q '^#define HAVE_PEERS 1' "$top_builddir/config.h" 2>/dev/null ||
+	skip_all "libcoordl built without its peer tier (libssl-dev; configure --with-libcrypto)"
 # A private range of 16 ports for the peers' listeners: every cluster's
 # job ids start at 1, and another test may run beside this one.
 pmin=$(ports_pick "") || bail "no free port"
@@ -52,7 +54,7 @@ cluster_put_profile img image
 # peer_task FILE OUT ARGS [LINE...]: a task script that sends its output to
 # OUT (expanded in the task: escape Slurm's variables), runs each LINE,
 # then coordl-bench in train mode over $C/ds with ARGS (epochs, GPU rate,
-# rank and world size), UCX on TCP, a 2 s peer deadline. The nodes of
+# rank and world size), a 2 s peer deadline. The nodes of
 # this throwaway cluster share one machine and so one CacheDir: each task
 # names its own cache in it, as its own node's would be on a real cluster.
 peer_task() {
@@ -62,7 +64,7 @@ peer_task() {
 		echo '#!/bin/bash'
 		echo "exec >\"$out\" 2>&1"
 		for l in "$@"; do echo "$l"; done
-		echo 'export SYNERGY_CACHE_NAME=${SYNERGY_CACHE_NAME}_n$SLURM_NODEID UCX_TLS=tcp'
+		echo 'export SYNERGY_CACHE_NAME=${SYNERGY_CACHE_NAME}_n$SLURM_NODEID'
 		echo 'export SYNERGY_PEER_TIMEOUT_MS=2000'
 		echo "exec $bench --mode train --batch-size 16 --out-size 64 $args $C/ds"
 	} >"$f"
@@ -86,7 +88,7 @@ peer_task "$C/task.sh" "$C/step\$SLURM_STEP_ID.node\$SLURM_NODEID.out" \
 	'echo SLURM_NODEID=$SLURM_NODEID' "env | grep -E '^SYNERGY_' | sort" \
 	'[ "$1" = bench ] || exit 0'
 id=$(cluster_sbatch -N2 --gres=gpu:1 --synergy-profile=img --wrap "
-	echo batch: \$(env | grep -cE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=')
+	echo batch: \$(env | grep -cE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG|PEER_KEY)=')
 	srun -N2 --ntasks-per-node=1 $C/task.sh bench
 	srun -N2 --ntasks-per-node=1 $C/task.sh
 	SYNERGY_PEER_WIREUP=off srun -N2 --ntasks-per-node=1 $C/task.sh")
@@ -107,6 +109,9 @@ tag=$(val "$o0" SYNERGY_PEER_TAG)
 test_ok "both nodes have the same SYNERGY_PEERS ($peers)" \
 	test -n "$peers" -a "$peers" = "$(val "$o1" SYNERGY_PEERS)"
 test_ok "and the same SYNERGY_PEER_TAG ($tag)" test -n "$tag" -a "$tag" = "$(val "$o1" SYNERGY_PEER_TAG)"
+key=$(val "$o0" SYNERGY_PEER_KEY)
+test_ok "and the same SYNERGY_PEER_KEY, 64 lowercase hex digits" \
+	bash -c "grep -qxE '[0-9a-f]{64}' <<<'$key' && [ '$key' = '$(val "$o1" SYNERGY_PEER_KEY)' ]"
 # two entries, 127.0.0.1 (NodeAddr), distinct ports inside the range
 ports_ok() {
 	local IFS=, e p seen=" " n=0
@@ -147,10 +152,12 @@ test_ok "the next step has the same node indices" \
 	test "$(val "$C/step1.node0.out" SYNERGY_NODE_INDEX)/$(val "$C/step1.node1.out" SYNERGY_NODE_INDEX)" = 0/1
 peers1=$(val "$C/step1.node0.out" SYNERGY_PEERS)
 tag1=$(val "$C/step1.node0.out" SYNERGY_PEER_TAG)
-test_ok "the next step gets another tag and other ports ($peers1)" \
-	test -n "$peers1" -a "$peers1" != "$peers" -a -n "$tag1" -a "$tag1" != "$tag"
+key1=$(val "$C/step1.node0.out" SYNERGY_PEER_KEY)
+test_ok "the next step gets another tag, another key and other ports ($peers1)" \
+	test -n "$peers1" -a "$peers1" != "$peers" -a -n "$tag1" -a "$tag1" != "$tag" -a \
+	-n "$key1" -a "$key1" != "$key"
 test_ok "with SYNERGY_PEER_WIREUP=off set by the job, no peer variable is exported" \
-	bash -c "! grep -qE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' $C/step2.node0.out $C/step2.node1.out"
+	bash -c "! grep -qE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG|PEER_KEY)=' $C/step2.node0.out $C/step2.node1.out"
 test_ok "... though the step still runs under Synergy" \
 	test "$(val "$C/step2.node0.out" SYNERGY_ACTIVE)" = 1
 test_ok "the batch script (one node) gets no peer variable" grep -qx "batch: 0" "$(cluster_out "$id")"
@@ -203,16 +210,16 @@ test_ok "node 0: after the first epoch, storage <= 1% of the dataset per epoch" 
 test_ok "node 1: after the first epoch, storage <= 1% of the dataset per epoch" \
 	node_storage_ok "$(m 1 2)" "$(m 1 3)"
 # The node's second process finds the node's address taken by the first
-# one's listener and stays out of UCX's listener until it is free: UCX
-# logged "bind(...) failed: Address already in use" for it every 2 s.
-test_ok "no task's output has a UCX bind error (the second process of a node does not retry the listener while the first listens)" \
+# one's listener and does not try to listen while it is taken (with UCX it
+# logged "bind(...) failed: Address already in use" every 2 s).
+test_ok "no task's output has a bind error (the second process of a node does not retry the listener while the first listens)" \
 	bash -c "! grep -l 'Address already in use' $C/multi.*.out"
 
 # PMIx wire-up: the same 2-node job with its step launched by
 # `srun --mpi=pmix` (Debian's mpi/pmix_v4; each node its own TmpFS, see
 # cluster.sh). Each task is a PMIx rank of its node's slurmstepd, so the
 # loader (SYNERGY_PEER_WIREUP unset: auto) wires up through PMIx (worker
-# addresses and remote keys put into PMIx, one fence) instead of the
+# ports and addresses put into PMIx, one fence) instead of the
 # plugin's node list, and the same exactness holds.
 pmix_checks=7
 if ! grep -q '^#define HAVE_PMIX 1' "$top_builddir/config.h" 2>/dev/null; then
@@ -300,7 +307,7 @@ st=$(cluster_wait_job "$id2" 30)
 out2=$(cluster_out "$id2")
 test_ok "a one-node Synergy job completed" test "$st" = COMPLETED
 test_ok "and ran under Synergy" grep -qx SYNERGY_ACTIVE=1 "$out2"
-test_ok "but got no peer variable" bash -c "! grep -qE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG)=' '$out2'"
+test_ok "but got no peer variable" bash -c "! grep -qE '^SYNERGY_(PEERS|NODE_INDEX|PEER_TAG|PEER_KEY)=' '$out2'"
 
 cluster__wait 20 cluster_leftovers >/dev/null
 test_ok "no synergy or job cgroup, no cache file left" cluster_leftovers

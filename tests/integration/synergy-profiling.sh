@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-profiling.sh: the offline profiling path with the real profiler.
 # A job whose key has no profile runs GPU-proportional and queues a
 # request; synergyd turns it into a profiling job that runs the built
@@ -75,7 +76,16 @@ fst=$(cluster_wait_job "${fj:-0}" 30)
 test_ok "the one without a dataset failed ($fst)" test "$fst" = FAILED
 test_ok "the job's profile is not in the store before synergyd checked it" \
 	test ! -e "$C/store/newkey.json"
-tuner_round
+# ProfileUser owns the work directories: what it leaves where synergyd looks
+# for a profile is hostile (issue 24, finding 6). A FIFO there blocked
+# synergyd's import for ever.
+runuser -u nobody -- mkfifo "$C/requests/work/nodata/nodata.json" ||
+	bail "cannot plant a FIFO as nobody"
+tuner_timed() { timeout 60 "$synergyd" --once --conf="$C/etc/synergy.conf" \
+	--status="$C/status" 2>>"$C/log/tuner.log"; }
+test_ok "a FIFO planted as the profile does not block synergyd" tuner_timed
+test_ok "and is refused as no regular file" \
+	grep -q "left no usable profile: .*nodata.json is not a regular file of nobody" "$C/log/tuner.log"
 # Its output file is written by slurmstepd and kept by synergyd: the
 # profiler's report there shows it measured inside the job, on the one core
 # it was given, into its own work directory.

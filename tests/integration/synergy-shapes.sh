@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-shapes.sh: a cluster with two node shapes, each in its own
 # partition (issue 11): synergyd exports the shapes from slurmctld, and
 # job_submit sizes each job for its own partition; a job that may run in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-sized.sh: a job with a known profile gets the cores and memory
 # the policy demands, and its synergy cgroup, affinity and environment show
 # it; a job with an insensitive profile gets less than its GPU share; when
@@ -24,7 +25,7 @@ id=$(cluster_sbatch --gres=gpu:1 --synergy-profile=img --wrap '
 test_ok "sbatch --synergy-profile=img accepted" test -n "$id"
 test_ok "job starts" cluster_wait_state "$id" RUNNING 20
 test_ok "job was sized to 2 CPUs" test "$(cluster_job_field "$id" NumCPUs)" = 2
-test_ok "job was sized to 2G memory" test "$(cluster_job_field "$id" MinMemoryNode)" = 2G
+test_ok "job was sized to 2G memory" test "$(cluster_job_min_mem "$id")" = 2G
 test_ok "its TRES say cpu=2,mem=2G" bash -c "scontrol -o show job $id | grep -q 'TRES=cpu=2,mem=2G,'"
 comment=$(scontrol show job "$id" | sed -n 's/.*AdminComment=//p')
 test_ok "AdminComment records the decision" grep -q "key=img cpus=2 mem=2048M cache=1024M" <<<"$comment"
@@ -65,7 +66,7 @@ id2=$(cluster_sbatch --gres=gpu:1 --synergy-profile=lang --wrap 'env | grep -E "
 st=$(cluster_wait_job "$id2" 30)
 test_ok "insensitive job completed" test "$st" = COMPLETED
 test_ok "insensitive job got 1 CPU and 1G" \
-	test "$(cluster_job_field "$id2" NumCPUs)/$(cluster_job_field "$id2" MinMemoryNode)" = 1/1G
+	test "$(cluster_job_field "$id2" NumCPUs)/$(cluster_job_min_mem "$id2")" = 1/1G
 test_ok "its loader sees 1 thread and no cache" \
 	grep -qx SYNERGY_CACHE_BYTES=0M "$(cluster_out "$id2")"
 

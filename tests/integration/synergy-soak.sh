@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-soak.sh: the fault soak (bench/soak.sh) in a short form: 40 mixed
 # jobs of two steps on 2 nodes with LendIdleCores=yes and idle cycles
 # harvested (the agent looking every second), 12 injected faults

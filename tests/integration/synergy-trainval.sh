@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-trainval.sh: a real training script with a training and a
 # validation loader (examples/train_resnet_emulated.py --val, two
 # coordl.Loader on two datasets, as training scripts have) runs sized

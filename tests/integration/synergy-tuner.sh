@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-tuner.sh: synergyd moves a Synergy job that waits for memory while
 # its GPU is free back to the GPU-proportional share, and the job then
 # runs; it reports in its status file and metrics; with slurmctld gone it

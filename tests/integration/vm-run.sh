@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # vm-run.sh: the cgroup v2 guest harness itself (tests/vm/vm-run). One
 # guest runs a command that prints a file of every byte value (CR, tabs,
 # NULs, a last line without newline), its working directory and a forwarded
@@ -7,7 +8,10 @@
 # guest must be cgroup2 with the controllers Slurm needs. Then the
 # teardown: a guest past its --timeout ends with status 124 and its qemu is
 # gone; killing vm-run (SIGKILL) takes its qemu down too; a bad option is
-# refused with status 125 before anything starts.
+# refused with status 125 before anything starts. With a root file system
+# of tools/build-slurm-rootfs (else that test is skipped), --root runs the
+# command in that release with this machine's current directory and --bind
+# directories at their paths, writes staying in the guest.
 . "${top_srcdir:?}/tests/lib/tap.sh"
 [ "${SYNERGY_VM:-}" = off ] && skip_all "SYNERGY_VM=off"
 [ "$(id -u)" = 0 ] || skip_all "needs root (qemu exports / to the guest)"
@@ -71,4 +75,35 @@ out=$("$vm" --mem lots -- true 2>&1)
 rc=$?
 test_ok "a bad option is refused with status 125 and named" \
 	test "$rc" = 125 -a -n "$(grep -F "'lots'" <<<"$out")"
+out=$("$vm" --bind "$w" -- true 2>&1)
+rc=$?
+test_ok "--bind without --root is refused with status 125" \
+	test "$rc" = 125 -a -n "$(grep -F -- '--bind needs --root' <<<"$out")"
+
+# --root: the first root file system that is there.
+rootfs=
+for suite in trixie sid; do
+	rootfs=$("$top_srcdir/tools/build-slurm-rootfs" --check --suite "$suite") && break
+done
+if [ -z "$rootfs" ]; then
+	for _ in 1 2 3; do test_skip "--root: no root file system (tools/build-slurm-rootfs --suite trixie)"; done
+else
+	root=${rootfs%% *}
+	codename=$(sed -n 's/^VERSION_CODENAME=//p' "$root/etc/os-release")
+	mkdir "$w/bound"
+	echo here >"$w/bound/marker"
+	# shellcheck disable=SC2016 # expanded in the guest
+	cmd='. /etc/os-release; printf "%s|%s|%s|" "${VERSION_CODENAME:-}" "$PWD" "$(cat "$1/marker")"
+	dpkg-query -W -f="\${Version}|" slurmd; echo x >"$1/written"; echo y >written'
+	(cd "$w/cwd dir" && "$vm" -t 600 --root "$root" --bind "$w/bound" -- \
+		sh -c "$cmd" sh "$w/bound" >"$w/got" 2>"$w/err")
+	rc=$?
+	diag "--root $rootfs: $(cat "$w/got")"
+	test_ok "--root runs the command in that root ($codename, Slurm ${rootfs#* })" \
+		test "$rc" = 0 -a "$(cat "$w/got")" = "$codename|$w/cwd dir|here|${rootfs#* }|"
+	[ "$rc" = 0 ] || sed 's/^/#   /' "$w/err"
+	test_ok "its writes to bound directories stay in the guest" \
+		test ! -e "$w/bound/written" -a ! -e "$w/cwd dir/written"
+	test_ok "the root file system is left as it was" test ! -e "$root$w"
+fi
 done_testing

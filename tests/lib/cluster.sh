@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cluster.sh: a throwaway Slurm cluster for integration tests (sourced).
 #
 # cluster_start N starts, in a private directory under /tmp, its own munged
@@ -20,9 +21,13 @@
 #       moves itself into <scope>/slurmd, new slurmstepds wait in
 #       <scope>/system, jobs are <scope>/job_J/step_S/{slurm,user/task_T}
 #       (slurm/ holds the step's slurmstepd, user/task_T its tasks).
-#       system.slice is made if missing (never removed: it is shared) and
-#       the controllers Slurm needs are enabled in the root's and its
-#       cgroup.subtree_control.
+#       Slurm 24.11 and 25.11 make the same; 26.05 names each job's
+#       directory by its SLUID (<scope>/sXXXXXXXXXXXXX/step_S/...; scontrol's
+#       SLUID=) unless cgroup.conf says CgroupJobIdPaths=yes (26.05.2+).
+#       From 25.11 CgroupSlice=NAME (CLUSTER_CGROUP_CONF_EXTRA) replaces
+#       system.slice. The slice is made if missing (never removed: it is
+#       shared) and the controllers Slurm needs are enabled in the root's
+#       and its cgroup.subtree_control.
 #
 # Without root, munged/slurmctld/slurmd, or the cgroup controllers, the test
 # file is skipped (TAP "1..0 # SKIP"), never passed.
@@ -36,11 +41,22 @@
 #                     0: plain Slurm (default 1)
 #   CLUSTER_PROCESS_MEM     synergy.conf ProcessMemMB (default 1024)
 #   CLUSTER_PLUGSTACK_ARGS  extra key=value arguments for the SPANK plugin
+#   CLUSTER_PLUGSTACK_EXTRA extra lines for plugstack.conf (other SPANK plugins)
 #   CLUSTER_PARTITION_EXTRA extra PartitionName= settings
 #   CLUSTER_DEF_MEM_PER_GPU the partition's DefMemPerGPU in MB (default 512)
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
 #   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
 #   CLUSTER_SLURM_CONF_EXTRA    extra lines for slurm.conf (e.g. PrologFlags=Alloc)
+#   CLUSTER_CGROUP_CONF_EXTRA   extra lines for cgroup.conf (e.g. CgroupSlice=x.slice,
+#                               CgroupJobIdPaths=yes: Slurm 25.11+, 26.05.2+)
+#   CLUSTER_INIT_CGROUP     v2, in the test guest only: a cgroup (e.g.
+#                           pod.slice/init.scope) PID 1 is moved into for the
+#                           cluster's life, as the init of a container without
+#                           a cgroup namespace sits: Slurm 23.02+ then puts its
+#                           tree under that cgroup's parent (pod.slice/<slice>/
+#                           <node>_slurmstepd.scope). PID 1 goes back to the
+#                           root cgroup at the end. Skipped unless PID 1 is in
+#                           the root cgroup (a host's init never is)
 #   CLUSTER_NODE_SHAPES     "GPUS:CPUS:MEM ..." one per node: nodes of different
 #                           shapes (scheduling only: CPUs past the real ones are
 #                           faked), each also in its own partition "shape<i>";
@@ -73,8 +89,12 @@
 #   CLUSTER_POLL_MS   pause between two polls of a state (scontrol, sinfo)
 #                     in ms (default 100); timeouts count polls of this
 #                     length. A slow machine (the TCG guest) polls less often.
+# The Slurm that runs is the one on PATH and in /usr/sbin: Debian 12's
+# 22.05 here, or the release of a tools/build-slurm-rootfs root that the
+# guest runs (tests/vm/vm-run --root: 24.11, 26.05; same paths).
 # After cluster_start: C (the directory), CLUSTER_NODES (names),
-# CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL.
+# CLUSTER_TAG, SLURM_CONF exported, SYNERGY_TEST_STORE, SYNERGY_TEST_SPOOL,
+# CLUSTER_SLURM_VERSION (slurmd -V's, e.g. 24.11.5).
 
 # shellcheck source=tap.sh
 . "${top_srcdir:?}/tests/lib/tap.sh"
@@ -88,11 +108,13 @@ CLUSTER_MEM=${CLUSTER_MEM:-4096}
 CLUSTER_SYNERGY=${CLUSTER_SYNERGY:-1}
 CLUSTER_PROCESS_MEM=${CLUSTER_PROCESS_MEM:-1024}
 CLUSTER_PLUGSTACK_ARGS=${CLUSTER_PLUGSTACK_ARGS:-}
+CLUSTER_PLUGSTACK_EXTRA=${CLUSTER_PLUGSTACK_EXTRA:-}
 CLUSTER_PARTITION_EXTRA=${CLUSTER_PARTITION_EXTRA:-}
 CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_SLURM_CONF_EXTRA=${CLUSTER_SLURM_CONF_EXTRA:-}
+CLUSTER_CGROUP_CONF_EXTRA=${CLUSTER_CGROUP_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_GROUP_DIR=${CLUSTER_GROUP_DIR:-}
 CLUSTER_TIMEOUT=${CLUSTER_TIMEOUT:-30}
@@ -117,6 +139,15 @@ CLUSTER_POLL_MS=${CLUSTER_POLL_MS:-100}
 	{ echo "Bail out! CLUSTER_POLL_MS='$CLUSTER_POLL_MS': expected milliseconds"; exit 1; }
 cluster__poll=$((CLUSTER_POLL_MS / 1000)).$(printf '%03d' $((CLUSTER_POLL_MS % 1000)))
 cluster__cgmnt=/sys/fs/cgroup
+# cgroup v2: the slice of the nodes' scopes (cgroup.conf CgroupSlice, 25.11+).
+cluster__slice=$(printf '%s\n' "$CLUSTER_CGROUP_CONF_EXTRA" | sed -n 's/^[[:space:]]*CgroupSlice=\([^[:space:]]*\).*/\1/p' | tail -n 1)
+cluster__slice=${cluster__slice:-system.slice}
+# cgroup v2: PID 1's cgroup when CLUSTER_INIT_CGROUP moves it, and the
+# prefix Slurm 23.02+ takes from it (its parent; "" for the mount's root).
+CLUSTER_INIT_CGROUP=${CLUSTER_INIT_CGROUP:-}
+cluster__prefix=
+cluster__init_moved=
+CLUSTER_SLURM_VERSION=
 C=
 CLUSTER_NODES=
 CLUSTER_TAG=
@@ -144,6 +175,10 @@ cluster_require_system() {
 		PATH=$PATH:/usr/sbin command -v "$p" >/dev/null 2>&1 ||
 			skip_all "$p not installed"
 	done
+	# "slurm-wlm 24.11.5" (Debian), "slurm 22.05.8" (a source build)
+	CLUSTER_SLURM_VERSION=$("$cluster__sbin"/slurmd -V 2>/dev/null | awk '{ print $2 }')
+	[[ "$CLUSTER_SLURM_VERSION" =~ ^[0-9]+\.[0-9]+ ]] ||
+		skip_all "cannot tell the version of $cluster__sbin/slurmd ('$CLUSTER_SLURM_VERSION')"
 	if [ -n "$CLUSTER_SLURM" ]; then
 		for p in sbin/slurmctld sbin/slurmd sbin/slurmstepd bin/sbatch bin/srun bin/scontrol \
 			 lib/slurm/select_cons_tres.so lib/slurm/cgroup_v1.so; do
@@ -181,6 +216,16 @@ cluster_require_system() {
 		done
 		[ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/cgroup_v2.so ] ||
 			skip_all "Slurm's cgroup_v2.so not installed"
+	fi
+	if [ -n "$CLUSTER_INIT_CGROUP" ]; then
+		[ "$CLUSTER_CGROUP" = v2 ] || skip_all "CLUSTER_INIT_CGROUP needs cgroup v2"
+		[[ "$CLUSTER_INIT_CGROUP" =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] &&
+			[[ "/$CLUSTER_INIT_CGROUP/" != */../* ]] && [[ "/$CLUSTER_INIT_CGROUP/" != */./* ]] ||
+			bail "CLUSTER_INIT_CGROUP='$CLUSTER_INIT_CGROUP': expected a relative cgroup path of two components or more"
+		[ "$(sed -n 's/^0:://p' /proc/1/cgroup 2>/dev/null)" = / ] ||
+			skip_all "CLUSTER_INIT_CGROUP: PID 1 is not in the root cgroup (only the test guest's init is moved)"
+		# (Slurm 23.02.1's _get_init_cg_path: none of our releases is 23.02.0)
+		! cluster__slurm_at_least 23.02 || cluster__prefix=${CLUSTER_INIT_CGROUP%/*}
 	fi
 }
 
@@ -335,6 +380,8 @@ ConstrainCores=yes
 ConstrainRAMSpace=yes
 EOF
 	fi
+	[ -z "$CLUSTER_CGROUP_CONF_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_CGROUP_CONF_EXTRA" >>"$C/etc/cgroup.conf"
 	cat >"$C/etc/synergy.conf" <<EOF
 ProfileStore=$C/store
 RequestDir=$C/requests
@@ -355,6 +402,8 @@ EOF
 	else
 		: >"$C/etc/plugstack.conf"
 	fi
+	[ -z "$CLUSTER_PLUGSTACK_EXTRA" ] ||
+		printf '%s\n' "$CLUSTER_PLUGSTACK_EXTRA" >>"$C/etc/plugstack.conf"
 	SYNERGY_TEST_STORE=$C/store
 	SYNERGY_TEST_SPOOL=$C/requests
 }
@@ -445,18 +494,34 @@ cluster_stop_ctld() {
 # our own, $cluster__launch_cg (it leaves it at once; removed at the end).
 cluster__launch_cg=
 cluster__v2_prepare() {
-	local f c
-	mkdir -p "$cluster__cgmnt/system.slice" ||
-		bail "cannot create $cluster__cgmnt/system.slice"
-	for f in "$cluster__cgmnt/cgroup.subtree_control" \
-		"$cluster__cgmnt/system.slice/cgroup.subtree_control"; do
+	local f c d base=$cluster__cgmnt/${cluster__prefix:+$cluster__prefix/}$cluster__slice
+	local dirs=$cluster__cgmnt
+	if [ -n "$CLUSTER_INIT_CGROUP" ]; then
+		# Every cgroup from the root to PID 1's parent passes the
+		# controllers on; PID 1 itself sits in a leaf.
+		d=$cluster__cgmnt
+		for c in $(tr / ' ' <<<"${CLUSTER_INIT_CGROUP%/*}"); do
+			d=$d/$c
+			dirs="$dirs $d"
+		done
+		mkdir -p "$cluster__cgmnt/$CLUSTER_INIT_CGROUP" ||
+			bail "cannot create $cluster__cgmnt/$CLUSTER_INIT_CGROUP"
+	fi
+	mkdir -p "$base" || bail "cannot create $base"
+	for d in $dirs "$base"; do
+		f=$d/cgroup.subtree_control
 		for c in cpuset cpu memory pids; do
 			grep -qw "$c" "$f" || echo "+$c" >"$f" ||
 				bail "cannot enable the $c controller in $f"
 		done
 	done
+	if [ -n "$CLUSTER_INIT_CGROUP" ]; then
+		echo 1 >"$cluster__cgmnt/$CLUSTER_INIT_CGROUP/cgroup.procs" ||
+			bail "cannot move PID 1 into $cluster__cgmnt/$CLUSTER_INIT_CGROUP"
+		cluster__init_moved=1
+	fi
 	if [ "$(cat /proc/self/cgroup)" = "0::/" ]; then
-		cluster__launch_cg=$cluster__cgmnt/system.slice/${CLUSTER_TAG}_launch
+		cluster__launch_cg=$cluster__cgmnt/$cluster__slice/${CLUSTER_TAG}_launch
 		mkdir -p "$cluster__launch_cg" || bail "cannot create $cluster__launch_cg"
 	fi
 }
@@ -469,7 +534,7 @@ cluster__v2_prepare() {
 # slurmstepd scope. Whether or not it exists.
 cluster_node_cgroup() {
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
-		echo "$cluster__cgmnt/system.slice/${1}_slurmstepd.scope"
+		echo "$cluster__cgmnt/${cluster__prefix:+$cluster__prefix/}$cluster__slice/${1}_slurmstepd.scope"
 	elif [ "$cluster__multi" = 1 ]; then
 		echo "$cluster__cgmnt/${2:-cpuset}/slurm_$1"
 	else
@@ -563,6 +628,20 @@ cluster_stop() {
 		# one rmdir, children before their parents (-depth)
 		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
+	if [ -n "$cluster__init_moved" ]; then
+		# PID 1 back home; what we made for it goes (a slice under the
+		# prefix only if empty: it was ours, not shared).
+		echo 1 >"$cluster__cgmnt/cgroup.procs"
+		rmdir "$cluster__cgmnt/$CLUSTER_INIT_CGROUP" 2>/dev/null
+		[ -z "$cluster__prefix" ] ||
+			rmdir "$cluster__cgmnt/$cluster__prefix/$cluster__slice" 2>/dev/null
+		d=${CLUSTER_INIT_CGROUP%/*}
+		while [ -n "$d" ] && rmdir "$cluster__cgmnt/$d" 2>/dev/null; do
+			[ "$d" = "${d%/*}" ] && break
+			d=${d%/*}
+		done
+		cluster__init_moved=
+	fi
 	cd /
 	rm -rf "$C"
 	C=
@@ -595,6 +674,27 @@ cluster_job_state() { cluster_job_field "$1" JobState; }
 # cluster_job_field ID FIELD: one field of `scontrol -o show job`.
 cluster_job_field() {
 	scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# cluster_job_min_mem ID: the memory per node the job asks for, as scontrol
+# prints it: MinMemoryNode, or, from Slurm 23.11 for a job with a memory
+# per GPU (mem_per_tres, as job_submit sizes it), the same figure named
+# MinMemoryTRES.
+cluster_job_min_mem() {
+	local v
+	v=$(cluster_job_field "$1" MinMemoryNode)
+	[ -n "$v" ] || v=$(cluster_job_field "$1" MinMemoryTRES)
+	echo "$v"
+}
+
+# cluster_job_tres ID: the TRES the job was allotted, as scontrol prints
+# them: TRES= (22.05), AllocTRES= from 23.02 (where TRES= is gone; ReqTRES=
+# is the request).
+cluster_job_tres() {
+	local v
+	v=$(cluster_job_field "$1" TRES)
+	[ -n "$v" ] || v=$(cluster_job_field "$1" AllocTRES)
+	echo "$v"
 }
 
 # cluster_wait_job ID [TIMEOUT]: poll every CLUSTER_POLL_MS until the job
@@ -656,19 +756,45 @@ cluster_cgroup_of() {
 
 # cluster_job_cgroup ID [CONTROLLER]: where Slurm keeps job ID's cgroup on
 # its first node: v1 <mnt>/CONTROLLER/slurm_<node>/uid_<uid>/job_<id>
-# (CONTROLLER default cpuset), v2 <mnt>/system.slice/<node>_slurmstepd.scope/
-# job_<id>. Prints the path whether or not it exists (yet, or still).
+# (CONTROLLER default cpuset), v2 <mnt>/[<prefix>/]<slice>/<node>_slurmstepd.scope/
+# job_<id> (26.05: .../<SLUID>, see cluster_job_dir). Prints the path
+# whether or not it exists (yet, or still).
 cluster_job_cgroup() {
-	local node uid
+	local node uid dir
 	node=$(scontrol show hostnames "$(cluster_job_field "$1" NodeList)" 2>/dev/null | head -n 1)
 	[ -n "$node" ] || return 1
 	if [ "$CLUSTER_CGROUP" = v2 ]; then
-		echo "$(cluster_node_cgroup "$node")/job_$1"
+		dir=$(cluster_job_dir "$1") || return 1
+		echo "$(cluster_node_cgroup "$node")/$dir"
 	else
 		uid=$(cluster_job_field "$1" UserId | sed -n 's/.*(\([0-9]*\)).*/\1/p')
 		[ -n "$uid" ] || return 1
 		echo "$(cluster_node_cgroup "$node" "${2:-cpuset}")/uid_$uid/job_$1"
 	fi
+}
+
+# cluster_job_dir ID: the name of job ID's own cgroup v2 directory under
+# its node's scope: job_<ID>, or from Slurm 26.05 the job's SLUID (as
+# scontrol -d shows it) unless cgroup.conf has CgroupJobIdPaths=yes.
+cluster_job_dir() {
+	local sluid
+	if cluster__slurm_at_least 26.05 &&
+		! grep -qix 'CgroupJobIdPaths=yes' "$C/etc/cgroup.conf" 2>/dev/null; then
+		# (scontrol shows it with -d only)
+		sluid=$(scontrol -d -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^SLUID=//p')
+		[ -n "$sluid" ] || return 1
+		echo "$sluid"
+	else
+		echo "job_$1"
+	fi
+}
+
+# cluster__slurm_at_least X.Y: the running Slurm is release X.Y or later.
+cluster__slurm_at_least() {
+	local want have
+	want=$(printf '%d%02d' "${1%%.*}" "$((10#${1#*.}))")
+	have=$(awk -F. '{ printf "%d%02d", $1, $2 }' <<<"$CLUSTER_SLURM_VERSION")
+	[ "$have" -ge "$want" ]
 }
 
 # cluster_limit_cgroup ID [CONTROLLER]: where the Synergy plugin bounds job
@@ -706,6 +832,9 @@ cluster_leftovers() {
 	local dirs files groups d
 	dirs=$(for d in $(cluster__node_cgroups); do
 		find "$d" -mindepth 1 -type d \( -name '*synergy*' -o -name 'job_*' \)
+		# 26.05's job directories are named by SLUID: s and 13 characters
+		! cluster__slurm_at_least 26.05 ||
+			find "$d" -mindepth 1 -maxdepth 1 -type d -name 's?????????????'
 	done
 	# A harvesting job's idle cpu cgroup (v1, beside the job's processes).
 	[ "$CLUSTER_CGROUP" = v2 ] || [ ! -d "$cluster__cgmnt/cpu" ] ||
@@ -731,19 +860,22 @@ cluster_lend_done() {
 	test_ok "no lending record left" bash -c "! ls '$2' | grep -q job_"
 }
 
-# cluster_put_profile KEY image|flat: write a small test profile into the
-# cluster's store. "image": 2 cores and 1 GB of cache per GPU double the
-# throughput; "flat": insensitive (1 core, no cache is best).
+# cluster_put_profile KEY image|flat|smallcache: write a small test profile
+# into the cluster's store. "image": 2 cores and 1 GB of cache per GPU double
+# the throughput; "flat": insensitive (1 core, no cache is best);
+# "smallcache": gains from a second core and up to 128 MB of cache per GPU,
+# its share 1 core and 64 MB (for nodes of 1024 MB, ProcessMemMB 448).
 cluster_put_profile() {
-	local tput
+	local tput mem='[0, 0.5, 1]' pmem=1
 	case "$2" in
 	image) tput='[[0.6, 0.8, 1.0], [1.2, 1.6, 2.0]]' ;;
 	flat) tput='[[1, 1, 1], [1, 1, 1]]' ;;
+	smallcache) tput='[[1, 1.5, 2], [1.2, 1.8, 2.4]]' mem='[0, 0.0625, 0.125]' pmem=0.0625 ;;
 	*) bail "cluster_put_profile: unknown kind '$2'" ;;
 	esac
 	cat >"$C/store/$1.json" <<EOP
 { "schema": 1, "key": "$1", "model": "integration test", "cpus": [1, 2],
-  "mem_gb": [0, 0.5, 1], "tput": $tput, "prop_cpus": 1, "prop_mem_gb": 1,
+  "mem_gb": $mem, "tput": $tput, "prop_cpus": 1, "prop_mem_gb": $pmem,
   "base_tput": 0 }
 EOP
 }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nginx.sh: a private nginx on 127.0.0.1 serving datasets to coordl, for the
 # remote-dataset test and benchmark (sourced).
 #

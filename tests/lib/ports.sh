@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=sh
 # ports.sh: free TCP ports for the test harnesses (sourced by cluster.sh
 # and nginx.sh; POSIX sh, as nginx.sh's users run it under dash).

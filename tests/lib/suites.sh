@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # suites.sh: run other integration suites as parts of one TAP stream
 # (sourced after tap.sh).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tap.sh: TAP helpers for the shell tests (sourced).
 # test_ok NAME CMD...: run CMD, print ok/not ok. skip_all WHY: skip the file.
 tap_n=0

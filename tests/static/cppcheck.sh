@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cppcheck.sh: static analysis of the project's C sources with cppcheck.
 # Checks warning, style, performance and portability (errors are always
 # on), prints each finding as file:line: severity: id: message, and exits
@@ -18,7 +19,7 @@ builddir=
 while getopts b:h opt; do
 	case $opt in
 	b) builddir=$OPTARG ;;
-	h) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	h) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "cppcheck.sh: see -h for usage" >&2; exit 2 ;;
 	esac
 done

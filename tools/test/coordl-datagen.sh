@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coordl-datagen.sh: the test-data generator is deterministic (same seed,
 # byte-identical tree, whatever --jobs), the seed matters, the tree has the
 # promised shape and kinds of files, and bad arguments are refused clearly.
