@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # checkfreq.sh: what CheckFreq checkpoints cost a training loop, against
 # torch.save every k iterations and every epoch, and what an interruption
 # costs with each.
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--kills) kills=$2; shift 2 ;;
 	--epoch-iters) epoch_iters=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
-	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "checkfreq.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """checkfreq_bench.py: one run of the CheckFreq benchmark (bench/checkfreq.sh).
 
 An emulated-GPU training loop: the loader (coordl, real decoding) feeds

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """train_checkfreq.py: a PyTorch training loop made preemptible by CheckFreq.
 
 The three lines marked "# CheckFreq" are all a training script adds:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coordl_ckpt.h: CheckFreq-style checkpoints for DNN training (libcoordl).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ckpt.c: two-phase checkpoints and recovery (coordl_ckpt.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ckpt.h: internals of libcoordl's checkpoints (coordl_ckpt.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ckpt_file.c: the checkpoint file format (coordl_ckpt.h, ckpt.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ckpt_policy.c: how often to checkpoint (coordl_ckpt_choose, see
  * coordl_ckpt.h). A pure function of the measured costs: no clock, no

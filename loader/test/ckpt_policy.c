@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ckpt-policy.t: the checkpoint frequency policy (coordl_ckpt_choose).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """CheckFreq: frequent, cheap checkpoints and exact resume for training loops.
 
 A training script adds three lines:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """checkfreq-ddp.py: the ranks of a data-parallel job resume together.
 
 Two ranks of python/test/ckptjob.py --torch (DistributedDataParallel over

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """checkfreq-exact.py: a job killed -9 and resumed ends bit-identical.
 
 Runs python/test/ckptjob.py (a numpy MLP fed by a real coordl.Loader,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """checkfreq-torch.py: checkfreq-exact.py with the torch model.
 
 The same kills and comparisons as checkfreq-exact.py, on a small CNN with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """checkfreq.py: coordl.CheckFreq and the checkpoint binding, piece by piece.
 
 - choose_interval() is libcoordl's policy (a hand-worked case, a refusal);

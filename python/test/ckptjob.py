@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """ckptjob.py: a small deterministic training job with coordl.CheckFreq.
 
 Not a test itself: checkfreq-exact.py, checkfreq-torch.py and the cluster

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_ckpt.c: libFuzzer entry point for the checkpoint file parser and
  * recovery (loader/ckpt_file.c). A checkpoint file may be torn by a crash,

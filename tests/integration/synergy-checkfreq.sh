@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # synergy-checkfreq.sh: a training job that checkpoints with CheckFreq
 # (python/test/ckptjob.py: a numpy model on a real coordl loader, through
 # the Python binding and libcoordl's engine) is preempted by a job of a
