@@ -94,7 +94,7 @@ static void test_names(void)
 
 static void test_make(void)
 {
-	char path[512], want[512], p[512], err[300];
+	char path[512], want[512], p[512], err[300] = "";
 	int created = -1;
 	uid_t uid;
 	unsigned mode;
@@ -210,7 +210,7 @@ static void test_make(void)
 
 static void test_count_remove(void)
 {
-	char p[512], outside[512], err[300];
+	char p[512], outside[512], err[300] = "";
 
 	snprintf(p, sizeof(p), "%s/%u/42", root, U);
 	for (int i = 0; i < 3; i++) {
@@ -244,7 +244,7 @@ static void test_count_remove(void)
 
 static void test_sweep(void)
 {
-	char p[512], err[300], path[512];
+	char p[512], err[300] = "", path[512];
 	int created;
 
 	syn__ckptdir_make(root, U, G, "100", path, sizeof(path), &created, err, sizeof(err));
