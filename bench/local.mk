@@ -3,6 +3,8 @@
 
 # python bench
 EXTRA_DIST += bench/pytorch_baseline.py bench/compare-pytorch.sh
+# CheckFreq checkpoints against torch.save (issue 27).
+EXTRA_DIST += bench/checkfreq.sh bench/checkfreq_bench.py
 
 # coordl-bench (loader helper): per-epoch loader throughput, stall, hits.
 bin_PROGRAMS += bench/coordl-bench

@@ -79,6 +79,10 @@ static const struct conf_key schema[] = {
 	 * refused where the range is used (the keys may come in any order). */
 	{ "PeerPortMin", T_NUMBER, 1, 65535, "a port number", FIELD(peer_port_min) },
 	{ "PeerPortMax", T_NUMBER, 1, 65535, "a port number", FIELD(peer_port_max) },
+	{ "CheckpointDir", T_PATH, 0, 0, NULL, FIELD(ckpt_dir) },
+	/* 0: kept until the job completes. */
+	{ "CheckpointRetention", T_NUMBER, 0, 10ULL * 366 * 86400, "a number of seconds",
+	  FIELD(ckpt_retention) },
 };
 
 #define N_KEYS (sizeof(schema) / sizeof(schema[0]))
@@ -116,6 +120,7 @@ void syn_conf_defaults(syn_conf_t *c)
 	c->group_window = SYN_CONF_GROUP_WINDOW_DEFAULT;
 	c->peer_port_min = SYN_CONF_PEER_PORT_MIN_DEFAULT;
 	c->peer_port_max = SYN_CONF_PEER_PORT_MAX_DEFAULT;
+	c->ckpt_retention = SYN_CONF_CHECKPOINT_RETENTION_DEFAULT;
 }
 
 /* Parse value as row k says into *field (the row's field of a syn_conf_t). */

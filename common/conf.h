@@ -50,6 +50,13 @@
 #define SYN_CONF_GROUP_STAGING_MB_DEFAULT 512
 #define SYN_CONF_GROUP_WINDOW_DEFAULT 256
 
+/* CheckFreq checkpoints: CheckpointDir is the site directory under which
+ * the SPANK plugin gives each job its checkpoint directory
+ * (SYNERGY_CKPT_DIR; unset: none), CheckpointRetention how long a job's
+ * directory outlives its last use, in seconds (0: until the job completes).
+ * See spank-synergy(8), CHECKPOINTS. */
+#define SYN_CONF_CHECKPOINT_RETENTION_DEFAULT (7 * 86400)
+
 /* The configuration (see synergy.conf(5) for each key). */
 typedef struct syn_conf {
 	int enabled;                    /* Enabled: master switch */
@@ -86,6 +93,10 @@ typedef struct syn_conf {
 	uint64_t grant_max_age;         /* GrantMaxAge: seconds after job_submit sealed a
 	                                   grant that the node still takes it */
 	uint32_t peer_port_min, peer_port_max; /* PeerPortMin..PeerPortMax */
+	char ckpt_dir[SYN_PATH_MAX];    /* CheckpointDir: parent of the jobs' checkpoint
+	                                   directories ("": none; plugin/node/ckptdir.h) */
+	uint64_t ckpt_retention;        /* CheckpointRetention: seconds a job's checkpoint
+	                                   directory outlives its last use (0: forever) */
 } syn_conf_t;
 
 /* Fill c with the defaults documented in synergy.conf(5). */

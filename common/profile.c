@@ -70,6 +70,21 @@ int syn_profile_check(const syn_profile_t *p, syn_error_t *err)
 	if (!isfinite(p->base_tput) || p->base_tput < 0)
 		return syn_errprintf(err, EINVAL, "base_tput = %g must be a finite number >= 0",
 				     p->base_tput);
+	if (p->ckpt_state_bytes > SYN_PROFILE_CKPT_MAX_BYTES)
+		return syn_errprintf(err, EINVAL, "checkpoint.state_bytes = %llu: at most 2^50",
+				     (unsigned long long)p->ckpt_state_bytes);
+	if (p->ckpt_batch < 0)
+		return syn_errprintf(err, EINVAL, "checkpoint.batch = %d must be >= 0",
+				     p->ckpt_batch);
+	{
+		const double v[] = { p->ckpt_snapshot_s, p->ckpt_persist_s, p->ckpt_overhead_s };
+		const char *name[] = { "snapshot_s", "persist_s", "overhead_s" };
+		for (int i = 0; i < 3; i++)
+			if (!isfinite(v[i]) || v[i] < 0)
+				return syn_errprintf(err, EINVAL,
+						     "checkpoint.%s = %g must be a finite number >= 0",
+						     name[i], v[i]);
+	}
 	return 0;
 }
 

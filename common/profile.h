@@ -31,7 +31,11 @@
  *                "fetch_concurrency": 60 },-- request and requests in flight; absent = 0
  *     "dataset": { "bytes": ..., "items": ... },
  *     "machine": "...", "date": "2026-11-22T15:00:00Z", "tool": "synergy-profile 0.1.0",
- *     "owner": 1000                      -- optional: see below
+ *     "owner": 1000,                     -- optional: see below
+ *     "checkpoint": {                    -- optional: CheckFreq checkpoints of the job
+ *       "state_bytes": 268435456,        -- bytes of state one checkpoint holds
+ *       "batch": 32,                     -- samples per iteration the costs were measured at
+ *       "snapshot_s": 0.03, "persist_s": 1.1, "overhead_s": 0.3 }
  *   }
  *
  * Ownership: a profile without "owner" was made by an admin (synergy-profile
@@ -40,6 +44,15 @@
  * spank-synergy(8)) records that user's uid as "owner" and is used only for
  * that user's jobs: a user's job can never decide how another user's jobs
  * are sized. See syn_store_get_for() in common/store.h.
+ *
+ * Checkpoints: a profile measured with `synergy-profile run --ckpt-bytes`
+ * records what one CheckFreq checkpoint of that size costs on the storage
+ * checkpoints go to (coordl_ckpt(3)): the copy into the snapshot buffer,
+ * the write, and the training time it adds. Jobs of the key are then sized
+ * with memory for the two snapshot buffers (syn_ckpt_mb in
+ * synergy_policy.h), and `synergy-profile show` gives the interval
+ * CheckFreq would choose at a bound. Profiles without it read, size and
+ * write as before.
  */
 #ifndef SYN_COMMON_PROFILE_H
 #define SYN_COMMON_PROFILE_H
@@ -85,7 +98,16 @@ typedef struct syn_profile {
 	char tool[64];
 	int has_owner;                        /* 1: measured in a job of user `owner` */
 	uint32_t owner;                       /* that user's uid (has_owner 1 only) */
+	/* CheckFreq checkpoints ("checkpoint"; all 0 when not measured). */
+	uint64_t ckpt_state_bytes;            /* bytes of state one checkpoint holds */
+	int ckpt_batch;                       /* samples per iteration at measurement */
+	double ckpt_snapshot_s;               /* copy into a snapshot buffer */
+	double ckpt_persist_s;                /* write, sync and rename */
+	double ckpt_overhead_s;               /* training time one checkpoint adds */
 } syn_profile_t;
+
+/* The largest ckpt_state_bytes a profile may state (1 PiB). */
+#define SYN_PROFILE_CKPT_MAX_BYTES (UINT64_C(1) << 50)
 
 /*
  * Check a profile's invariants (grid sizes, monotone axes, finite

@@ -219,6 +219,23 @@ static int parse_tree(json_t *root, const char *name, syn_profile_t *p, syn_erro
 		p->has_owner = 1;
 		p->owner = (uint32_t)json_integer_value(owner);
 	}
+	json_t *ck = json_object_get(root, "checkpoint");
+	if (ck) {
+		double batch = 0;
+		if (!json_is_object(ck))
+			return syn_errprintf(err, EINVAL, "%s: field 'checkpoint' must be an object",
+					     nm(name));
+		if (get_count(ck, "state_bytes", "checkpoint.", &p->ckpt_state_bytes, name, err) < 0 ||
+		    get_number(ck, "batch", "checkpoint.", 0, &batch, name, err) < 0 ||
+		    get_number(ck, "snapshot_s", "checkpoint.", 0, &p->ckpt_snapshot_s, name, err) < 0 ||
+		    get_number(ck, "persist_s", "checkpoint.", 0, &p->ckpt_persist_s, name, err) < 0 ||
+		    get_number(ck, "overhead_s", "checkpoint.", 0, &p->ckpt_overhead_s, name, err) < 0)
+			return -1;
+		if (batch != floor(batch) || batch > 1e9)
+			return syn_errprintf(err, EINVAL, "%s: field 'checkpoint.batch' must be an "
+					     "integer in 0..1000000000", nm(name));
+		p->ckpt_batch = (int)batch;
+	}
 	json_t *ds = json_object_get(root, "dataset");
 	if (ds) {
 		if (!json_is_object(ds))
@@ -428,6 +445,20 @@ char *syn_profile_format(const syn_profile_t *p, syn_error_t *err)
 	/* Optional: only profiles measured in a user's job have an owner. */
 	if (p->has_owner)
 		set_new(root, "owner", json_integer((json_int_t)p->owner), &good);
+	/* Optional: only profiles measured with --ckpt-bytes. */
+	if (p->ckpt_state_bytes) {
+		json_t *ck = json_object();
+		set_new(root, "checkpoint", ck, &good);
+		if (!good)
+			goto nomem;
+		set_new(ck, "state_bytes", json_integer((json_int_t)p->ckpt_state_bytes), &good);
+		set_new(ck, "batch", json_integer(p->ckpt_batch), &good);
+		set_new(ck, "snapshot_s", num(p->ckpt_snapshot_s), &good);
+		set_new(ck, "persist_s", num(p->ckpt_persist_s), &good);
+		set_new(ck, "overhead_s", num(p->ckpt_overhead_s), &good);
+		short_digits &= short_ok(p->ckpt_snapshot_s) & short_ok(p->ckpt_persist_s) &
+		                short_ok(p->ckpt_overhead_s);
+	}
 	if (!good)
 		goto nomem;
 	/* Profiles the profiler writes carry rounded values, which 15 digits

@@ -246,6 +246,23 @@
  * group from synergy.conf's GroupWindow. */
 #define SYNERGY_ENV_GROUP_WINDOW "SYNERGY_GROUP_WINDOW"
 
+/*
+ * CheckFreq checkpoints (coordl_ckpt(3), the Python binding's
+ * coordl.CheckFreq). SYNERGY_CKPT_DIR: the job's checkpoint directory, an
+ * absolute path the plugin makes per job and array task under synergy.conf's
+ * CheckpointDir (<CheckpointDir>/<uid>/<job id> or <array job id>_<task>),
+ * owned by the job's user, mode 0700; kept across requeues, removed when the
+ * job ends COMPLETED or CheckpointRetention after it was last used.
+ * SYNERGY_CKPT_SIGNALS: signals besides SIGTERM that end the job with a last
+ * checkpoint, comma-separated names (e.g. "USR1"); set by the job itself for
+ * the signal it asked Slurm for with --signal (Slurm tells a job's steps
+ * nothing of it, so the plugin cannot). synergy-profile run --ckpt-bytes
+ * writes its measuring checkpoints under SYNERGY_CKPT_DIR when not given
+ * --ckpt-dir.
+ */
+#define SYNERGY_ENV_CKPT_DIR "SYNERGY_CKPT_DIR"
+#define SYNERGY_ENV_CKPT_SIGNALS "SYNERGY_CKPT_SIGNALS"
+
 /* Set to "1" by the plugin when Synergy sized this job, "0" when it ran
  * GPU-proportional (no profile, --synergy=off, or a fallback). */
 #define SYNERGY_ENV_ACTIVE "SYNERGY_ACTIVE"

@@ -255,8 +255,9 @@ double syn_job_tput(const syn_profile_t *p, double cpus, double mem_gb);
  * G GPUs: floor(g x cpus / G) cores and floor(g x mem_mb / G) MB, what
  * DefCpuPerGPU and DefMemPerGPU give when set to the node's per-GPU amounts.
  * A Synergy job's memory is its process memory (process_mem_mb, one per job
- * per node, as the SPANK plugin reads it) plus its cache; its cache at the
- * share is min(share memory - process_mem_mb, max_cache_mb). Its
+ * per node, as the SPANK plugin reads it, plus its checkpoint buffers when
+ * its profile records a checkpoint: syn_ckpt_mb) plus its cache; its cache
+ * at the share is min(share memory - process memory, max_cache_mb). Its
  * GPU-proportional throughput (the floor) is its profile's throughput at
  * share cores and share cache, per GPU; a profile never predicts more from
  * cache above max_cache_mb, as the loader never gets it.
@@ -278,7 +279,7 @@ typedef struct syn_size {
 				  * job GPU-proportional (reason says why) */
 	int cores;               /* cores per node: cpus_per_task x tasks */
 	int cpus_per_task;
-	uint64_t mem_mb;         /* memory per node: process_mem_mb + cache_mb */
+	uint64_t mem_mb;         /* memory per node: process_mem_mb + ckpt_mb + cache_mb */
 	uint64_t cache_mb;       /* the loader's cache within mem_mb */
 	int share_cores;         /* the job's GPU share in accounting */
 	uint64_t share_mem_mb;
@@ -290,7 +291,18 @@ typedef struct syn_size {
 	double best_tput;        /* at (cores + wish_cores, cache_mb + wish_cache_mb) */
 	double speedup, best_speedup; /* tput and best_tput over prop_tput */
 	char reason[160];
+	uint64_t ckpt_mb;        /* of mem_mb: CheckFreq's snapshot buffers (syn_ckpt_mb) */
 } syn_size_t;
+
+/*
+ * Memory, in MB, that a job of profile p needs for CheckFreq's two snapshot
+ * buffers (coordl_ckpt(3)): twice its checkpoint's size (ckpt_state_bytes
+ * plus 1 MiB of small sections), each rounded up to 2 MiB; 0 when the
+ * profile records no checkpoint. Sizing counts it as process memory of the
+ * job: syn_size_job() asks for process_mem_mb + syn_ckpt_mb(p) + cache, so
+ * the cache, not the job, gives way; syn_node_tune() counts it likewise.
+ */
+uint64_t syn_ckpt_mb(const syn_profile_t *p);
 
 /*
  * Size a job of `gpus` GPUs and `tasks` tasks per node on a node of shape

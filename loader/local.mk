@@ -21,6 +21,7 @@ loader_libcoordl_core_la_SOURCES = \
 	loader/peer.c loader/peer.h \
 	loader/loader.c \
 	loader/prep.c loader/prep.h loader/prep_internal.h \
+	loader/ckpt.c loader/ckpt_file.c loader/ckpt_policy.c loader/ckpt.h \
 	loader/rng.h loader/cuda.h
 loader_libcoordl_core_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(LIBJPEG_CFLAGS) $(LIBCURL_CFLAGS) $(CUDA_CPPFLAGS) $(LIBCRYPTO_CFLAGS) $(PMIX_CFLAGS)
@@ -37,9 +38,9 @@ loader_libcoordl_la_SOURCES =
 loader_libcoordl_la_LIBADD = loader/libcoordl-core.la
 loader_libcoordl_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^coordl_[^_]'
 
-include_HEADERS += include/coordl.h include/synergy_env.h
+include_HEADERS += include/coordl.h include/coordl_ckpt.h include/synergy_env.h
 noinst_HEADERS += include/coordl_peerwire.h
-dist_man_MANS += doc/coordl.3
+dist_man_MANS += doc/coordl.3 doc/coordl_ckpt.3
 pkgconfig_DATA += loader/coordl.pc
 DISTCLEANFILES += loader/coordl.pc
 
@@ -62,7 +63,9 @@ LOADER_TEST_PROGS = \
 	loader/test/profmode.t \
 	loader/test/remote.t \
 	loader/test/peer.t \
-	loader/test/coord.t
+	loader/test/coord.t \
+	loader/test/ckpt.t \
+	loader/test/ckpt-policy.t
 LOADER_TESTS = $(LOADER_TEST_PROGS) loader/test/coordl-bench.sh loader/test/remote-server.sh
 # Tests that run worker threads: the TSan build runs these.
 LOADER_THREAD_TESTS = \
@@ -76,6 +79,7 @@ LOADER_THREAD_TESTS = \
 	loader/test/peer.t \
 	loader/test/coord.t \
 	loader/test/profmode.t \
+	loader/test/ckpt.t \
 	loader/test/remote-server.sh
 check_PROGRAMS += $(LOADER_TEST_PROGS)
 EXTRA_DIST += loader/test/coordl-bench.sh loader/test/fuzz_source.c loader/test/fuzz_remote.c \
@@ -124,6 +128,12 @@ loader_test_grant_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_peer_t_SOURCES = loader/test/peer.c loader/test/testdata.c
 loader_test_peer_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS) $(UCX_CFLAGS)
 loader_test_peer_t_LDADD = $(LOADER_TEST_LDADD) $(UCX_LIBS)
+loader_test_ckpt_t_SOURCES = loader/test/ckpt.c
+loader_test_ckpt_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_ckpt_t_LDADD = $(LOADER_TEST_LDADD)
+loader_test_ckpt_policy_t_SOURCES = loader/test/ckpt_policy.c
+loader_test_ckpt_policy_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
+loader_test_ckpt_policy_t_LDADD = $(LOADER_TEST_LDADD)
 loader_test_profmode_t_SOURCES = loader/test/profmode.c loader/test/testdata.c
 loader_test_profmode_t_CPPFLAGS = $(LOADER_TEST_CPPFLAGS)
 loader_test_profmode_t_LDADD = $(LOADER_TEST_LDADD)

@@ -121,6 +121,17 @@ static int fill_mem(struct nj *x, int n, double *pool)
 	return moved;
 }
 
+/* A job's GPU share of g GPUs (syn__live_share), its process memory
+ * including its checkpoint buffers (syn_ckpt_mb). */
+static void job_share(const syn_shape_t *node, const syn_profile_t *p, int g, int *cores,
+		      uint64_t *mem_mb, uint64_t *cache_mb)
+{
+	syn_shape_t s = *node;
+
+	s.process_mem_mb += syn_ckpt_mb(p);
+	syn__live_share(&s, g, cores, mem_mb, cache_mb);
+}
+
 int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flags,
 		  syn_node_stats_t *st, syn_error_t *err)
 {
@@ -184,6 +195,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 	 * the members of a group on the node to one consumer. */
 	for (int i = 0; i < n; i++) {
 		syn_node_job_t *j = &jobs[i];
+		syn_shape_t jshape;
 		int sc;
 		uint64_t smem, scache;
 
@@ -193,8 +205,12 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		j->grant_cache_mb = 0;
 		j->hold_cores = j->cores;
 		j->tput = j->prop_tput = 1;
-		if (j->synergy && j->mem_mb > node->process_mem_mb)
-			j->cache_mb = j->mem_mb - node->process_mem_mb;
+		/* A job's process memory includes its checkpoint buffers. */
+		jshape = *node;
+		if (j->synergy)
+			jshape.process_mem_mb += syn_ckpt_mb(j->profile);
+		if (j->synergy && j->mem_mb > jshape.process_mem_mb)
+			j->cache_mb = j->mem_mb - jshape.process_mem_mb;
 		if (j->synergy && node->max_cache_mb && j->cache_mb > node->max_cache_mb)
 			j->cache_mb = node->max_cache_mb;
 		j->hold_cache_mb = j->cache_mb;
@@ -205,7 +221,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		/* Its own floor, with its own profile and GPUs. */
 		syn__cap_profile(j->profile,
 				 node->max_cache_mb ? node->max_cache_mb / 1024.0 / j->gpus : 0, &one);
-		syn__live_share(node, j->gpus, &sc, &smem, &scache);
+		syn__live_share(&jshape, j->gpus, &sc, &smem, &scache);
 		j->prop_tput = syn_job_tput(&one, (double)sc / j->gpus, scache / 1024.0 / j->gpus);
 		j->tput = syn_job_tput(&one, (double)j->cores / j->gpus,
 				       j->cache_mb / 1024.0 / j->gpus);
@@ -247,7 +263,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 		}
 		y->hc = y->base_c;
 		y->hm = y->base_m;
-		syn__live_share(node, y->g, &sc, &smem, &scache);
+		job_share(node, jobs[y->i].profile, y->g, &sc, &smem, &scache);
 		y->prop = nj_tput(y, sc, (double)scache);
 		y->t0 = nj_tput(y, y->base_c, y->base_m);
 		sj[k] = (syn_job_t){ .id = jobs[y->i].id, .gpus = y->g, .profile = &y->q };
@@ -261,7 +277,7 @@ int syn_node_tune(const syn_shape_t *node, syn_node_job_t *jobs, int n, int flag
 
 		if (!(x[k].t0 < x[k].prop - 1e-9))
 			continue;
-		syn__live_share(node, x[k].g, &sc, &smem, &scache);
+		job_share(node, jobs[x[k].i].profile, x[k].g, &sc, &smem, &scache);
 		int c = x[k].base_c;
 		double m = x[k].base_m;
 		if (c < sc)

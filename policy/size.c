@@ -15,7 +15,9 @@
  * reaches a throughput is found segment by segment, and every candidate is
  * checked by evaluating the profile, never taken from the arithmetic alone.
  * Below the profile's smallest cores or cache nothing was measured (the
- * clamp would call it free), so a job is never sized below them.
+ * clamp would call it free), so a job is never sized below them. A job
+ * whose profile records a checkpoint gets memory for its snapshot buffers
+ * as process memory (syn_ckpt_mb): the cache gives way, not the job.
  */
 #include "config.h"
 
@@ -69,6 +71,18 @@ void syn__live_share(const syn_shape_t *n, int g, int *cores, uint64_t *mem_mb,
 	if (n->max_cache_mb && cache > n->max_cache_mb)
 		cache = n->max_cache_mb;
 	*cache_mb = cache;
+}
+
+uint64_t syn_ckpt_mb(const syn_profile_t *p)
+{
+	const uint64_t unit = UINT64_C(2) << 20;
+
+	if (!p || !p->ckpt_state_bytes || p->ckpt_state_bytes > SYN_PROFILE_CKPT_MAX_BYTES)
+		return 0;
+	/* Two buffers of the state and its small sections (pickled metadata,
+	 * the loader's position, RNG states: under 1 MiB), each rounded up to
+	 * 2 MiB as libcoordl allocates them. */
+	return 2 * ((p->ckpt_state_bytes + (UINT64_C(1) << 20) + unit - 1) / unit) * 2;
 }
 
 void syn__cap_profile(const syn_profile_t *p, double cap_gb, syn_profile_t *q)
@@ -133,6 +147,7 @@ int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile
 {
 	syn_error_t why;
 	syn_profile_t q;
+	syn_shape_t jn;
 	double bp[SYN_PROFILE_MAX_MEM + 2], peak = -INFINITY, target, best_cost = INFINITY;
 	uint64_t cap_cache, node_cache;
 	int nb = 0, kmin, kmax, bk = -1;
@@ -151,6 +166,16 @@ int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile
 		return size_fail(out, "eps = %g, expected 0 <= eps < 1", eps);
 	if (p && syn_profile_check(p, &why) < 0)
 		return size_fail(out, "profile: %s", why.text);
+	/* A job that checkpoints holds its snapshot buffers beside its other
+	 * process memory: all that follows sees the larger process memory. */
+	if ((out->ckpt_mb = syn_ckpt_mb(p)) > 0) {
+		jn = *node;
+		jn.process_mem_mb += out->ckpt_mb;
+		if (syn__check_shape(&jn, &why) < 0)
+			return size_fail(out, "checkpoint of %llu MB: %s",
+					 (unsigned long long)out->ckpt_mb, why.text);
+		node = &jn;
+	}
 
 	syn__live_share(node, gpus, &out->share_cores, &out->share_mem_mb, &out->share_cache_mb);
 	cap_cache = node->max_cache_mb ? node->max_cache_mb : UINT64_MAX;
@@ -165,9 +190,10 @@ int syn_size_job(const syn_shape_t *node, int gpus, int tasks, const syn_profile
 	}
 	if (out->share_mem_mb < node->process_mem_mb) {
 		snprintf(out->reason, sizeof out->reason,
-			 "the GPU share of memory (%llu MB) does not hold ProcessMemMB (%llu): "
+			 "the GPU share of memory (%llu MB) does not hold ProcessMemMB%s (%llu): "
 			 "GPU-proportional",
 			 (unsigned long long)out->share_mem_mb,
+			 out->ckpt_mb ? " and the checkpoint buffers" : "",
 			 (unsigned long long)node->process_mem_mb);
 		return 0;
 	}

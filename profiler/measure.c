@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,6 +48,7 @@
 #include <unistd.h>
 
 #include "coordl.h"
+#include "coordl_ckpt.h"
 #include "synergy_env.h"
 #include "profiler/measure.h"
 #include "common/error.h"
@@ -956,5 +958,110 @@ out:
 	}
 	out->wall = now() - t0;
 	nftw(mo.group_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return rv;
+}
+
+int syn__measure_ckpt(const syn__measure_opts_t *o, int threads, uint64_t bytes, const char *dir,
+                      int reps, syn__ckpt_cost_t *out, char *msg, int msglen)
+{
+	double snap[16], pers[16], over[16], iter[16];
+	char sub[4096];
+	coordl_ckpt_config_t cfg;
+	coordl_ckpt_t *ck = NULL;
+	coordl_error_t err = { "" };
+	struct run r = { 0 };
+	unsigned char *src = MAP_FAILED;
+	int rv = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (reps < 1 || reps > 16 || bytes == 0 || (size_t)bytes != bytes) {
+		errno = EINVAL;
+		return FAIL("checkpoint measurement: %d repetitions (1..16) of %llu bytes", reps,
+		            (unsigned long long)bytes);
+	}
+	snprintf(sub, sizeof(sub), "%s/synergy-profile-ckpt-XXXXXX", dir);
+	if (!mkdtemp(sub))
+		return FAIL("checkpoint directory %s: %s", dir, strerror(errno));
+	coordl_ckpt_config_init(&cfg);
+	cfg.dir = sub;
+	cfg.keep = 1;
+	/* The state to copy, touched: a model in memory already. */
+	src = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED) {
+		FAIL("checkpoint state of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
+		goto out;
+	}
+	for (uint64_t i = 0; i < bytes; i += 4096)
+		src[i] = (unsigned char)(i >> 12);
+	if (!(ck = coordl_ckpt_open(&cfg, &err)) ||
+	    coordl_ckpt_reserve(ck, coordl_ckpt_section_space(bytes), &err) < 0) {
+		FAIL("%s", err.text);
+		goto out;
+	}
+	if (start(&r, o, o->mode, threads, 0, NULL, o->gpu_rate) < 0) {
+		FAIL("loader at %d threads: %s", threads, r.err.text);
+		goto out;
+	}
+	progress(o, "checkpoints: %d x %.0f MiB to %s", reps, (double)bytes / 1048576, dir);
+	/* Settle the pipeline. */
+	for (int i = 0; i < coordl_config(r.ld)->prefetch + o->window_batches; i++)
+		if (consume(&r) < 0)
+			goto loader_failed;
+	for (int k = 0; k < reps; k++) {
+		coordl_ckpt_stats_t st;
+		coordl_ckpt_snap_t *s;
+		void *p;
+		double t0 = now(), t_ck, t_base;
+		int n = 0;
+
+		if (!(s = coordl_ckpt_begin(ck, (uint64_t)k, coordl_ckpt_section_space(bytes), &err)) ||
+		    !(p = coordl_ckpt_add(s, "state", bytes, &err)) ||
+		    coordl_ckpt_copy_later(s, p, src, bytes, &err) < 0 || coordl_ckpt_commit(s, &err) < 0) {
+			coordl_ckpt_abort(s);
+			FAIL("checkpoint: %s", err.text);
+			goto out;
+		}
+		/* Batches go on while it is copied and written. */
+		do {
+			if (consume(&r) < 0)
+				goto loader_failed;
+			n++;
+			coordl_ckpt_get_stats(ck, &st);
+		} while (st.in_flight || n < 3);
+		t_ck = now() - t0;
+		if (st.failed) {
+			errno = st.last_errno;
+			FAIL("checkpoint: %s", st.last_error);
+			goto out;
+		}
+		t0 = now();
+		for (int i = 0; i < n; i++)
+			if (consume(&r) < 0)
+				goto loader_failed;
+		t_base = now() - t0;
+		snap[k] = st.last_copy_s;
+		pers[k] = st.last_persist_s;
+		over[k] = t_ck > t_base ? t_ck - t_base : 0;
+		iter[k] = t_base / n;
+		progress(o, "checkpoint %d: copy %.3f s, write %.3f s, %d batches %.3f s (%.3f s "
+		         "without)", k + 1, snap[k], pers[k], n, t_ck, t_base);
+	}
+	out->state_bytes = bytes;
+	out->threads = threads;
+	out->reps = reps;
+	summarize(snap, reps, &out->snapshot_s);
+	summarize(pers, reps, &out->persist_s);
+	summarize(over, reps, &out->overhead_s);
+	summarize(iter, reps, &out->iter_s);
+	rv = 0;
+	goto out;
+loader_failed:
+	FAIL("loader: %s", r.err.text);
+out:
+	coordl_destroy(r.ld);
+	coordl_ckpt_close(ck);
+	if (src != MAP_FAILED)
+		munmap(src, (size_t)bytes);
+	nftw(sub, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 	return rv;
 }

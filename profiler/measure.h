@@ -138,6 +138,30 @@ typedef struct syn__group_point {
 int syn__measure_group(const syn__measure_opts_t *o, int members, int threads, double cache_bytes,
                        int epochs, syn__group_point_t *out, char *msg, int msglen);
 
+/* What one CheckFreq checkpoint of a job costs (synergy-profile run
+ * --ckpt-bytes), each value over the repetitions. */
+typedef struct syn__ckpt_cost {
+	uint64_t state_bytes;
+	int threads;           /* loader workers while measuring */
+	int reps;
+	syn__stat_t iter_s;    /* a batch through the emulated GPU, no checkpoint */
+	syn__stat_t snapshot_s;/* copying the state into the snapshot buffer */
+	syn__stat_t persist_s; /* writing it: temporary file, fsync, rename */
+	syn__stat_t overhead_s;/* what it added to the iterations it overlapped */
+} syn__ckpt_cost_t;
+
+/*
+ * Measure CheckFreq checkpoints of `bytes` of state written to a private
+ * directory under dir (removed afterwards) with libcoordl's engine, while
+ * the loader (`threads` workers, no cache) feeds the emulated GPU: each
+ * repetition commits a snapshot (the copy runs on the library's thread),
+ * consumes batches until it is on storage, then times as many batches
+ * without one; the difference is what a checkpoint adds. Returns 0 with
+ * *out, or -1 with errno and msg.
+ */
+int syn__measure_ckpt(const syn__measure_opts_t *o, int threads, uint64_t bytes, const char *dir,
+                      int reps, syn__ckpt_cost_t *out, char *msg, int msglen);
+
 /* Evict the dataset's pages from the page cache as o->cold says; note
  * (size notelen) says what was done. Returns 0 or -1. */
 int syn__make_cold(const syn__measure_opts_t *o, char *note, int notelen);

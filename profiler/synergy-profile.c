@@ -42,6 +42,7 @@
 #include "common/profile.h"
 #include "common/store.h"
 #include "coordl.h"
+#include "coordl_ckpt.h"
 #include "profiler/jobprofile.h"
 #include "profiler/measure.h"
 #include "profiler/model.h"
@@ -119,6 +120,15 @@ static const char usage_text[] =
 	"                    with --cache per GPU: the partitioned cache makes the\n"
 	"                    union of the N caches the job's cache\n"
 	"  --json            (show, what-if) the stall report as one JSON object\n"
+	"  --ckpt-bytes BYTES  (run) also measure CheckFreq checkpoints of this much state\n"
+	"                    (model + optimizer; suffix K, M, G, T) and record their costs:\n"
+	"                    jobs of the key are then sized with memory for two snapshot\n"
+	"                    buffers\n"
+	"  --ckpt-dir DIR    (run) where checkpoints go (the storage jobs checkpoint to;\n"
+	"                    default $" SYNERGY_ENV_CKPT_DIR ")\n"
+	"  --ckpt-reps N     (run) checkpoints measured (default 3)\n"
+	"  --ckpt-bound F    (run, show) overhead bound for the interval CheckFreq would\n"
+	"                    choose (default 0.035)\n"
 	"\n"
 	"See synergy-profile(1).\n";
 
@@ -126,7 +136,8 @@ enum {
 	OPT_STORE = 256, OPT_CONF, OPT_KEY, OPT_OUT, OPT_MODEL, OPT_GPU_RATE, OPT_BATCH, OPT_SIZE,
 	OPT_EVAL, OPT_UINT8, OPT_SEED, OPT_MAX_THREADS, OPT_GRID_CPUS, OPT_GRID_MEM, OPT_PROP_CPUS,
 	OPT_PROP_MEM, OPT_WINDOWS, OPT_WINDOW_BATCHES, OPT_CHECK_FRAC, OPT_COLD, OPT_THREADS,
-	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON, OPT_NODES, OPT_MEMBERS,
+	OPT_CACHE, OPT_EPOCHS, OPT_CPUS, OPT_JSON, OPT_NODES, OPT_MEMBERS, OPT_CKPT_BYTES,
+	OPT_CKPT_DIR, OPT_CKPT_REPS, OPT_CKPT_BOUND,
 };
 
 static const struct option long_opts[] = {
@@ -157,6 +168,10 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "nodes", required_argument, NULL, OPT_NODES },
 	{ "members", required_argument, NULL, OPT_MEMBERS },
+	{ "ckpt-bytes", required_argument, NULL, OPT_CKPT_BYTES },
+	{ "ckpt-dir", required_argument, NULL, OPT_CKPT_DIR },
+	{ "ckpt-reps", required_argument, NULL, OPT_CKPT_REPS },
+	{ "ckpt-bound", required_argument, NULL, OPT_CKPT_BOUND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -177,7 +192,13 @@ struct args {
 	int members; /* measure, what-if: members of a coordinated-prep group (0: 1) */
 	int json;
 	int verbose; /* -1 quiet, 0 auto, 1 verbose */
+	double ckpt_bytes;     /* run: checkpoint state to measure (0: none) */
+	const char *ckpt_dir;
+	int ckpt_reps;
 };
+
+/* The overhead bound the checkpoint interval is reported for (--ckpt-bound). */
+static double ckpt_bound = COORDL_CKPT_DEFAULT_BOUND;
 
 static void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void errmsg(const char *fmt, ...)
@@ -340,6 +361,23 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 			a->have_cache = 1;
 			break;
+		case OPT_CKPT_BYTES:
+			if (syn_parse_size_real(optarg, 1, (double)SYN_PROFILE_CKPT_MAX_BYTES,
+						&a->ckpt_bytes) < 0) {
+				usage_error("--ckpt-bytes '%s': expected 1 byte .. 1 PiB with optional "
+				            "suffix K, M, G, T", optarg);
+				return -1;
+			}
+			break;
+		case OPT_CKPT_DIR: a->ckpt_dir = optarg; break;
+		case OPT_CKPT_REPS:
+			if (parse_int("ckpt-reps", optarg, 1, 16, &a->ckpt_reps) < 0)
+				return -1;
+			break;
+		case OPT_CKPT_BOUND:
+			if (parse_double("ckpt-bound", optarg, 0.0001, 1, &ckpt_bound) < 0)
+				return -1;
+			break;
 		case OPT_EPOCHS:
 			if (parse_int("epochs", optarg, 1, 64, &a->epochs) < 0)
 				return -1;
@@ -437,6 +475,34 @@ static void human_bytes(double b, char *buf, size_t len)
 	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
+/* What the profile's checkpoints cost and how often CheckFreq would take
+ * them: iterations of ckpt_batch samples at the share's throughput. */
+static void print_ckpt(const syn_profile_t *p, FILE *f)
+{
+	coordl_ckpt_costs_t c = { 0, p->ckpt_overhead_s, p->ckpt_snapshot_s, p->ckpt_persist_s };
+	coordl_ckpt_choice_t ch;
+	coordl_error_t err;
+	char sb[32];
+
+	human_bytes((double)p->ckpt_state_bytes, sb, sizeof(sb));
+	fprintf(f, "ckpt      %s of state: snapshot %.3f s, write %.3f s, adds %.3f s to training; "
+	        "memory %llu MB (2 buffers)\n", sb, p->ckpt_snapshot_s, p->ckpt_persist_s,
+	        p->ckpt_overhead_s, (unsigned long long)syn_ckpt_mb(p));
+	if (!(p->base_tput > 0) || p->ckpt_batch < 1) {
+		fprintf(f, "          interval: unknown (no throughput at the share)\n");
+		return;
+	}
+	c.iter_s = p->ckpt_batch / p->base_tput;
+	if (coordl_ckpt_choose(&c, ckpt_bound, 1, UINT64_C(1) << 40, &ch, &err) < 0) {
+		fprintf(f, "          interval: %s\n", err.text);
+		return;
+	}
+	fprintf(f, "          CheckFreq at %.1f%%: every %llu iterations of %d samples (%.3f s each "
+	        "at the share: %.1f s of work at risk), %.2f%% overhead\n", 100 * ckpt_bound,
+	        (unsigned long long)ch.interval, p->ckpt_batch, c.iter_s,
+	        (double)ch.interval * c.iter_s, 100 * ch.overhead);
+}
+
 static void print_profile(const syn_profile_t *p, FILE *f)
 {
 	char db[32], sb[32], mb[32], gb[32];
@@ -465,6 +531,8 @@ static void print_profile(const syn_profile_t *p, FILE *f)
 		        1e3 * p->fetch_latency_s, p->fetch_concurrency);
 	human_bytes((double)p->dataset_bytes, db, sizeof(db));
 	fprintf(f, "dataset   %llu items, %s\n", (unsigned long long)p->dataset_items, db);
+	if (p->ckpt_state_bytes)
+		print_ckpt(p, f);
 	if (p->machine[0])
 		fprintf(f, "machine   %s\n", p->machine);
 	if (p->date[0] || p->tool[0])
@@ -856,6 +924,38 @@ static int save_profile(const struct args *a, const syn_profile_t *p, syn_store_
 	return 0;
 }
 
+/* Measure checkpoints of --ckpt-bytes with the loader at the share's
+ * cores per GPU, print what was measured and record it in p. 0 or -1. */
+static int measure_ckpt(const struct args *a, syn_profile_t *p)
+{
+	syn__ckpt_cost_t c;
+	char msg[256];
+	int threads = (int)(p->prop_cpus + 0.5);
+
+	if (threads < 1)
+		threads = 1;
+	if (syn__measure_ckpt(&a->mo, threads, (uint64_t)a->ckpt_bytes, a->ckpt_dir,
+	                      a->ckpt_reps ? a->ckpt_reps : 3, &c, msg, sizeof(msg)) < 0) {
+		errmsg("%s", msg);
+		return -1;
+	}
+	printf("checkpoint %10.1f MiB to %s, %d loader threads, %d times:\n",
+	       (double)c.state_bytes / 1048576, a->ckpt_dir, c.threads, c.reps);
+	printf("  snapshot %8.3f s  (%.3f-%.3f)\n", c.snapshot_s.med, c.snapshot_s.min,
+	       c.snapshot_s.max);
+	printf("  write    %8.3f s  (%.3f-%.3f)\n", c.persist_s.med, c.persist_s.min,
+	       c.persist_s.max);
+	printf("  adds     %8.3f s  (%.3f-%.3f) to iterations of %.3f s\n", c.overhead_s.med,
+	       c.overhead_s.min, c.overhead_s.max, c.iter_s.med);
+	p->ckpt_state_bytes = c.state_bytes;
+	p->ckpt_batch = a->mo.batch_size;
+	/* Milliseconds: the profile shows them as typed. */
+	p->ckpt_snapshot_s = round(c.snapshot_s.med * 1e3) / 1e3;
+	p->ckpt_persist_s = round(c.persist_s.med * 1e3) / 1e3;
+	p->ckpt_overhead_s = round(c.overhead_s.med * 1e3) / 1e3;
+	return 0;
+}
+
 static int cmd_run_job(struct args *a, int argc, char **argv);
 
 static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
@@ -879,6 +979,9 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		return usage_error("run: give --key KEY (store) and/or --out FILE");
 	if (a->out && !a->key)
 		a->key = "profile";
+	if (a->ckpt_bytes > 0 && !a->ckpt_dir && !(a->ckpt_dir = getenv(SYNERGY_ENV_CKPT_DIR)))
+		return usage_error("run --ckpt-bytes: give --ckpt-dir DIR (where jobs checkpoint) or "
+		                   "set " SYNERGY_ENV_CKPT_DIR);
 	a->mo.dataset = argv[0];
 	if (want_progress(a))
 		a->mo.progress = on_progress;
@@ -931,6 +1034,8 @@ static int cmd_run(struct args *a, int argc, char **argv, int had_dashdash)
 		       100.0 * res.check_cache_bytes / (double)res.rates.dataset_bytes, res.check_hit_rate,
 		       res.check_predicted,
 		       100 * (res.check_predicted - res.check_measured.med) / res.check_measured.med);
+	if (a->ckpt_bytes > 0 && measure_ckpt(a, &p) < 0)
+		goto out;
 	if (save_profile(a, &p, s) < 0)
 		goto out;
 	rv = 0;

@@ -9,6 +9,7 @@ coordlpythondir = $(python_sitedir)/coordl
 dist_coordlpython_DATA = \
 	python/coordl/__init__.py \
 	python/coordl/_abi.py \
+	python/coordl/checkfreq.py \
 	python/coordl/loader.py
 # _installed.py records libdir so that an installed package finds the
 # installed libcoordl even where libdir is not on the linker's path.
@@ -30,8 +31,12 @@ PYTHON_TESTS = \
 	python/test/group.py \
 	python/test/tensors.py \
 	python/test/example.py \
-	python/test/compare-pytorch.py
+	python/test/compare-pytorch.py \
+	python/test/checkfreq.py \
+	python/test/checkfreq-exact.py \
+	python/test/checkfreq-torch.py \
+	python/test/checkfreq-ddp.py
 UNIT_TESTS += $(PYTHON_TESTS)
-EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py \
-	examples/train_resnet_emulated.py
+EXTRA_DIST += $(PYTHON_TESTS) python/test/taputil.py python/test/ckptjob.py \
+	examples/train_resnet_emulated.py examples/train_checkfreq.py
 dist_man_MANS += doc/coordl-python.7

@@ -30,6 +30,7 @@ SYNERGY_INTEGRATION_TESTS = tests/integration/cluster-basic.sh \
 	tests/integration/synergy-firstrun.sh tests/integration/synergy-group.sh \
 	tests/integration/synergy-multinode.sh tests/integration/synergy-harvest.sh \
 	tests/integration/synergy-shrink.sh tests/integration/synergy-concurrent.sh \
+	tests/integration/synergy-checkfreq.sh \
 	tests/integration/demo.sh \
 	tests/integration/packaging.sh tests/integration/packaging-rootfs.sh
 EXTRA_DIST += tests/lib/cluster.sh tests/lib/nginx.sh tests/lib/ports.sh tests/lib/suites.sh tests/vm/README tests/vm/init \
@@ -47,7 +48,7 @@ dist_noinst_SCRIPTS += $(SYNERGY_INTEGRATION_TESTS) synergy-demo examples/demo-j
 FUZZ_REPLAY = tests/fuzz/replay-prep.t tests/fuzz/replay-profile.t \
 	tests/fuzz/replay-conf.t tests/fuzz/replay-trace.t tests/fuzz/replay-env.t \
 	tests/fuzz/replay-spank.t tests/fuzz/replay-source.t tests/fuzz/replay-node.t \
-	tests/fuzz/replay-cache.t tests/fuzz/replay-remote.t
+	tests/fuzz/replay-cache.t tests/fuzz/replay-remote.t tests/fuzz/replay-ckpt.t
 check_PROGRAMS += $(FUZZ_REPLAY)
 UNIT_TESTS += $(FUZZ_REPLAY)
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) $(LIBJPEG_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
@@ -78,10 +79,14 @@ tests_fuzz_replay_source_t_LDADD = loader/libcoordl-core.la
 tests_fuzz_replay_cache_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_cache.c
 tests_fuzz_replay_cache_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/cache"'
 tests_fuzz_replay_cache_t_LDADD = loader/libcoordl-core.la
+tests_fuzz_replay_ckpt_t_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_ckpt.c
+tests_fuzz_replay_ckpt_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/ckpt"'
+tests_fuzz_replay_ckpt_t_LDADD = loader/libcoordl-core.la
 tests_fuzz_replay_remote_t_SOURCES = tests/fuzz/replay.c loader/test/fuzz_remote.c
 tests_fuzz_replay_remote_t_CPPFLAGS = $(FUZZ_CPPFLAGS) -DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/remote"'
 tests_fuzz_replay_remote_t_LDADD = loader/libcoordl-core.la
 EXTRA_DIST += tests/fuzz/README tests/fuzz/run-fuzz.sh tests/fuzz/fuzz_util.h \
 	tests/fuzz/fuzz_conf.c tests/fuzz/fuzz_env.c tests/fuzz/fuzz_spank.c tests/fuzz/fuzz_cache.c \
+	tests/fuzz/fuzz_ckpt.c \
 	tests/fuzz/fuzz_trace.c tests/fuzz/corpus tests/fuzz/crashes \
 	tests/static/cppcheck.sh tests/static/cppcheck.supp

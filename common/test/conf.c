@@ -215,6 +215,35 @@ static void test_one_grammar(void)
 	   "a number out of range is ERANGE, by name, value kept");
 }
 
+/* CheckFreq's keys: a path like the other directories, a retention of 0
+ * (until the job completes) up to ten years of 366 days. */
+static void test_checkpoint_keys(void)
+{
+	syn_error_t err;
+	syn_conf_t c;
+
+	syn_conf_defaults(&c);
+	ok(c.ckpt_dir[0] == '\0' && c.ckpt_retention == SYN_CONF_CHECKPOINT_RETENTION_DEFAULT,
+	   "no CheckpointDir by default, a week's retention");
+	ok(syn_conf_set(&c, "checkpointdir", "/scratch/ckpt", &err) == 0 &&
+		   strcmp(c.ckpt_dir, "/scratch/ckpt") == 0,
+	   "CheckpointDir set (keys are case-insensitive)");
+	ok(syn_conf_set(&c, "CheckpointDir", "scratch/../ckpt", &err) == -1 && errno == EINVAL &&
+		   strstr(err.text, "CheckpointDir") && strcmp(c.ckpt_dir, "/scratch/ckpt") == 0,
+	   "a relative CheckpointDir is refused by name, the value kept");
+	ok(syn_conf_set(&c, "CheckpointRetention", "0", &err) == 0 && c.ckpt_retention == 0 &&
+		   syn_conf_set(&c, "CheckpointRetention", "316224000", &err) == 0 &&
+		   c.ckpt_retention == 316224000ULL,
+	   "CheckpointRetention takes 0..316224000 seconds");
+	ok(syn_conf_set(&c, "CheckpointRetention", "316224001", &err) == -1 && errno == ERANGE &&
+		   strstr(err.text, "CheckpointRetention") && strstr(err.text, "0..316224000") &&
+		   c.ckpt_retention == 316224000ULL,
+	   "a CheckpointRetention above ten years is refused by name, the value kept");
+	ok(syn_conf_set(&c, "CheckpointRetention", "-1", &err) == -1 &&
+		   strstr(err.text, "CheckpointRetention"),
+	   "a negative CheckpointRetention is refused");
+}
+
 /* Every key of the schema is named in synergy.conf(5): as " Key=" in a
  * paragraph's tag (".BI Key= N", ", Key=" N"), or as ".B Key" (an alias). */
 static void test_documented(void)
@@ -243,6 +272,7 @@ int main(void)
 	test_conf();
 	test_default_path();
 	test_one_grammar();
+	test_checkpoint_keys();
 	test_documented();
 	return done_testing();
 }

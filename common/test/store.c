@@ -476,6 +476,54 @@ static void test_owner(void)
 	syn_store_destroy(s);
 }
 
+/* The optional "checkpoint" block: absent unless measured, round trips,
+ * and malformed ones are refused naming the field. */
+static void test_checkpoint(void)
+{
+	syn_error_t err;
+	syn_profile_t p, q;
+	char *text;
+
+	make_profile(&p, "ck", 2);
+	text = syn_profile_format(&p, &err);
+	ok(text && !strstr(text, "checkpoint"), "no checkpoint measured: none written");
+	free(text);
+	p.ckpt_state_bytes = 268435456;
+	p.ckpt_batch = 32;
+	p.ckpt_snapshot_s = 0.03;
+	p.ckpt_persist_s = 1.1;
+	p.ckpt_overhead_s = 0.25;
+	text = syn_profile_format(&p, &err);
+	ok(text && strstr(text, "\"checkpoint\"") && strstr(text, "\"state_bytes\": 268435456"),
+	   "a measured checkpoint is written");
+	ok(text && syn_profile_parse(text, strlen(text), "ck", &q, &err) == 0 && same(&p, &q) &&
+		   q.ckpt_state_bytes == 268435456 && q.ckpt_batch == 32 &&
+		   q.ckpt_snapshot_s == 0.03 && q.ckpt_persist_s == 1.1 && q.ckpt_overhead_s == 0.25,
+	   "and reads back");
+	free(text);
+	static const struct {
+		const char *ck, *word;
+	} bad[] = {
+		{ "[]", "must be an object" },
+		{ "{\"state_bytes\": -1}", "checkpoint.state_bytes" },
+		{ "{\"state_bytes\": 2.5}", "checkpoint.state_bytes" },
+		{ "{\"state_bytes\": 2000000000000000000}", "state_bytes" },
+		{ "{\"batch\": 2.5}", "checkpoint.batch" },
+		{ "{\"persist_s\": -1}", "checkpoint.persist_s" },
+		{ "{\"snapshot_s\": \"x\"}", "checkpoint.snapshot_s" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char buf[400];
+		snprintf(buf, sizeof(buf),
+			 "{\"schema\":1,\"key\":\"k\",\"cpus\":[1],\"mem_gb\":[0],\"tput\":[[1]],"
+			 "\"prop_cpus\":1,\"prop_mem_gb\":0,\"checkpoint\":%s}",
+			 bad[i].ck);
+		ok(syn_profile_parse(buf, strlen(buf), "x", &q, &err) == -1 && errno == EINVAL &&
+			   strstr(err.text, bad[i].word),
+		   "checkpoint %s refused: %s", bad[i].ck, err.text);
+	}
+}
+
 static void test_concurrent(void)
 {
 	char sdir[300];
@@ -542,6 +590,7 @@ int main(void)
 	test_files();
 	test_store();
 	test_owner();
+	test_checkpoint();
 	test_concurrent();
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -3,7 +3,8 @@
 # (v1, v2, Slurm's layouts), the node agent (lending, harvest, cache grants,
 # taking memory back: lend, cachedir), filing a profile a job measured in
 # place (inplace, with profiler/libsynjob), the peers of a multi-node step,
-# hwloc cores; and synergy-lend, which shows and checks it all.
+# hwloc cores, jobs' CheckFreq checkpoint directories (ckptdir); and
+# synergy-lend, which shows and checks it all.
 noinst_LTLIBRARIES += plugin/libsynnode.la
 plugin_libsynnode_la_SOURCES = \
 	plugin/node/cgroup.c plugin/node/cgroup.h plugin/node/cgroup_int.h \
@@ -12,14 +13,15 @@ plugin_libsynnode_la_SOURCES = \
 	plugin/node/cachedir.c plugin/node/cachedir.h \
 	plugin/node/inplace.c plugin/node/inplace.h \
 	plugin/node/peers.c plugin/node/peers.h \
-	plugin/node/cores.c plugin/node/cores.h
+	plugin/node/cores.c plugin/node/cores.h \
+	plugin/node/ckptdir.c plugin/node/ckptdir.h
 plugin_libsynnode_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(LIBCGROUP_CFLAGS)
 plugin_libsynnode_la_LIBADD = plugin/libsynshared.la $(HWLOC_LIBS) $(LIBCGROUP_LIBS)
 
-# Unit tests: no root, no Slurm (cachedir.t skips without root).
+# Unit tests: no root, no Slurm (cachedir.t and ckptdir.t skip without root).
 NODE_TESTS = plugin/node/test/cgroup.t plugin/node/test/cores.t plugin/node/test/peers.t \
 	plugin/node/test/cachedir.t plugin/node/test/inplace.t plugin/node/test/lend.t \
-	plugin/node/test/lendstate.t
+	plugin/node/test/lendstate.t plugin/node/test/ckptdir.t
 check_PROGRAMS += $(NODE_TESTS)
 UNIT_TESTS += $(NODE_TESTS)
 plugin_node_test_cgroup_t_SOURCES = plugin/node/test/cgroup.c plugin/node/test/fake_tree.h
@@ -36,6 +38,8 @@ plugin_node_test_lend_t_SOURCES = plugin/node/test/lend.c
 plugin_node_test_lend_t_LDADD = plugin/libsynnode.la
 plugin_node_test_lendstate_t_SOURCES = plugin/node/test/lendstate.c plugin/node/test/fake_tree.h
 plugin_node_test_lendstate_t_LDADD = plugin/libsynnode.la
+plugin_node_test_ckptdir_t_SOURCES = plugin/node/test/ckptdir.c
+plugin_node_test_ckptdir_t_LDADD = plugin/libsynnode.la
 
 # synergy-lend: read-only view of idle-core lending on this machine (root).
 sbin_PROGRAMS += plugin/synergy-lend

@@ -22,7 +22,7 @@ EXTRA_DIST += plugin/slurm/spank_synergy.lds
 
 slurmplugin_LTLIBRARIES += plugin/spank_synergy_node.la
 plugin_spank_synergy_node_la_SOURCES = plugin/slurm/spank_node.c plugin/slurm/spank_int.h \
-	plugin/slurm/spank_remote.c plugin/slurm/spank_jobscript.c
+	plugin/slurm/spank_remote.c plugin/slurm/spank_jobscript.c plugin/slurm/spank_ckpt.c
 plugin_spank_synergy_node_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 plugin_spank_synergy_node_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugin_spank_synergy_node_la_LDFLAGS = -module -avoid-version -shared \

@@ -135,6 +135,15 @@ void syn__inplace_fill(syn__inplace_t *x, uint32_t jobid, uint32_t uid, int fina
  * logging what came of it. Returns its SYN__INPLACE_* or -1. */
 int syn__inplace_run(uint32_t jobid, uint32_t uid, int final);
 
+/* CheckFreq checkpoint directories (spank_ckpt.c, plugin/node/ckptdir.h), when
+ * CheckpointDir is set: made at each step's init (root), exported to the
+ * tasks (as the user), removed when the batch script exits 0 (root), and
+ * swept of directories unused for CheckpointRetention in the epilog. */
+void syn__ckpt_step_init(spank_t sp);
+void syn__ckpt_task_init(spank_t sp);
+void syn__ckpt_task_exit(spank_t sp);
+void syn__ckpt_epilog(spank_t sp);
+
 /* Log through Slurm: lend.h's log callback. */
 void syn__spank_log(int is_error, const char *msg, void *arg);
 

@@ -578,5 +578,6 @@ int syn__job_epilog(spank_t sp)
 			close(dfd);
 		}
 	}
+	syn__ckpt_epilog(sp);
 	return 0;
 }

@@ -363,6 +363,7 @@ int syn__remote_init_post_opt(spank_t sp)
 	uid_t uid;
 	int dfd;
 
+	syn__ckpt_step_init(sp);
 	if (!syn__spank_conf_ok || spank_get_item(sp, S_JOB_ID, &st.jobid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
 		return 0;
@@ -514,6 +515,7 @@ int syn__remote_task_init(spank_t sp)
 	char *list;
 	int taskid;
 
+	syn__ckpt_task_init(sp);
 	if (!syn__spank_conf_ok || !conf.enabled)
 		return 0;
 	cg = st.active ? syn__node_cgroup() : NULL;
@@ -607,6 +609,7 @@ int syn__remote_task_exit(spank_t sp)
 	static uint32_t tasks_exited;
 	uint32_t ntasks;
 
+	syn__ckpt_task_exit(sp);
 	if (!st.active || !st.job_rel[0])
 		return 0;
 	/* Only the step's last local task takes its leftovers out: earlier

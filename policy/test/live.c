@@ -168,6 +168,51 @@ static syn_node_job_t sjob(uint64_t id, const char *model, int cores, uint64_t m
 				 .profile = model ? P(model) : NULL };
 }
 
+/* A profile that records a 10 GiB checkpoint: the job is sized with its
+ * two snapshot buffers as process memory, 2 x ceil((10 GiB + 1 MiB) /
+ * 2 MiB) x 2 MiB = 20484 MB, and its cache gives way. */
+static void test_size_ckpt(void)
+{
+	syn_profile_t p = *P("resnet18");
+	syn_node_job_t j[1];
+	syn_node_stats_t st;
+	syn_error_t err = { "" };
+	syn_size_t s, s0;
+
+	ok(syn_size_job(&paper, 1, 1, &p, 0.01, &s0) == 0 && s0.ckpt_mb == 0,
+	   "no checkpoint recorded: no checkpoint memory");
+	p.ckpt_state_bytes = UINT64_C(10) << 30;
+	is_int(syn_ckpt_mb(&p), 20484, "syn_ckpt_mb: 10 GiB -> 20484 MB");
+	ok(syn_size_job(&paper, 1, 1, &p, 0.01, &s) == 0 && s.sized, "sized with a checkpoint");
+	is_int(s.ckpt_mb, 20484, "size: ckpt_mb 20484");
+	ok(s.mem_mb == s.ckpt_mb + s.cache_mb && s.mem_mb <= s.share_mem_mb,
+	   "mem_mb = checkpoint + cache (%llu = %llu + %llu), within the share (%llu)",
+	   (unsigned long long)s.mem_mb, (unsigned long long)s.ckpt_mb,
+	   (unsigned long long)s.cache_mb, (unsigned long long)s.share_mem_mb);
+	is_int(s.share_cache_mb, 64000 - 20484, "the cache at the share gives way");
+	ok(s.cores == s0.cores && s.share_cores == s0.share_cores, "cores as without it");
+	p.ckpt_state_bytes = UINT64_C(40) << 30;
+	ok(syn_size_job(&paper, 1, 1, &p, 0.01, &s) == 0 && !s.sized &&
+		   strstr(s.reason, "checkpoint buffers"),
+	   "a 40 GiB checkpoint does not fit the 62.5 GB share: GPU-proportional (%s)", s.reason);
+	p.ckpt_state_bytes = SYN_PROFILE_CKPT_MAX_BYTES + 1;
+	errno = 0;
+	ok(syn_size_job(&paper, 1, 1, &p, 0.01, &s) == -1 && errno == EINVAL &&
+		   strstr(s.reason, "state_bytes"),
+	   "a checkpoint above 2^50 bytes: the profile is refused (%s)", s.reason);
+
+	/* The node agent: an allotment of 64000 MB holds 20484 MB of buffers. */
+	p.ckpt_state_bytes = UINT64_C(10) << 30;
+	j[0] = (syn_node_job_t){ .id = 1, .synergy = 1, .gpus = 1, .cores = 3, .mem_mb = 64000,
+				 .profile = &p };
+	ok(syn_node_tune(&paper, j, 1, 0, &st, &err) == 0, "node plan with a checkpoint (%s)",
+	   err.text);
+	is_int(j[0].cache_mb, 64000 - 20484, "node: its allotted cache excludes the buffers");
+	ok(j[0].hold_cache_mb >= j[0].cache_mb && j[0].hold_cache_mb + 20484 <= 256000,
+	   "node: the plan holds within the node (%llu MB cache)",
+	   (unsigned long long)j[0].hold_cache_mb);
+}
+
 static void test_node_hand(void)
 {
 	syn_node_job_t j[3];
@@ -978,6 +1023,7 @@ int main(void)
 	test_size_nodes();
 	test_profile_group();
 	test_node_hand();
+	test_size_ckpt();
 	test_size_property(20000);
 	test_node_property(4000);
 	test_group_property(3000);

@@ -3,6 +3,8 @@
 # run.sh: a profiling run end to end on a small generated dataset: run
 # stores a valid profile (the store reader accepts it), show and what-if
 # read it back, and the measured CPU points and memory check are reported.
+# With --ckpt-bytes it also measures CheckFreq checkpoints, records their
+# costs and show reports the interval for a bound.
 # Skips when the dataset generator is not built. Asserts structure, never
 # speed.
 . "$top_srcdir/tests/lib/tap.sh"
@@ -38,6 +40,47 @@ test_ok "run --out writes a file instead" \
 	"$sp" run -q --out "$tmp/p.json" --key e2e2 --batch-size 8 --size 64 --max-threads 1 \
 	--windows 1 --window-batches 2 --check-frac 0 --cold none "$tmp/ds"
 test_ok "that file is a valid profile" sh -c "'$sp' show '$tmp/p.json' | grep -q '^profile   e2e2'"
+# Checkpoints: measured with the real engine, recorded, reported.
+mkdir "$tmp/ck"
+"$sp" run -q --out "$tmp/ck.json" --key ck --gpu-rate 400 --batch-size 8 --size 64 --max-threads 1 \
+	--windows 1 --window-batches 2 --check-frac 0 --cold none --ckpt-bytes 4M --ckpt-reps 2 \
+	--ckpt-dir "$tmp/ck" "$tmp/ds" > "$tmp/ck.out" 2> "$tmp/ck.err"
+rc=$?
+test_ok "run --ckpt-bytes 4M exits 0" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || diag "$(cat "$tmp/ck.err")"
+sed -n '/^checkpoint/,/adds/s/^/# /p' "$tmp/ck.out"
+test_ok "it reports the snapshot, the write and what they add" \
+	sh -c "grep -q '^checkpoint  *4.0 MiB' '$tmp/ck.out' && grep -q '^  snapshot ' '$tmp/ck.out' && grep -q '^  write ' '$tmp/ck.out' && grep -q '^  adds ' '$tmp/ck.out'"
+test_ok "the profile records the checkpoint" grep -q '"state_bytes": 4194304' "$tmp/ck.json"
+test_ok "nothing is left in the checkpoint directory" test -z "$(ls -A "$tmp/ck")"
+show=$("$sp" show "$tmp/ck.json")
+test_ok "show gives its costs and memory (2 buffers of 4 MiB + 1 MiB, in 2 MiB: 12 MB)" \
+	sh -c "echo '$show' | grep -q '^ckpt      4.0 MiB of state: .*memory 12 MB (2 buffers)'"
+test_ok "and the interval CheckFreq would choose at 3.5%" \
+	sh -c "echo '$show' | grep -q 'CheckFreq at 3.5%: every [0-9]* iterations of 8 samples'"
+# Worked by hand: 12 samples at 400/s are 0.03 s iterations; 0.1 s per
+# checkpoint within 3.5% needs 0.1 / (0.035 x 0.03) = 95.2 -> 96
+# iterations, within 1% 333.3 -> 334; 1 GiB of state takes 2 x 513 x 2 MB.
+cat >"$tmp/ckhand.json" <<EOP
+{ "schema": 1, "key": "ckhand", "cpus": [1], "mem_gb": [0], "tput": [[1]], "prop_cpus": 1,
+  "prop_mem_gb": 0, "base_tput": 400,
+  "checkpoint": { "state_bytes": 1073741824, "batch": 12, "snapshot_s": 0.2, "persist_s": 1.5,
+                  "overhead_s": 0.1 } }
+EOP
+show=$("$sp" show "$tmp/ckhand.json")
+test_ok "by hand: every 96 iterations at 3.5%" \
+	sh -c "echo '$show' | grep -q 'CheckFreq at 3.5%: every 96 iterations of 12 samples (0.030 s each'"
+test_ok "by hand: 2052 MB of snapshot memory" sh -c "echo '$show' | grep -q 'memory 2052 MB'"
+test_ok "by hand: every 334 iterations at --ckpt-bound 0.01" \
+	sh -c "'$sp' show --ckpt-bound 0.01 '$tmp/ckhand.json' | grep -q 'CheckFreq at 1.0%: every 334 iterations'"
+env -u SYNERGY_CKPT_DIR "$sp" run -q --out "$tmp/x.json" --ckpt-bytes 4M "$tmp/ds" > /dev/null 2> "$tmp/bad.err"
+rc=$?
+test_ok "--ckpt-bytes without a directory is a usage error (exit $rc)" \
+	sh -c "[ $rc -eq 2 ] && grep -q 'ckpt-dir' '$tmp/bad.err'"
+"$sp" run -q --out "$tmp/x.json" --ckpt-bytes 0 "$tmp/ds" > /dev/null 2> "$tmp/bad.err"
+rc=$?
+test_ok "--ckpt-bytes 0 is a usage error (exit $rc)" \
+	sh -c "[ $rc -eq 2 ] && grep -q 'ckpt-bytes' '$tmp/bad.err'"
 # what-if --members on a profile where more cores help (written here: a
 # measured one may come out bound by its reads on a busy machine, where
 # a second core changes nothing and the check would say nothing).

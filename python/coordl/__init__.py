@@ -13,6 +13,12 @@ Typical use in a PyTorch training loop:
                 ...
             print(loader.stats()["stall"])
 
+Checkpoints with exact resume (coordl.CheckFreq, see coordl.checkfreq):
+
+    cf = coordl.CheckFreq(model=model, optimizer=opt, loader=loader)
+    cf.resume()
+    ... opt.step(); cf.step()
+
 Images are zero-copy views of the loader's buffers, valid until the next
 batch is requested; pass copy=True to keep batches (see coordl.loader).
 libcoordl is found through $COORDL_LIBRARY, the build tree, the install
@@ -20,6 +26,8 @@ libdir, or the system.
 """
 
 from .loader import Batch, CacheWarning, CoordlError, GroupWarning, Loader
+from .checkfreq import (CheckFreq, CheckpointWarning, choose_interval,
+                        load_latest)
 from ._abi import library_path
 
 
@@ -30,4 +38,5 @@ def version():
 
 
 __all__ = ["Loader", "Batch", "CoordlError", "CacheWarning", "GroupWarning", "version",
-           "library_path"]
+           "library_path", "CheckFreq", "CheckpointWarning", "choose_interval",
+           "load_latest"]

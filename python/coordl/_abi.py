@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The C ABI of libcoordl, mirrored with ctypes.
 
-Every structure here copies include/coordl.h field by field, in the same
+Every structure here copies include/coordl.h (and coordl_ckpt.h) field by field, in the same
 order and with the same C types, because ctypes lays a Structure out the way
 the C compiler does only when the declarations agree exactly. The test
 python/test/abi.py compares each size and offset with a small C program
@@ -43,6 +43,16 @@ CACHE_NONE = 2
 WIREUP_NONE = 0
 WIREUP_SOCKADDR = 1
 WIREUP_PMIX = 2
+
+# coordl_ckpt.h: enum coordl_ckpt_memory, enum coordl_ckpt_limit.
+CKPT_MEM_AUTO = 0
+CKPT_MEM_PAGEABLE = 1
+CKPT_MEM_PINNED = 2
+
+CKPT_LIMIT_MIN = 0
+CKPT_LIMIT_BOUND = 1
+CKPT_LIMIT_PIPELINE = 2
+CKPT_LIMIT_MAX = 3
 
 
 class Error(Structure):
@@ -167,6 +177,70 @@ class Stats(Structure):
     ]
 
 
+class CkptConfig(Structure):
+    """coordl_ckpt_config_t (coordl_ckpt.h)."""
+    _fields_ = [
+        ("dir", c_char_p),
+        ("name", c_char_p),
+        ("keep", c_int),
+        ("memory", c_int),
+        ("durable", c_int),
+    ]
+
+
+class CkptStats(Structure):
+    """coordl_ckpt_stats_t."""
+    _fields_ = [
+        ("committed", c_uint64),
+        ("persisted", c_uint64),
+        ("failed", c_uint64),
+        ("superseded", c_uint64),
+        ("last_iteration", c_uint64),
+        ("last_sequence", c_uint64),
+        ("last_bytes", c_uint64),
+        ("last_copy_s", c_double),
+        ("last_persist_s", c_double),
+        ("last_latency_s", c_double),
+        ("total_copy_s", c_double),
+        ("total_persist_s", c_double),
+        ("total_wait_s", c_double),
+        ("in_flight", c_int),
+        ("pinned", c_int),
+        ("buffer_bytes", c_uint64),
+        ("last_errno", c_int),
+        ("last_error", c_char * 160),
+    ]
+
+
+class CkptScan(Structure):
+    """coordl_ckpt_scan_t."""
+    _fields_ = [
+        ("files", c_int),
+        ("skipped", c_int),
+        ("why", c_char * 224),
+    ]
+
+
+class CkptCosts(Structure):
+    """coordl_ckpt_costs_t."""
+    _fields_ = [
+        ("iter_s", c_double),
+        ("overhead_s", c_double),
+        ("snapshot_s", c_double),
+        ("persist_s", c_double),
+    ]
+
+
+class CkptChoice(Structure):
+    """coordl_ckpt_choice_t."""
+    _fields_ = [
+        ("interval", c_uint64),
+        ("overhead", c_double),
+        ("limit", c_int),
+        ("bound_met", c_int),
+    ]
+
+
 # Function prototypes: (name, restype, argtypes). Declaring them all lets
 # ctypes convert and check every argument instead of guessing int.
 _LOADER_P = c_void_p
@@ -194,6 +268,37 @@ _PROTOTYPES = [
     ("coordl_group_note", c_char_p, [_LOADER_P]),
     ("coordl_to_device", c_int, [_LOADER_P, POINTER(Batch), POINTER(Error)]),
     ("coordl_version", c_char_p, []),
+    # coordl_ckpt.h
+    ("coordl_ckpt_config_init", None, [POINTER(CkptConfig)]),
+    ("coordl_ckpt_open", c_void_p, [POINTER(CkptConfig), POINTER(Error)]),
+    ("coordl_ckpt_close", None, [c_void_p]),
+    ("coordl_ckpt_section_space", c_uint64, [c_uint64]),
+    ("coordl_ckpt_reserve", c_int, [c_void_p, c_uint64, POINTER(Error)]),
+    ("coordl_ckpt_begin", c_void_p, [c_void_p, c_uint64, c_uint64,
+                                     POINTER(Error)]),
+    ("coordl_ckpt_add", c_void_p, [c_void_p, c_char_p, c_uint64,
+                                   POINTER(Error)]),
+    ("coordl_ckpt_copy_later", c_int, [c_void_p, c_void_p, c_void_p, c_uint64,
+                                       POINTER(Error)]),
+    ("coordl_ckpt_commit", c_int, [c_void_p, POINTER(Error)]),
+    ("coordl_ckpt_abort", None, [c_void_p]),
+    ("coordl_ckpt_wait_copied", c_double, [c_void_p]),
+    ("coordl_ckpt_flush", c_int, [c_void_p, c_double, POINTER(Error)]),
+    ("coordl_ckpt_get_stats", c_int, [c_void_p, POINTER(CkptStats)]),
+    ("coordl_ckpt_load_latest", c_void_p, [c_char_p, c_char_p,
+                                           POINTER(CkptScan), POINTER(Error)]),
+    ("coordl_ckpt_load_file", c_void_p, [c_char_p, POINTER(Error)]),
+    ("coordl_ckpt_image_iteration", c_uint64, [c_void_p]),
+    ("coordl_ckpt_image_sequence", c_uint64, [c_void_p]),
+    ("coordl_ckpt_image_bytes", c_uint64, [c_void_p]),
+    ("coordl_ckpt_image_sections", c_int, [c_void_p]),
+    ("coordl_ckpt_image_section_name", c_char_p, [c_void_p, c_int]),
+    ("coordl_ckpt_image_section", c_void_p, [c_void_p, c_char_p,
+                                             POINTER(c_uint64)]),
+    ("coordl_ckpt_image_free", None, [c_void_p]),
+    ("coordl_ckpt_choose", c_int, [POINTER(CkptCosts), c_double, c_uint64,
+                                   c_uint64, POINTER(CkptChoice),
+                                   POINTER(Error)]),
 ]
 
 _lib = None

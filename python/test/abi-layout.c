@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * abi-layout.c: print the size and field offsets of the public structs in
- * coordl.h, as the C compiler lays them out.
+ * coordl.h and coordl_ckpt.h, as the C compiler lays them out.
  *
  * The Python binding mirrors these structs with ctypes by hand; a field
  * added, removed or reordered in the header would silently shift every
@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "coordl.h"
+#include "coordl_ckpt.h"
 
 #define SIZE(t) printf("%s %zu\n", #t, sizeof(t))
 #define FIELD(t, f) printf("%s.%s %zu\n", #t, #f, offsetof(t, f))
@@ -126,6 +127,58 @@ int main(void)
 	FIELD(coordl_stats_t, group_redone);
 	FIELD(coordl_stats_t, group_reaped);
 	FIELD(coordl_stats_t, peer_wireup);
+
+	SIZE(coordl_ckpt_config_t);
+	FIELD(coordl_ckpt_config_t, dir);
+	FIELD(coordl_ckpt_config_t, name);
+	FIELD(coordl_ckpt_config_t, keep);
+	FIELD(coordl_ckpt_config_t, memory);
+	FIELD(coordl_ckpt_config_t, durable);
+
+	SIZE(coordl_ckpt_stats_t);
+	FIELD(coordl_ckpt_stats_t, committed);
+	FIELD(coordl_ckpt_stats_t, persisted);
+	FIELD(coordl_ckpt_stats_t, failed);
+	FIELD(coordl_ckpt_stats_t, superseded);
+	FIELD(coordl_ckpt_stats_t, last_iteration);
+	FIELD(coordl_ckpt_stats_t, last_sequence);
+	FIELD(coordl_ckpt_stats_t, last_bytes);
+	FIELD(coordl_ckpt_stats_t, last_copy_s);
+	FIELD(coordl_ckpt_stats_t, last_persist_s);
+	FIELD(coordl_ckpt_stats_t, last_latency_s);
+	FIELD(coordl_ckpt_stats_t, total_copy_s);
+	FIELD(coordl_ckpt_stats_t, total_persist_s);
+	FIELD(coordl_ckpt_stats_t, total_wait_s);
+	FIELD(coordl_ckpt_stats_t, in_flight);
+	FIELD(coordl_ckpt_stats_t, pinned);
+	FIELD(coordl_ckpt_stats_t, buffer_bytes);
+	FIELD(coordl_ckpt_stats_t, last_errno);
+	FIELD(coordl_ckpt_stats_t, last_error);
+
+	SIZE(coordl_ckpt_scan_t);
+	FIELD(coordl_ckpt_scan_t, files);
+	FIELD(coordl_ckpt_scan_t, skipped);
+	FIELD(coordl_ckpt_scan_t, why);
+
+	SIZE(coordl_ckpt_costs_t);
+	FIELD(coordl_ckpt_costs_t, iter_s);
+	FIELD(coordl_ckpt_costs_t, overhead_s);
+	FIELD(coordl_ckpt_costs_t, snapshot_s);
+	FIELD(coordl_ckpt_costs_t, persist_s);
+
+	SIZE(coordl_ckpt_choice_t);
+	FIELD(coordl_ckpt_choice_t, interval);
+	FIELD(coordl_ckpt_choice_t, overhead);
+	FIELD(coordl_ckpt_choice_t, limit);
+	FIELD(coordl_ckpt_choice_t, bound_met);
+
+	ENUM(COORDL_CKPT_MEM_AUTO);
+	ENUM(COORDL_CKPT_MEM_PAGEABLE);
+	ENUM(COORDL_CKPT_MEM_PINNED);
+	ENUM(COORDL_CKPT_LIMIT_MIN);
+	ENUM(COORDL_CKPT_LIMIT_BOUND);
+	ENUM(COORDL_CKPT_LIMIT_PIPELINE);
+	ENUM(COORDL_CKPT_LIMIT_MAX);
 
 	ENUM(COORDL_SOURCE_AUTO);
 	ENUM(COORDL_SOURCE_IMAGEFOLDER);

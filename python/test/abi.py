@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""abi.py: the ctypes mirror of coordl.h matches the C compiler's layout.
+"""abi.py: the ctypes mirror of coordl.h and coordl_ckpt.h matches the C
+compiler's layout.
 
 Runs python/test/abi-layout (built by `make check` from the header alone)
 and checks every struct size, field offset and enum value it prints against
@@ -25,6 +26,11 @@ STRUCTS = {
     "coordl_batch_t": _abi.Batch,
     "coordl_state_t": _abi.State,
     "coordl_stats_t": _abi.Stats,
+    "coordl_ckpt_config_t": _abi.CkptConfig,
+    "coordl_ckpt_stats_t": _abi.CkptStats,
+    "coordl_ckpt_scan_t": _abi.CkptScan,
+    "coordl_ckpt_costs_t": _abi.CkptCosts,
+    "coordl_ckpt_choice_t": _abi.CkptChoice,
 }
 
 out = subprocess.run([prog], stdout=subprocess.PIPE, check=True,

@@ -11,7 +11,7 @@
 #               configure a private one under WORKDIR)
 #   -o WORKDIR  where binaries, grown corpora and crash artifacts go
 #               (default: a new directory under ${TMPDIR:-/tmp})
-#   TARGET      any of: prep profile conf trace env spank source node cache remote
+#   TARGET      any of: prep profile conf trace env spank source node cache remote ckpt
 #               (default: all)
 #
 # The checked-in seeds under tests/fuzz/corpus/<target>/ are only read; new
@@ -39,7 +39,7 @@ case $secs in
 esac
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-all="prep profile conf trace env spank source node cache remote"
+all="prep profile conf trace env spank source node cache remote ckpt"
 targets=${*:-$all}
 for t in $targets; do
 	case " $all " in
@@ -96,6 +96,7 @@ sources() {
 	source) echo "loader/test/fuzz_source.c loader/source.c loader/remote.c loader/s3.c" \
 		"loader/env.c loader/util.c $COMMON" ;;
 	cache) echo "tests/fuzz/fuzz_cache.c loader/cache.c loader/util.c $COMMON" ;;
+	ckpt) echo "tests/fuzz/fuzz_ckpt.c loader/ckpt_file.c loader/util.c $COMMON" ;;
 	remote) echo "loader/test/fuzz_remote.c loader/remote.c loader/s3.c loader/source.c" \
 		"loader/env.c loader/util.c $COMMON" ;;
 	esac
@@ -105,7 +106,7 @@ libs() {
 	prep) echo "-ljpeg -lm" ;;
 	profile|trace|conf) echo "-ljansson -lm" ;;
 	spank|node) echo "-lcgroup -ljansson -lm" ;;
-	cache) echo "-lpthread -lm" ;;
+	cache|ckpt) echo "-lpthread -lm" ;;
 	source|remote) echo "-lcurl -lm" ;;
 	*) echo "-lm" ;;
 	esac
@@ -116,6 +117,7 @@ maxlen() {
 	case $1 in
 	prep) echo 200000 ;;
 	profile) echo 20000 ;;
+	ckpt) echo 16384 ;; # a header alone is 4096 bytes
 	*) echo 4096 ;;
 	esac
 }
