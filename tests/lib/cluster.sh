@@ -47,6 +47,8 @@
 #   CLUSTER_DEF_CPU_PER_GPU the partition's DefCpuPerGPU (default 1)
 #   CLUSTER_SYNERGY_CONF_EXTRA  extra lines for synergy.conf
 #   CLUSTER_SLURM_CONF_EXTRA    extra lines for slurm.conf (e.g. PrologFlags=Alloc)
+#   CLUSTER_MIN_JOB_AGE     slurm.conf MinJobAge: seconds a finished job stays
+#                           visible to scontrol (default 300)
 #   CLUSTER_CGROUP_CONF_EXTRA   extra lines for cgroup.conf (e.g. CgroupSlice=x.slice,
 #                               CgroupJobIdPaths=yes: Slurm 25.11+, 26.05.2+)
 #   CLUSTER_INIT_CGROUP     v2, in the test guest only: a cgroup (e.g.
@@ -114,6 +116,9 @@ CLUSTER_DEF_MEM_PER_GPU=${CLUSTER_DEF_MEM_PER_GPU:-512}
 CLUSTER_DEF_CPU_PER_GPU=${CLUSTER_DEF_CPU_PER_GPU:-1}
 CLUSTER_SYNERGY_CONF_EXTRA=${CLUSTER_SYNERGY_CONF_EXTRA:-}
 CLUSTER_SLURM_CONF_EXTRA=${CLUSTER_SLURM_CONF_EXTRA:-}
+CLUSTER_MIN_JOB_AGE=${CLUSTER_MIN_JOB_AGE:-300}
+[[ "$CLUSTER_MIN_JOB_AGE" =~ ^[1-9][0-9]{0,5}$ ]] ||
+	{ echo "Bail out! CLUSTER_MIN_JOB_AGE='$CLUSTER_MIN_JOB_AGE': expected seconds"; exit 1; }
 CLUSTER_CGROUP_CONF_EXTRA=${CLUSTER_CGROUP_CONF_EXTRA:-}
 CLUSTER_CACHE_DIR=${CLUSTER_CACHE_DIR:-}
 CLUSTER_GROUP_DIR=${CLUSTER_GROUP_DIR:-}
@@ -320,7 +325,7 @@ ReturnToService=2
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
-MinJobAge=300
+MinJobAge=$CLUSTER_MIN_JOB_AGE
 # Backfill every second, so that a job resized while pending (synergyd)
 # starts within a test's patience rather than at the next minute.
 SchedulerParameters=bf_interval=1
