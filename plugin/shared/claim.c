@@ -337,6 +337,30 @@ int syn__claim_read(const char *store_dir, uint32_t uid, const char *key, syn__c
 	return rv;
 }
 
+/* Open the claims directory, take its lock and read the claim NAME: 1 with
+ * *dfd open and locked (the caller closes it), 0 when there is nothing to
+ * act on (no directory, no such claim, or an unreadable one), -1 on an
+ * error (errno). */
+static int open_locked_read(const char *store_dir, const char *name, int *dfd, syn__claim_t *c)
+{
+	int e, rv;
+
+	*dfd = dir_open(store_dir, 0);
+	if (*dfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (dir_lock(*dfd) < 0)
+		rv = -1;
+	else if (read_at(*dfd, name, c) < 0)
+		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
+	else
+		return 1;
+	e = errno;
+	close(*dfd);
+	*dfd = -1;
+	errno = e;
+	return rv;
+}
+
 int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const char *nonce,
 		     uint32_t jobid, const char *node, time_t now)
 {
@@ -349,19 +373,14 @@ int syn__claim_renew(const char *store_dir, uint32_t uid, const char *key, const
 		errno = EINVAL;
 		return -1;
 	}
-	dfd = dir_open(store_dir, 0);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : -1;
 	/* The tasks of a job array share one grant, so one nonce: the first
 	 * prolog binds the claim to its job, the others find it bound. The
 	 * directory's lock makes that read-and-rewrite one step (prologs of
 	 * one node; on NFS, flock takes the server's lock). */
-	if (dir_lock(dfd) < 0)
-		goto out;
-	if (read_at(dfd, name, &c) < 0) {
-		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
-		goto out;
-	}
+	rv = open_locked_read(store_dir, name, &dfd, &c);
+	if (rv <= 0)
+		return rv;
+	rv = -1;
 	if (strcmp(c.nonce, nonce) != 0 || c.uid != uid || strcmp(c.key, key) != 0 ||
 	    (c.jobid && c.jobid != jobid)) {
 		rv = 0;
@@ -390,17 +409,12 @@ int syn__claim_release(const char *store_dir, uint32_t uid, const char *key, con
 		errno = EINVAL;
 		return -1;
 	}
-	dfd = dir_open(store_dir, 0);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : -1;
 	/* Under the lock: a lapsed claim taken over after our read must not
 	 * be removed. */
-	if (dir_lock(dfd) < 0)
-		goto out;
-	if (read_at(dfd, name, &c) < 0) {
-		rv = errno == ENOENT || errno == EINVAL ? 0 : -1;
-		goto out;
-	}
+	rv = open_locked_read(store_dir, name, &dfd, &c);
+	if (rv <= 0)
+		return rv;
+	rv = -1;
 	if (strcmp(c.nonce, nonce) != 0) {
 		rv = 0;
 		goto out;
