@@ -363,6 +363,21 @@ static const char *who(const lend_entry_t *e, char *buf, size_t len)
 	return buf;
 }
 
+/* A directory stream over the records directory c->dfd (a duplicate of
+ * it, so that closing the stream leaves c->dfd open), or NULL. */
+static DIR *records_open(const lend_ctx_t *c)
+{
+	DIR *dir;
+	int copy;
+
+	if (c->dfd < 0 || (copy = dup(c->dfd)) < 0)
+		return NULL;
+	dir = fdopendir(copy);
+	if (!dir)
+		close(copy);
+	return dir;
+}
+
 /* Read the SLUIDs the node's records name into c->map, once. Records that
  * cannot be read are left out (their job cgroups stay without a record). */
 static void map_build(lend_ctx_t *c)
@@ -370,16 +385,12 @@ static void map_build(lend_ctx_t *c)
 	struct dirent *d;
 	sluid_map_t *grown;
 	DIR *dir;
-	int copy, cap = 0;
+	int cap = 0;
 
 	c->map_built = 1;
-	if (c->dfd < 0 || (copy = dup(c->dfd)) < 0)
+	dir = records_open(c);
+	if (!dir)
 		return;
-	dir = fdopendir(copy);
-	if (!dir) {
-		close(copy);
-		return;
-	}
 	while ((d = readdir(dir))) {
 		syn__jobrec_t r;
 		uint32_t id;
@@ -465,16 +476,11 @@ static void records_prune(lend_ctx_t *c)
 {
 	struct dirent *d;
 	DIR *dir;
-	int copy, i;
+	int i;
 
-	copy = dup(c->dfd);
-	if (copy < 0)
+	dir = records_open(c);
+	if (!dir)
 		return;
-	dir = fdopendir(copy);
-	if (!dir) {
-		close(copy);
-		return;
-	}
 	while ((d = readdir(dir))) {
 		syn__jobrec_t r;
 		uint32_t id;
