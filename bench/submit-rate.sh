@@ -64,6 +64,11 @@ export top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 export top_builddir=${top_builddir:-$PWD}
 [ "$(id -u)" = 0 ] || { echo "submit-rate: must run as root (a throwaway cluster)" >&2; exit 1; }
 T=$(mktemp -d /tmp/submit-rate.XXXXXX) || exit 1
+# The pipes go however the script ends (the clusters' own traps tear them
+# down in their subshells).
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # serve MODE: one cluster; then for each "run R" line on fd 4 one run,
 # answering its rate (or "failed") on fd 3, until "quit" or EOF. In a
