@@ -23,22 +23,24 @@
 # The lists, one release a line: SUITE "FILE [VAR=VALUE]...;..." (the
 # suites as in cgroup-v2.sh, ';' between them). SYNERGY_VERSIONS replaces
 # them (e.g. SYNERGY_VERSIONS='sid cluster-limits.sh CLUSTER_SYNERGY=0'),
-# SYNERGY_VERSIONS=off skips this file, SYNERGY_VERSIONS=full runs the longer lists below. Other knobs: cgroup-v2.sh's.
+# SYNERGY_VERSIONS=off skips this file, SYNERGY_VERSIONS=full runs the
+# longer lists below. Other knobs: cgroup-v2.sh's.
 #
 # What runs where (issue 26; the guest's time per suite is in
 # doc/slurm-versions.md): 26.05, the current release, with the layout that
 # differs most (job directories named by SLUID), runs sizing (with
 # CgroupSlice, 25.11+, and PID 1 in a container's cgroup, the prefix of
-# 23.02+), lending, trust and job_submit under concurrent
-# clients; 24.11 (Debian 13) sizing with a container's PID 1. That is
-# what CI's hour holds beside everything else. SYNERGY_VERSIONS=full runs
+# 23.02+), lending, trust and job_submit under 8 concurrent clients
+# (8 jobs each: the per-user cap raced for); 24.11 (Debian 13) sizing
+# with a container's PID 1. That is what CI's hour holds beside
+# everything else. SYNERGY_VERSIONS=full runs
 # every Synergy suite that touches the node on 26.05 (lending again with
 # CgroupSlice and a container's PID 1, sizing with CgroupJobIdPaths=yes,
 # 26.05.2+), and plain Slurm's suites on both. 22.05 runs them all on the
 # host and in cgroup-v2.sh.
 versions='
 trixie synergy-sized.sh CLUSTER_INIT_CGROUP=pod.slice/init.scope
-sid synergy-sized.sh CLUSTER_CGROUP_CONF_EXTRA=CgroupSlice=synergy.slice CLUSTER_INIT_CGROUP=pod.slice/init.scope;synergy-lending.sh;synergy-trust.sh;synergy-concurrent.sh SYNERGY_CONC_JOBS=4
+sid synergy-sized.sh CLUSTER_CGROUP_CONF_EXTRA=CgroupSlice=synergy.slice CLUSTER_INIT_CGROUP=pod.slice/init.scope;synergy-lending.sh;synergy-trust.sh;synergy-concurrent.sh SYNERGY_CONC_JOBS=8
 '
 # SYNERGY_VERSIONS=full: every Synergy suite that touches the node on
 # 26.05 (about twice the default's guest time; the default is what CI's

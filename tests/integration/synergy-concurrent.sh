@@ -137,15 +137,20 @@ test_ok "each of its $clients jobs says profiling requested" \
 own=$(kind own)
 nclaims=$(find "$claims" -maxdepth 1 -type f ! -name '.*' | wc -l)
 nreq=$(find "$C/requests" -maxdepth 1 -type f -name '*.req' | wc -l)
-test_ok "MaxProfileRequestsPerUser=$cap: $nclaims claims + $nreq requests" \
-	test $((nclaims + nreq)) = "$cap"
-if [ "$(wc -l <<<"$own")" -ge $((cap - 2)) ]; then
+# With few jobs a client (SYNERGY_CONC_JOBS 4) there may be fewer own keys
+# than places: then every key gets one.
+nown=$(grep -c . <<<"$own")
+wantcap=$((2 + nown))
+[ "$wantcap" -gt "$cap" ] && wantcap=$cap
+test_ok "MaxProfileRequestsPerUser=$cap: $nclaims claims + $nreq requests (of $wantcap)" \
+	test $((nclaims + nreq)) = "$wantcap"
+if [ "$nown" -ge $((cap - 2)) ]; then
 	test_ok "as many first jobs of the clients' own keys profile in place ($((cap - 2)))" \
 		test "$(count "profiling in place (claim " "$own")" = $((cap - 2))
 	test_ok "every other one is refused by the cap, saying so" \
-		test "$(count "profiling refused" "$own")" = $(($(wc -l <<<"$own") - cap + 2))
+		test "$(count "profiling refused" "$own")" = $((nown - cap + 2))
 else
-	test_skip "fewer own keys ($(wc -l <<<"$own")) than places; raise SYNERGY_CONC_JOBS"
+	test_skip "fewer own keys ($nown) than places; raise SYNERGY_CONC_JOBS"
 	test_skip "fewer own keys than places"
 fi
 torn=0
