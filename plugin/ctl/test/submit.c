@@ -163,6 +163,43 @@ static void shapes_tests(syn__decision_t *d)
 	partition = NULL;
 }
 
+/* The partition list is the user's own (sbatch -p): job_submit matches it
+ * against the table in slurmctld before Slurm has checked it. Whatever it
+ * holds, a name matches only as a whole list element, nothing outside the
+ * table is made up, and the message stays within its buffer. */
+static void shapes_hostile_tests(void)
+{
+	static char huge[20000];
+	syn__shapes_t t;
+	syn__shape_t out;
+	char what[64];
+	size_t i;
+
+	memset(&t, 0, sizeof(t));
+	syn__shapes_add(&t, "p2", 0, 2, 2, 4096);
+	syn__shapes_add(&t, "p8", 1, 8, 64, 262144);
+	ok(syn__shapes_for_job(&t, "p", 1, &out, what, sizeof(what)) == -1 && errno == ENOENT,
+	   "a prefix of a partition's name is not that partition (%s)", what);
+	ok(syn__shapes_for_job(&t, "p22", 1, &out, what, sizeof(what)) == -1 && errno == ENOENT,
+	   "nor a longer name it is a prefix of");
+	ok(syn__shapes_for_job(&t, ",,p2,", 1, &out, what, sizeof(what)) == 0 && out.gpus == 2,
+	   "empty list elements are skipped, the whole name still matches");
+	ok(syn__shapes_for_job(&t, "p2\np8=x", 1, &out, what, sizeof(what)) == -1 &&
+	   errno == ENOENT, "a newline or '=' in the list matches nothing");
+	ok(syn__shapes_for_job(&t, "p8", UINT32_MAX, &out, what, sizeof(what)) == -1 &&
+	   errno == ENOENT && strstr(what, "GPUs"), "more GPUs than any node: refused (%s)", what);
+	for (i = 0; i + 3 < sizeof(huge); i += 3)
+		memcpy(huge + i, "p2,", 3);
+	huge[i] = '\0';
+	ok(syn__shapes_for_job(&t, huge, 1, &out, what, sizeof(what)) == 0 && out.gpus == 2 &&
+	   strlen(what) < sizeof(what), "a list of 20000 bytes: matched, the message truncated");
+	memset(huge, 'x', sizeof(huge) - 1);
+	huge[sizeof(huge) - 1] = '\0';
+	ok(syn__shapes_for_job(&t, huge, 1, &out, what, sizeof(what)) == -1 && errno == ENOENT &&
+	   strlen(what) < sizeof(what), "one name of 20000 bytes: no partition, the message truncated");
+	syn__shapes_free(&t);
+}
+
 int main(void)
 {
 	char path[512];
@@ -444,6 +481,7 @@ int main(void)
 	ok(d.action == SYN__PROPORTIONAL && strstr(d.comment, "node shapes unknown") &&
 	   strstr(d.comment, "synergyd"), "AdminComment says why and what to check");
 	shapes_tests(&d);
+	shapes_hostile_tests();
 
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path) != 0)
