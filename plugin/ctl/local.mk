@@ -21,3 +21,9 @@ THREAD_TESTS += plugin/ctl/test/submit_threads.t
 plugin_ctl_test_submit_threads_t_SOURCES = plugin/ctl/test/submit_threads.c
 plugin_ctl_test_submit_threads_t_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugin_ctl_test_submit_threads_t_LDADD = plugin/libsynctl.la $(PTHREAD_LIBS)
+
+# Benchmark (no root; prints a table): what one decision costs a job, per
+# kind of job (plugin/bench/decide-bench.c).
+noinst_PROGRAMS += plugin/decide-bench
+plugin_decide_bench_SOURCES = plugin/bench/decide-bench.c
+plugin_decide_bench_LDADD = plugin/libsynctl.la

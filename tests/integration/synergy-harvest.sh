@@ -49,16 +49,21 @@ holds() { [ "$(ncpus "$1")" = "$2" ]; }
 
 # L: sleeps until told to spin, then times spins of fixed work ("spin REAL
 # USER SYS" each) until told to stop spinning, then sleeps until told to
-# stop.
+# stop. It waits without a process a poll (read's timeout on a FIFO nobody
+# writes): under qemu's TCG on sid's root a "sleep 0.2" loop alone cost L
+# 0.45 of a core, which the agent rightly measured as not idle.
+mkfifo "$C/L.fifo"
 cat >"$C/jobL.sh" <<EOF
 #!/bin/bash
-while [ ! -e "$C/spinL" ]; do sleep 0.2; done
+exec 9<>"$C/L.fifo"
+nap() { read -r -t 0.2 -u 9 _ || :; }
+while [ ! -e "$C/spinL" ]; do nap; done
 TIMEFORMAT="spin %R %U %S"
 while [ ! -e "$C/spun" ]; do
 	{ time (i=0; while ((i < 600000)); do ((i++)); done); } 2>&1
 done
 echo spun
-while [ ! -e "$C/stopL" ]; do sleep 0.2; done
+while [ ! -e "$C/stopL" ]; do nap; done
 EOF
 chmod 755 "$C/jobL.sh"
 idL=$(cluster_sbatch --gres=gpu:1 -c 1 --synergy-profile=lang "$C/jobL.sh")
@@ -93,6 +98,32 @@ test_ok "synergy-lend --status: B harvests, L's idle cores measured" \
 	bash -c "grep -Eq '^ +$idB .* img \(harvests, idle priority\)\$' <<<\"\$1\" &&
 		grep -Eq '^ +$idL .* (0\.[5-9][0-9]|1\.00) +- +lang\$' <<<\"\$1\"" _ "$status"
 diag "synergy-lend --status: $(tr '\n' '|' <<<"$status")"
+# Where L's CPU time goes (each cgroup under L's job, 2 s), should its
+# idle share be measured low: the job's own processes, slurmstepd's, or
+# the loop's short-lived children.
+usage_of() {
+	if [ "$CLUSTER_CGROUP" = v2 ]; then sed -n 's/^usage_usec //p' "$1/cpu.stat" 2>/dev/null
+	else echo $(($(cat "$1/cpuacct.usage" 2>/dev/null || echo 0) / 1000)); fi
+}
+jobL=$(cluster_job_cgroup "$idL" "$([ "$CLUSTER_CGROUP" = v2 ] && echo cpu || echo cpuacct)")
+if [ -n "$jobL" ] && [ -d "$jobL" ]; then
+	declare -A u0
+	dirs=$(find "$jobL" -type d)
+	for d in $dirs; do u0[$d]=$(usage_of "$d"); done
+	sleep 2
+	for d in $dirs; do
+		u1=$(usage_of "$d")
+		diag "L's CPU over 2 s: ${d#"$jobL"}/: $(awk -v a="${u0[$d]:-0}" -v b="${u1:-0}" 'BEGIN {printf "%.2f core", (b - a) / 2e6}')"
+	done
+	for d in $dirs; do
+		[ -f "$d/cgroup.procs" ] || [ -f "$d/tasks" ] || continue
+		for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
+			diag "L's process in ${d#"$jobL"}/: $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60)"
+		done
+	done
+else
+	diag "L's CPU by cgroup: no job cgroup to read (${jobL:-none})"
+fi
 
 # L spins while B's hogs can run on its CPU: L must not wait for them.
 touch "$C/spinL"

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * decide-bench: what job_submit/synergy's decision (plugin/ctl/submit.c,
+ * syn__decide) costs one job, per kind of job, on a profile store of its
+ * own in a temporary directory. slurmctld runs it for every job of every
+ * user under its locks, and a new key's decision takes profiling_mu, so
+ * its cost is what a burst of submissions waits for (issue 26).
+ *
+ * Kinds, N decisions each (uid 1000, 1 GPU, default caps):
+ *   profiled   a key the store holds: sized
+ *   new-claim  a new key while uid 1000 has room for a claim (each claim
+ *              is released again, so that there is always room)
+ *   new-cap    a new key once uid 1000 holds MaxProfileRequestsPerUser
+ *              claims and OTHERS other users hold theirs: refused by the cap
+ *   same-key   a key another job of uid 1000 is profiling: "another job"
+ *   offline    a new key of a 2-GPU job (not in place): a request queued,
+ *              then refused by the cap once it is full
+ * Prints wall and CPU microseconds per decision, min/median/max.
+ *
+ * Usage: decide-bench [N [OTHERS]]   (default 2000, 40)
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/conf.h"
+#include "common/store.h"
+#include "plugin/ctl/submit.h"
+#include "plugin/shared/claim.h"
+#include "plugin/shared/util.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static double cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static syn_conf_t conf;
+static char dir[] = "/tmp/syndecideXXXXXX";
+
+static void decide(const char *key, uint32_t uid, int gpus, syn__decision_t *d)
+{
+	char kv[128], *env[2];
+	syn__job_req_t req;
+
+	snprintf(kv, sizeof(kv), "SYNERGY_PROFILE_KEY=%s", key);
+	env[0] = kv;
+	env[1] = NULL;
+	memset(&req, 0, sizeof(req));
+	req.spank_env = env;
+	req.spank_env_size = 1;
+	req.tres_per_node = gpus == 1 ? "gres/gpu:1" : "gres/gpu:2";
+	req.uid = uid;
+	syn__decide(&conf, &req, d);
+}
+
+static void put_profile(const char *key)
+{
+	syn_error_t err;
+	syn_store_t *s;
+	syn_profile_t p;
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.key, sizeof(p.key), "%s", key);
+	p.n_cpu = 2;
+	p.n_mem = 3;
+	p.cpus[0] = 1;
+	p.cpus[1] = 2;
+	p.mem_gb[1] = 0.5;
+	p.mem_gb[2] = 1;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			p.tput[i][j] = (i + 1) * (0.6 + 0.2 * j);
+	p.prop_cpus = 1;
+	p.prop_mem_gb = 1;
+	s = syn_store_create(conf.store_dir, SYN_STORE_CREATE, &err);
+	if (!s || syn_store_put(s, &p, &err) < 0) {
+		fprintf(stderr, "decide-bench: profile store %s: %s\n", conf.store_dir, err.text);
+		exit(1);
+	}
+	syn_store_destroy(s);
+}
+
+/* The kinds: fill in the store, then one decision of the kind. */
+enum kind { PROFILED, NEW_CLAIM, NEW_CAP, SAME_KEY, OFFLINE, NKINDS };
+static const char *const kind_name[NKINDS] = { "profiled", "new-claim", "new-cap", "same-key",
+					       "offline" };
+static const char *const kind_want[NKINDS] = { "cpus=", "profiling in place", "profiling refused",
+					       "another job", "profiling re" };
+
+static int one(enum kind k, int i, syn__decision_t *d)
+{
+	char key[64], nonce[SYN__NONCE_LEN + 1];
+	const char *p;
+
+	switch (k) {
+	case PROFILED:
+		decide("img", 1000, 1, d);
+		break;
+	case NEW_CLAIM:
+		snprintf(key, sizeof(key), "nc-%d", i);
+		decide(key, 1000, 1, d);
+		p = strstr(d->comment, "(claim ");
+		if (!p)
+			break;
+		snprintf(nonce, sizeof(nonce), "%.*s", SYN__NONCE_LEN, p + 7);
+		if (syn__claim_release(conf.store_dir, 1000, key, nonce) < 0) {
+			fprintf(stderr, "decide-bench: releasing the claim of %s: %s\n", key,
+				strerror(errno));
+			return -1;
+		}
+		break;
+	case NEW_CAP:
+		snprintf(key, sizeof(key), "cap-%d", i);
+		decide(key, 1000, 1, d);
+		break;
+	case SAME_KEY:
+		decide("busy", 1000, 1, d);
+		break;
+	case OFFLINE:
+		snprintf(key, sizeof(key), "off-%d", i);
+		decide(key, 1000, 2, d);
+		break;
+	default:
+		break;
+	}
+	if (!strstr(d->comment, kind_want[k])) {
+		fprintf(stderr, "decide-bench: %s #%d: unexpected decision: %s\n", kind_name[k], i,
+			d->comment);
+		return -1;
+	}
+	return 0;
+}
+
+static void fill(enum kind k, int others)
+{
+	char key[64];
+	syn__decision_t d;
+
+	if (k == NEW_CAP || k == SAME_KEY) {
+		/* uid 1000 at its cap (busy among its claims), others too. */
+		decide("busy", 1000, 1, &d);
+		for (uint64_t j = 1; j < conf.max_requests_per_user; j++) {
+			snprintf(key, sizeof(key), "held-%llu", (unsigned long long)j);
+			decide(key, 1000, 1, &d);
+		}
+		for (int u = 0; u < others; u++) {
+			snprintf(key, sizeof(key), "other-%d", u);
+			decide(key, 2000 + (uint32_t)u, 1, &d);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int n = 2000, others = 40;
+	double *w, *c;
+	char cmd[128];
+
+	if (argc > 1 && (sscanf(argv[1], "%d", &n) != 1 || n < 1 || n > 10000000)) {
+		fprintf(stderr, "decide-bench: '%s': expected a count of decisions\n", argv[1]);
+		return 2;
+	}
+	if (argc > 2 && (sscanf(argv[2], "%d", &others) != 1 || others < 0 || others > 10000)) {
+		fprintf(stderr, "decide-bench: '%s': expected a count of other users\n", argv[2]);
+		return 2;
+	}
+	w = calloc((size_t)n, sizeof(*w));
+	c = calloc((size_t)n, sizeof(*c));
+	if (!w || !c || !mkdtemp(dir)) {
+		perror("decide-bench");
+		return 1;
+	}
+	printf("decide-bench: %d decisions per kind, %d other users at their cap\n", n, others);
+	printf("%-10s %10s %10s %10s %10s %10s %10s\n", "kind", "wall min", "median", "max",
+	       "cpu min", "median", "max");
+	for (int k = 0; k < NKINDS; k++) {
+		syn__decision_t d;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s/store %s/req", dir, dir);
+		if (system(cmd) != 0)
+			return 1;
+		syn_conf_defaults(&conf);
+		snprintf(conf.store_dir, sizeof(conf.store_dir), "%s/store", dir);
+		snprintf(conf.request_dir, sizeof(conf.request_dir), "%s/req", dir);
+		conf.node_gpus = 4;
+		conf.node_cpus = 32;
+		conf.node_mem_mb = 256 * 1024;
+		conf.process_mem_mb = 2048;
+		conf.max_requests = (uint64_t)others + 2 * conf.max_requests_per_user;
+		put_profile("img");
+		fill((enum kind)k, others);
+		for (int i = 0; i < n; i++) {
+			double w0 = now_us(), c0 = cpu_us();
+
+			if (one((enum kind)k, i, &d) < 0)
+				return 1;
+			w[i] = now_us() - w0;
+			c[i] = cpu_us() - c0;
+		}
+		qsort(w, (size_t)n, sizeof(*w), cmp);
+		qsort(c, (size_t)n, sizeof(*c), cmp);
+		printf("%-10s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", kind_name[k], w[0],
+		       w[n / 2], w[n - 1], c[0], c[n / 2], c[n - 1]);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return 1;
+	free(w);
+	free(c);
+	return 0;
+}
