@@ -19,7 +19,10 @@
 #            plugin/.libs), to compare two versions in one invocation
 # Each run's jobs are cancelled before the next. Prints, per mode, jobs/s
 # min/median/max over RUNS, and each mode's median over plain's; every job
-# must be accepted (a refused or failed sbatch stops the script).
+# must be accepted (a refused or failed sbatch stops the script). Then the
+# CPU time each job costs, per mode (median over the runs): slurmctld's,
+# munged's and the clients' (sbatch and its shell), which a loaded machine
+# changes far less than the rates.
 #
 # Usage: bench/submit-rate.sh [-c CLIENTS] [-j JOBS] [-r RUNS] [-m MODES] [-b DIR]
 #   -c CLIENTS  concurrent clients (default 8)
@@ -90,7 +93,8 @@ serve() (
 	echo "# $mode: Slurm $CLUSTER_SLURM_VERSION, cgroup $CLUSTER_CGROUP, $clients clients x $jobs jobs" >&2
 	echo ready >&3
 	while read -r cmd r <&4 && [ "$cmd" = run ]; do
-		rm -f "$C"/client.*
+		rm -f "$C"/client.* "$C"/times.*
+		ctld0=$(cpu_ticks "$cluster_ctld_pid") munge0=$(cpu_ticks "$(cat "$C/run/munged.pid")")
 		t0=$(date +%s.%N)
 		pids=
 		for c in $(seq 1 "$clients"); do
@@ -105,6 +109,8 @@ serve() (
 					sbatch -H --parsable --gres=gpu:1 "${opt[@]}" -o /dev/null \
 						--wrap true >>"$C/client.$c" 2>&1 || echo "FAILED" >>"$C/client.$c"
 				done
+				# the children's user and system time (sbatch and seq)
+				times >"$C/times.$c"
 			) &
 			pids="$pids $!"
 		done
@@ -112,6 +118,7 @@ serve() (
 		# shellcheck disable=SC2086
 		wait $pids
 		t1=$(date +%s.%N)
+		ctld1=$(cpu_ticks "$cluster_ctld_pid") munge1=$(cpu_ticks "$(cat "$C/run/munged.pid")")
 		bad=$(cat "$C"/client.* | grep -cv '^[0-9][0-9]*$')
 		n=$(squeue -h -t PD | wc -l)
 		if [ "$bad" != 0 ] || [ "$n" != $((clients * jobs)) ]; then
@@ -122,12 +129,20 @@ serve() (
 		fi
 		rate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) }')
 		echo "# $mode run $r: $n jobs in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s: $rate jobs/s" >&2
+		# CPU ms per job: slurmctld, munged, the clients
+		tick=$(getconf CLK_TCK)
+		cpu=$(awk -v n="$n" -v t="$tick" -v c=$((ctld1 - ctld0)) -v m=$((munge1 - munge0)) '
+			function s(x,  a) { a = x; sub(/s$/, "", a); split(a, p, "m"); return p[1] * 60 + p[2] }
+			FNR == 2 { cl += s($1) + s($2) }
+			END { printf "%.2f/%.2f/%.2f", 1000 * c / t / n, 1000 * m / t / n, 1000 * cl / n }' "$C"/times.*)
 		scancel --quiet -u root
 		cluster__wait 60 cluster__no_jobs_pending || { echo "submit-rate: jobs not cancelled" >&2; echo failed >&3; exit 1; }
-		echo "$rate" >&3
+		echo "$rate $cpu" >&3
 	done
 )
 cluster__no_jobs_pending() { [ -z "$(squeue -h -t PD -o %i 2>/dev/null)" ]; }
+# cpu_ticks PID: the user and system time of process PID (clock ticks).
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # stats RATE...: min median max
 stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
@@ -135,7 +150,7 @@ stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
 	printf "%.1f %.1f %.1f", v[1], m, v[NR] }'; }
 
 # Every mode's cluster up, each behind a pair of pipes.
-declare -A to from rates med spid
+declare -A to from rates cpus med spid
 for m in $modes; do
 	mkfifo "$T/$m.in" "$T/$m.out" || exit 1
 	serve "$m" 4<"$T/$m.in" 3>"$T/$m.out" &
@@ -163,9 +178,10 @@ for r in $(seq 1 "$runs"); do
 	for k in $(seq 0 $((n - 1))); do
 		m=${order[$(((r - 1 + k) % n))]}
 		echo "run $r" >&"${to[$m]}"
-		read -r line <&"${from[$m]}" || line=failed
+		read -r line cpu <&"${from[$m]}" || line=failed
 		[ "$line" != failed ] || fail "mode $m failed in run $r"
 		rates[$m]="${rates[$m]:-} $line"
+		cpus[$m]="${cpus[$m]:-} $cpu"
 	done
 done
 for m in $modes; do
@@ -188,3 +204,15 @@ if [ -n "${med[plain]:-}" ]; then
 			'BEGIN { printf "%s/plain (medians): %.2f\n", m, s / p }'
 	done
 fi
+printf '\nCPU time a job, ms (median over the runs)\n'
+printf '%-8s %12s %12s %12s %12s\n' mode slurmctld munged clients total
+for m in $modes; do
+	# shellcheck disable=SC2086 # the runs' "ctld/munge/clients" words
+	read -r a b c <<<"$(for x in ${cpus[$m]}; do echo "$x"; done | tr '/' ' ' | awk '
+		{ a[NR] = $1; b[NR] = $2; c[NR] = $3 }
+		function med(v, n,  i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+		END { printf "%.2f %.2f %.2f", med(a, NR), med(b, NR), med(c, NR) }')"
+	printf '%-8s %12s %12s %12s %12s\n' "$m" "$a" "$b" "$c" "$(awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%.2f", a + b + c }')"
+done
