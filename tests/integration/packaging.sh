@@ -162,8 +162,16 @@ test_ok "plugins break any other slurmctld" \
 # 3. Install. Snapshot what the packages may touch, to compare after purge.
 pd=$(dirname "$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep '/select_cons_tres\.so$' | head -n 1)")
 [ -d "$pd" ] || pd=/usr/lib/x86_64-linux-gnu/slurm-wlm
+# The release's unit directory: systemd's pkg-config file says; without it
+# (Debian 13 moved it to systemd-dev), from Debian 13 on /usr/lib's
+# (debian/rules decides the same way).
 unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null)
-unitdir=${unitdir:-/lib/systemd/system}
+if [ -z "$unitdir" ]; then
+	case $(cat /etc/debian_version 2>/dev/null) in
+	[0-9].* | 1[0-2].*) unitdir=/lib/systemd/system ;;
+	*) unitdir=/usr/lib/systemd/system ;;
+	esac
+fi
 snapshot() {
 	ls -A "$pd" /etc/slurm /etc/slurm/plugstack.conf.d /etc/systemd/system \
 		/var/lib/systemd/deb-systemd-helper-enabled 2>&1
@@ -194,8 +202,9 @@ test_ok "examples: synergy.conf, plugstack snippet, slurm.conf lines" \
 	test -f "$ex/synergy.conf" -a -f "$ex/plugstack.conf.d/synergy.conf" -a -f "$ex/slurm.conf.synergy"
 test_ok "the plugstack snippet names the installed plugin" \
 	grep -q "^optional $pd/spank_synergy.so " "$ex/plugstack.conf.d/synergy.conf"
-unit=$unitdir/synergyd.service
-test_ok "synergyd.service is in systemd's unit directory $unitdir" test -f "$unit"
+unit=$(grep '/systemd/system/synergyd\.service$' "$W/files" | head -n 1)
+test_ok "synergyd.service is in the release's unit directory $unitdir (${unit:-not packaged})" \
+	test "$unit" = "$unitdir/synergyd.service" -a -f "$unit"
 test_ok "the unit runs the installed synergyd" \
 	bash -c "grep -q '^ExecStart=/usr/sbin/synergyd ' '$unit' && test -x /usr/sbin/synergyd"
 test_ok "it runs as slurm, its status file in its RuntimeDirectory" \
