@@ -25,8 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/conf.h"
@@ -34,29 +32,8 @@
 #include "plugin/ctl/submit.h"
 #include "plugin/shared/claim.h"
 #include "plugin/shared/util.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static double cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "plugin/ctl/test/profile_fixture.h"
+#include "plugin/bench/bench_time.h"
 
 static syn_conf_t conf;
 static char dir[] = "/tmp/syndecideXXXXXX";
@@ -80,28 +57,11 @@ static void decide(const char *key, uint32_t uid, int gpus, syn__decision_t *d)
 static void put_profile(const char *key)
 {
 	syn_error_t err;
-	syn_store_t *s;
-	syn_profile_t p;
 
-	memset(&p, 0, sizeof(p));
-	snprintf(p.key, sizeof(p.key), "%s", key);
-	p.n_cpu = 2;
-	p.n_mem = 3;
-	p.cpus[0] = 1;
-	p.cpus[1] = 2;
-	p.mem_gb[1] = 0.5;
-	p.mem_gb[2] = 1;
-	for (int i = 0; i < 2; i++)
-		for (int j = 0; j < 3; j++)
-			p.tput[i][j] = (i + 1) * (0.6 + 0.2 * j);
-	p.prop_cpus = 1;
-	p.prop_mem_gb = 1;
-	s = syn_store_create(conf.store_dir, SYN_STORE_CREATE, &err);
-	if (!s || syn_store_put(s, &p, &err) < 0) {
+	if (syn_test_put_profile(conf.store_dir, key, 1, &err) < 0) {
 		fprintf(stderr, "decide-bench: profile store %s: %s\n", conf.store_dir, err.text);
 		exit(1);
 	}
-	syn_store_destroy(s);
 }
 
 /* The kinds: fill in the store, then one decision of the kind. */
@@ -214,15 +174,15 @@ int main(int argc, char **argv)
 		put_profile("img");
 		fill((enum kind)k, others);
 		for (int i = 0; i < n; i++) {
-			double w0 = now_us(), c0 = cpu_us();
+			double w0 = bench_wall_us(), c0 = bench_cpu_us();
 
 			if (one((enum kind)k, i, &d) < 0)
 				return 1;
-			w[i] = now_us() - w0;
-			c[i] = cpu_us() - c0;
+			w[i] = bench_wall_us() - w0;
+			c[i] = bench_cpu_us() - c0;
 		}
-		qsort(w, (size_t)n, sizeof(*w), cmp);
-		qsort(c, (size_t)n, sizeof(*c), cmp);
+		qsort(w, (size_t)n, sizeof(*w), bench_cmp_double);
+		qsort(c, (size_t)n, sizeof(*c), bench_cmp_double);
 		printf("%-10s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", kind_name[k], w[0],
 		       w[n / 2], w[n - 1], c[0], c[n / 2], c[n - 1]);
 	}

@@ -18,37 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "common/conf.h"
 #include "plugin/node/cgroup.h"
 #include "plugin/node/lend.h"
 #include "plugin/shared/util.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
-	       ru.ru_stime.tv_usec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "plugin/bench/bench_time.h"
 
 static void logf_(int is_error, const char *msg, void *arg)
 {
@@ -62,7 +38,7 @@ static void logf_(int is_error, const char *msg, void *arg)
 
 static void row(const char *name, double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	printf("%-28s %10.1f %10.1f %10.1f\n", name, v[0], v[n / 2], v[n - 1]);
 }
 
@@ -138,15 +114,15 @@ int main(int argc, char **argv)
 		double w0, c0;
 
 		if (flip) {
-			w0 = now_us();
+			w0 = bench_wall_us();
 			syn__lend_step_start(&agent, f.rel, (uint32_t)jobid);
-			back[i] = now_us() - w0;
+			back[i] = bench_wall_us() - w0;
 		}
-		w0 = now_us();
-		c0 = cpu_us();
+		w0 = bench_wall_us();
+		c0 = bench_cpu_us();
 		syn__lend_rebalance(&agent, NULL, 0);
-		wall[i] = now_us() - w0;
-		cpu[i] = cpu_us() - c0;
+		wall[i] = bench_wall_us() - w0;
+		cpu[i] = bench_cpu_us() - c0;
 	}
 	printf("%-28s %10s %10s %10s   (%d calls, %d errors)\n", flip ? "rebalance that lends 1 CPU" :
 	       "rebalance, nothing to change", "min", "median", "max", n, errors);

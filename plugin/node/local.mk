@@ -49,6 +49,6 @@ dist_man_MANS += doc/synergy-lend.8
 
 # Benchmark (root, real daemons; prints a table): the cost of one lending event.
 noinst_PROGRAMS += plugin/lend-bench
-plugin_lend_bench_SOURCES = plugin/bench/lend-bench.c
+plugin_lend_bench_SOURCES = plugin/bench/lend-bench.c plugin/bench/bench_time.h
 plugin_lend_bench_LDADD = plugin/libsynnode.la
 dist_noinst_SCRIPTS += plugin/bench/lend-bench.sh

@@ -25,34 +25,19 @@
 #include "plugin/shared/jobrec.h"
 #include "plugin/ctl/shapes.h"
 #include "plugin/ctl/submit.h"
+#include "plugin/ctl/test/profile_fixture.h"
 #include "plugin/shared/slurmtext.h"
 
 static char dir[] = "/tmp/synsubmitXXXXXX";
 static syn_conf_t conf;
 
-/* A 2x3 profile: 2 cores and 1 GB per GPU double the throughput. */
+/* The fixture's 2x3 profile (profile_fixture.h). */
 static void put_profile(const char *key, int sensitive)
 {
 	syn_error_t err;
-	syn_store_t *s;
-	syn_profile_t p;
-	int i, j;
 
-	memset(&p, 0, sizeof(p));
-	snprintf(p.key, sizeof(p.key), "%s", key);
-	p.n_cpu = 2;
-	p.n_mem = 3;
-	p.cpus[0] = 1; p.cpus[1] = 2;
-	p.mem_gb[0] = 0; p.mem_gb[1] = 0.5; p.mem_gb[2] = 1;
-	for (i = 0; i < 2; i++)
-		for (j = 0; j < 3; j++)
-			p.tput[i][j] = sensitive ? (i + 1) * (0.6 + 0.2 * j) : 1.0;
-	p.prop_cpus = 1;
-	p.prop_mem_gb = 1;
-	s = syn_store_create(conf.store_dir, SYN_STORE_CREATE, &err);
-	if (!s || syn_store_put(s, &p, &err) < 0)
+	if (syn_test_put_profile(conf.store_dir, key, sensitive, &err) < 0)
 		bail_out(err.text);
-	syn_store_destroy(s);
 }
 
 static const char *partition;

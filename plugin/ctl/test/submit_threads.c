@@ -26,6 +26,7 @@
 #include "plugin/shared/claim.h"
 #include "plugin/shared/jobrec.h"
 #include "plugin/ctl/submit.h"
+#include "plugin/ctl/test/profile_fixture.h"
 
 #define THREADS 16
 #define ROUNDS 25
@@ -38,26 +39,9 @@ static syn__decision_t reference, reference_group;
 static void put_profile(const char *key)
 {
 	syn_error_t err;
-	syn_store_t *s;
-	syn_profile_t p;
 
-	memset(&p, 0, sizeof(p));
-	snprintf(p.key, sizeof(p.key), "%s", key);
-	p.n_cpu = 2;
-	p.n_mem = 3;
-	p.cpus[0] = 1;
-	p.cpus[1] = 2;
-	p.mem_gb[1] = 0.5;
-	p.mem_gb[2] = 1;
-	for (int i = 0; i < 2; i++)
-		for (int j = 0; j < 3; j++)
-			p.tput[i][j] = (i + 1) * (0.6 + 0.2 * j);
-	p.prop_cpus = 1;
-	p.prop_mem_gb = 1;
-	s = syn_store_create(conf.store_dir, SYN_STORE_CREATE, &err);
-	if (!s || syn_store_put(s, &p, &err) < 0)
+	if (syn_test_put_profile(conf.store_dir, key, 1, &err) < 0)
 		bail_out(err.text);
-	syn_store_destroy(s);
 }
 
 /* One job of uid with key on one GPU, in group gname when not NULL. */
