@@ -63,6 +63,10 @@ if pkg_build trixie deb "Debian packages"; then
 	test_ok "trixie: the plugins package accepts exactly Slurm $ver" \
 		grep -qF "slurm-wlm-basic-plugins (>= $ver~), slurm-wlm-basic-plugins (<< $next~)" <<<"$dep"
 	[ "$tap_failed" = 0 ] || diag "Depends: $dep"
+	t=$(ls "$W"/deb/synergy-slurm-tools_*.deb 2>/dev/null)
+	unit=$([ -n "$t" ] && dpkg-deb -c "$t" | awk '$NF ~ /synergyd\.service$/ {print $NF}')
+	test_ok "trixie: synergyd.service in Debian 13's unit directory (${unit:-not packaged})" \
+		test "$unit" = ./usr/lib/systemd/system/synergyd.service
 	if [ "$rc" != 0 ]; then
 		test_skip "trixie/packaging: the packages did not build"
 	elif [ "${SYNERGY_PKG_ROOTFS:-}" != full ]; then
