@@ -142,8 +142,18 @@ for n in 0 1; do
 	o=$C/step0.node$n.out
 	test_ok "node $n: after the first epoch, peers served its misses (peer hits > 0)" \
 		awk '$1 >= 1 && $13 + 0 <= 0 { bad = 1 } END { exit bad }' <(rows "$o")
-	test_ok "node $n: after the first epoch, storage read <= 1% of the dataset" \
-		awk -v d="$dsmb" '$1 >= 1 && $9 > d * 0.01 { bad = 1 } END { exit bad }' <(rows "$o")
+	# A node whose peer was not listening yet when it started (the other
+	# node's task started late: seconds apart under qemu's TCG) read the
+	# peer's part of its first epoch from storage, which the owner then
+	# does not hold: its second epoch reads those items once more, and
+	# only from its third on must storage be idle.
+	from=1
+	if grep -q "its part is read from storage until it is back" "$o"; then
+		from=2
+		diag "node $n reached its peer late: $(grep -m1 "until it is back" "$o")"
+	fi
+	test_ok "node $n: from epoch $from, storage read <= 1% of the dataset" \
+		awk -v d="$dsmb" -v f="$from" '$1 >= f && $9 > d * 0.01 { bad = 1 } END { exit bad }' <(rows "$o")
 done
 test_ok "no peer failed or stalled (fallback and stall columns 0)" \
 	awk '$1 >= 1 && ($15 != 0 || $16 != 0) { bad = 1 } END { exit bad }' <(rows "$o0") <(rows "$o1")
