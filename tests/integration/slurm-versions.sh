@@ -28,21 +28,21 @@
 #
 # What runs where (issue 26; the guest's time per suite is in
 # doc/slurm-versions.md): 26.05, the current release, with the layout that
-# differs most (job directories named by SLUID), runs sizing (with
-# CgroupSlice, 25.11+, and PID 1 in a container's cgroup, the prefix of
-# 23.02+), lending, harvesting, cleanup, fallback, first-run profiling,
-# trust and job_submit under 8 concurrent clients (8 jobs each: the
-# per-user cap raced for): every suite that touches the node but the
-# three longest (live, group, multinode: 10-14 minutes each under TCG);
+# differs most (job directories named by SLUID), runs every Synergy suite
+# that touches the node: sizing (with CgroupSlice, 25.11+, and PID 1 in a
+# container's cgroup, the prefix of 23.02+), lending, live grants,
+# harvesting, cleanup, fallback, groups, two nodes, first-run profiling,
+# trust, and job_submit under 8 concurrent clients (8 jobs each: the
+# per-user cap raced for); about 18 minutes of guest time unloaded.
 # 24.11 (Debian 13) sizing with a container's PID 1. That is what CI's
-# hour holds beside everything else. SYNERGY_VERSIONS=full runs every
-# Synergy suite that touches the node on both releases (on 26.05 also
-# lending with CgroupSlice and a container's PID 1, sizing with
-# CgroupJobIdPaths=yes, 26.05.2+), and plain Slurm's suites. 22.05 runs
-# them all on the host and its own layout's in cgroup-v2.sh.
+# hour holds beside everything else. SYNERGY_VERSIONS=full runs the same
+# suites on 24.11 too, on 26.05 also lending with CgroupSlice and a
+# container's PID 1 and sizing with CgroupJobIdPaths=yes (26.05.2+), and
+# plain Slurm's suites. 22.05 runs them all on the host and its own
+# layout's in cgroup-v2.sh.
 versions='
 trixie synergy-sized.sh CLUSTER_INIT_CGROUP=pod.slice/init.scope
-sid synergy-sized.sh CLUSTER_CGROUP_CONF_EXTRA=CgroupSlice=synergy.slice CLUSTER_INIT_CGROUP=pod.slice/init.scope;synergy-lending.sh;synergy-harvest.sh;synergy-cleanup.sh;synergy-fallback.sh;synergy-firstrun.sh;synergy-trust.sh;synergy-concurrent.sh SYNERGY_CONC_JOBS=8
+sid synergy-sized.sh CLUSTER_CGROUP_CONF_EXTRA=CgroupSlice=synergy.slice CLUSTER_INIT_CGROUP=pod.slice/init.scope;synergy-lending.sh;synergy-live.sh;synergy-harvest.sh;synergy-cleanup.sh;synergy-fallback.sh;synergy-group.sh;synergy-multinode.sh;synergy-firstrun.sh;synergy-trust.sh;synergy-concurrent.sh SYNERGY_CONC_JOBS=8
 '
 # SYNERGY_VERSIONS=full: every Synergy suite that touches the node on
 # both releases (about three times the default's guest time; the default
