@@ -18,9 +18,11 @@
   CheckpointWarning, training goes on, the previous checkpoint stays.
 """
 
+import atexit
 import ctypes
 import os
 import random
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -69,6 +71,8 @@ e = raises(coordl.CoordlError, lambda: coordl.choose_interval(0, 0, 0, 0),
 ok(e is not None and "iter_s" in str(e), "the error names iter_s (%s)" % e)
 
 work = tempfile.mkdtemp(prefix="checkfreq-py-")
+# gone however the test ends (an assertion that raises included)
+atexit.register(shutil.rmtree, work, True)
 e = raises(ValueError, lambda: coordl.CheckFreq(work, bound=0),
            "CheckFreq: bound 0 refused")
 raises(ValueError, lambda: coordl.CheckFreq(work, interval=0),
