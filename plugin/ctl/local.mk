@@ -30,3 +30,6 @@ plugin_ctl_test_submit_threads_t_LDADD = plugin/libsynctl.la $(PTHREAD_LIBS)
 noinst_PROGRAMS += plugin/decide-bench
 plugin_decide_bench_SOURCES = plugin/bench/decide-bench.c plugin/bench/bench_time.h $(CTL_PROFILE_FIXTURE)
 plugin_decide_bench_LDADD = plugin/libsynctl.la
+# ... kept runnable: a short run checks each decision, hostile arguments refused.
+UNIT_TESTS += plugin/bench/test/decide-bench.sh
+dist_noinst_SCRIPTS += plugin/bench/test/decide-bench.sh
