@@ -86,6 +86,7 @@ serve() (
 	esac
 	# shellcheck source=../tests/lib/cluster.sh
 	. "$top_srcdir/tests/lib/cluster.sh"
+	tick=$(getconf CLK_TCK)
 	# A cluster that cannot start is an error here, not a skip.
 	skip_all() { echo "submit-rate: cannot run: $*" >&2; exit 1; }
 	cluster_start 1 >&2
@@ -94,7 +95,7 @@ serve() (
 	echo ready >&3
 	while read -r cmd r <&4 && [ "$cmd" = run ]; do
 		rm -f "$C"/client.* "$C"/times.*
-		ctld0=$(cpu_ticks "$cluster_ctld_pid") munge0=$(cpu_ticks "$(cat "$C/run/munged.pid")")
+		ctld0=$(cluster_proc_ticks "$cluster_ctld_pid") munge0=$(cluster_proc_ticks "$(cat "$C/run/munged.pid")")
 		t0=$(date +%s.%N)
 		pids=
 		for c in $(seq 1 "$clients"); do
@@ -118,7 +119,7 @@ serve() (
 		# shellcheck disable=SC2086
 		wait $pids
 		t1=$(date +%s.%N)
-		ctld1=$(cpu_ticks "$cluster_ctld_pid") munge1=$(cpu_ticks "$(cat "$C/run/munged.pid")")
+		ctld1=$(cluster_proc_ticks "$cluster_ctld_pid") munge1=$(cluster_proc_ticks "$(cat "$C/run/munged.pid")")
 		bad=$(cat "$C"/client.* | grep -cv '^[0-9][0-9]*$')
 		n=$(squeue -h -t PD | wc -l)
 		if [ "$bad" != 0 ] || [ "$n" != $((clients * jobs)) ]; then
@@ -130,8 +131,7 @@ serve() (
 		rate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) }')
 		echo "# $mode run $r: $n jobs in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s: $rate jobs/s" >&2
 		# CPU ms per job: slurmctld, munged, the clients
-		tick=$(getconf CLK_TCK)
-		cpu=$(awk -v n="$n" -v t="$tick" -v c=$((ctld1 - ctld0)) -v m=$((munge1 - munge0)) '
+		cpu=$(awk -v n="$n" -v t="$tick" -v c=$((${ctld1:-0} - ${ctld0:-0})) -v m=$((${munge1:-0} - ${munge0:-0})) '
 			function s(x,  a) { a = x; sub(/s$/, "", a); split(a, p, "m"); return p[1] * 60 + p[2] }
 			FNR == 2 { cl += s($1) + s($2) }
 			END { printf "%.2f/%.2f/%.2f", 1000 * c / t / n, 1000 * m / t / n, 1000 * cl / n }' "$C"/times.*)
@@ -141,8 +141,6 @@ serve() (
 	done
 )
 cluster__no_jobs_pending() { [ -z "$(squeue -h -t PD -o %i 2>/dev/null)" ]; }
-# cpu_ticks PID: the user and system time of process PID (clock ticks).
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # stats RATE...: min median max
 stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {

@@ -163,8 +163,9 @@ test_ok "plugins break any other slurmctld" \
 pd=$(dirname "$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep '/select_cons_tres\.so$' | head -n 1)")
 [ -d "$pd" ] || pd=/usr/lib/x86_64-linux-gnu/slurm-wlm
 # The release's unit directory: systemd's pkg-config file says; without it
-# (Debian 13 moved it to systemd-dev), from Debian 13 on /usr/lib's
-# (debian/rules decides the same way).
+# (Debian 13 moved it to systemd-dev), /usr/lib's from Debian 13 on. The
+# build (debian/rules) tells the release by its debhelper instead, which
+# an installed system need not have: the two agree on Debian 12 and 13.
 unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null)
 if [ -z "$unitdir" ]; then
 	case $(cat /etc/debian_version 2>/dev/null) in

@@ -59,12 +59,15 @@ requeued_now() {
 	cluster__wait 30 cluster__in_state "$id" PENDING
 	# Not before its last run's end is cleaned up on the node.
 	cluster__wait 30 cluster__all_idle
-	# Nor in the second slurmd revoked the killed run's credentials in:
-	# a launch whose credential is of that same second is refused ("Job N
-	# already killed, do not launch batch job") and the job ends FAILED.
-	# Slurm's own requeue delay (BeginTime) avoids that; starting it now
-	# must wait it out (seen in CI under load).
-	sleep 2
+	# Nor in the second slurmd revoked the killed run's credentials in
+	# (before the node went idle): a launch whose credential is of that
+	# same second is refused ("Job N already killed, do not launch batch
+	# job") and the job ends FAILED. Slurm's own requeue delay (BeginTime)
+	# avoids that; starting it now must wait for the next second (seen in
+	# CI under load).
+	local s
+	s=$(date +%s)
+	while [ "$(date +%s)" -le "$s" ]; do sleep 0.1; done
 	diag "requeued: $(scontrol -o show job "$id" | tr ' ' '\n' |
 		grep -E '^(JobState|Reason|Restarts|EligibleTime|StartTime)=' | tr '\n' ' ')"
 	scontrol update JobId="$id" StartTime=now 2>&1 | sed 's/^/# /'

@@ -139,13 +139,12 @@ hog=
 for p in $(pgrep -f 'stopB ]; do :; done'); do
 	[ "$(affinity "$p")" = "$cpuL" ] && hog=$p
 done
-hog_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 hog_samples= hog_stop="no hog of B's with affinity $cpuL"
 touch "$C/spinL"
 t_spin=$(now_ms)
 while [ -n "$hog" ]; do
-	t=$(now_ms) k=$(hog_ticks "$hog")
+	t=$(now_ms) k=$(cluster_proc_ticks "$hog")
 	if [ -z "$k" ]; then hog_stop="hog $hog gone"; break; fi
 	a=$(affinity "$hog")
 	if [ "$a" != "$cpuL" ]; then hog_stop="hog $hog moved to CPUs $a"; break; fi

@@ -731,6 +731,11 @@ cluster_sbatch() {
 # cluster_out ID: the batch job's output file.
 cluster_out() { echo "$C/slurm-$1.out"; }
 
+# cluster_proc_ticks PID: user plus system CPU time of process PID, in
+# clock ticks (getconf CLK_TCK a second); nothing when it is gone. The
+# command name may hold spaces and ')': the fields after its last ')'.
+cluster_proc_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
+
 # cluster_refused PATTERN ARGS...: sbatch --gres=gpu:1 ARGS refuses the job
 # with a message matching PATTERN, and no job is created.
 cluster_refused() {
