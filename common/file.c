@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,25 @@ char *syn_file_read(int dfd, const char *name, size_t max, unsigned how, size_t 
 	close(fd);
 	errno = e;
 	return buf;
+}
+
+int syn_file_lock(int fd, int timeout_ms)
+{
+	struct timespec start, now, pause = { 0, 10 * 1000 * 1000 };
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >=
+		    timeout_ms) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return 0;
 }
 
 int syn_file_write_all(int fd, const void *buf, size_t len)

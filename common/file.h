@@ -60,6 +60,13 @@ char *syn_file_read(int dfd, const char *name, size_t max, unsigned how, size_t 
 int syn_file_write_all(int fd, const void *buf, size_t len);
 
 /*
+ * An exclusive flock(2) on fd, waited for at most timeout_ms (polled every
+ * 10 ms): root never waits without bound for a lock that another process
+ * may hold forever. 0, or -1 with errno ETIMEDOUT or that of flock(2).
+ */
+int syn_file_lock(int fd, int timeout_ms);
+
+/*
  * An atomic write in three steps, for writers that stream:
  * syn_atomic_begin() creates the temporary file, the caller writes a.fd
  * (or the stdio stream syn_atomic_stream() makes of it), and

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -327,6 +328,29 @@ static void test_stamp(void)
 	ok(!syn_file_stamp_fresh(NULL, &b), "no stamp: not fresh");
 }
 
+/* syn_file_lock: an exclusive lock, waited for within its bound. */
+static void test_lock(void)
+{
+	struct timespec t0, t1;
+	int a, b;
+	long ms;
+
+	a = syn_file_open(AT_FDCWD, top, 0);
+	b = syn_file_open(AT_FDCWD, top, 0);
+	ok(a >= 0 && b >= 0 && syn_file_lock(a, 0) == 0, "a free lock is taken at once");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	errno = 0;
+	ok(syn_file_lock(b, 150) == -1 && errno == ETIMEDOUT, "a held one: ETIMEDOUT");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ok(ms >= 150, "after its bound, not before (%ld ms)", ms);
+	close(a);
+	ok(syn_file_lock(b, 0) == 0, "taken once its holder lets go");
+	close(b);
+	errno = 0;
+	ok(syn_file_lock(-1, 100) == -1 && errno == EBADF, "a bad descriptor: EBADF, no wait");
+}
+
 int main(void)
 {
 	if (!mkdtemp(top))
@@ -337,6 +361,7 @@ int main(void)
 	test_concurrent();
 	test_how();
 	test_stamp();
+	test_lock();
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);

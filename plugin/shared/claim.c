@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/kv.h"
 #include "plugin/shared/claim.h"
 
@@ -112,21 +113,7 @@ bad:
 #define CLAIM_LOCK_MS 3000
 static int dir_lock(int dfd)
 {
-	struct timespec start, now, pause = { 0, 10 * 1000 * 1000 };
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (flock(dfd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >=
-		    CLAIM_LOCK_MS) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		nanosleep(&pause, NULL);
-	}
-	return 0;
+	return syn_file_lock(dfd, CLAIM_LOCK_MS);
 }
 
 /* One field of a claim file into c; seen is a bitmask of fields so far. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "synergy_env.h"
+#include "common/file.h"
 #include "plugin/shared/jobrec.h"
 
 /* 1 if s is exactly len lowercase hex digits. */
@@ -321,8 +322,7 @@ int syn__state_dir_open(const char *dir, char *err, size_t errlen)
 int syn__node_lock(int dfd, const char *node, int timeout_ms)
 {
 	char name[SYN_KEY_MAX + 16];
-	struct timespec pause = { 0, 10 * 1000 * 1000 };
-	int fd, waited = 0;
+	int fd;
 
 	if (!syn_key_valid(node)) {
 		errno = EINVAL;
@@ -332,20 +332,11 @@ int syn__node_lock(int dfd, const char *node, int timeout_ms)
 	fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR) {
-			int e = errno;
-			close(fd);
-			errno = e;
-			return -1;
-		}
-		if (waited >= timeout_ms) {
-			close(fd);
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		nanosleep(&pause, NULL);
-		waited += 10;
+	if (syn_file_lock(fd, timeout_ms) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
 	}
 	return fd;
 }
