@@ -1559,3 +1559,11 @@ int syn__cg_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, siz
 		return syn__cg1_job_cleanup(cg, job_rel, err, errlen);
 	return 0;
 }
+
+int syn__cg_job_gone(const syn__cg_t *cg, const char *job_rel, int lock_ms, char *err,
+		     size_t errlen)
+{
+	if (cg->version == 1)
+		return syn__cg1_job_gone(cg, job_rel, lock_ms, err, errlen);
+	return 0;
+}

@@ -371,4 +371,20 @@ int syn__cg_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
  */
 int syn__cg_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen);
 
+/*
+ * The job has ended on this node (its epilog), and what Synergy made in its
+ * cgroup is gone (syn__cg_job_cleanup returned 0): remove the job's own
+ * directory, and its user's, in the hierarchies where Synergy had a child,
+ * each only if empty, under Slurm's lock of the node's cgroup root (waited
+ * for at most lock_ms). v1 only: Slurm removes them when the job's last
+ * step ends, once, and a child of ours still there then (its processes
+ * exiting on a loaded node) would have left them for good. Anything but
+ * Slurm's uid_<u>/job_<j> shape is left alone; so is v2. Returns 0, or -1
+ * with errno and err when a lock could not be taken.
+ */
+int syn__cg_job_gone(const syn__cg_t *cg, const char *job_rel, int lock_ms, char *err,
+		     size_t errlen);
+/* How long the epilog waits for Slurm's lock (it holds it for a few rmdirs). */
+#define SYN__CG_LOCK_MS 2000
+
 #endif

@@ -63,6 +63,8 @@ int syn__cg1_task_enter(const syn__cg_t *cg, const char *job_rel, pid_t pid,
 int syn__cg1_step_leave(const syn__cg_t *cg, const char *job_rel, uint32_t jobid,
 			const char *step_dir, char *err, size_t errlen);
 int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen);
+int syn__cg1_job_gone(const syn__cg_t *cg, const char *job_rel, int lock_ms, char *err,
+		      size_t errlen);
 /* The job as an idle group (cgroup.h, syn__cg_job_sched_idle): v1 moves
  * its processes into an idle cpu cgroup and back; v2 sets cpu.idle. Return
  * the processes moved (v1) or 0, -1 with errno and err (ENOTSUP: no way). */

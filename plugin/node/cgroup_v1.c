@@ -22,14 +22,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libcgroup.h>
 
+#include "common/file.h"
 #include "plugin/node/cgroup_int.h"
 
 static const char *const child_ctls[] = { "cpuset", "memory" };
@@ -197,6 +200,55 @@ out:
 }
 
 /* 1 if cgroup rel of controller ctl lists a process. */
+/* 1 if cgroup directory dir has neither a child cgroup nor a process (what
+ * rmdir still refuses for a moment after the last process exited). */
+static int cg_dir_unused(const char *dir)
+{
+	char procs[SYN_PATH_MAX * 3 + 16], *text;
+	struct dirent *e;
+	DIR *d;
+	int unused = 1;
+
+	if (!(d = opendir(dir)))
+		return 0;
+	while (unused && (e = readdir(d)))
+		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 &&
+		    strcmp(e->d_name, "..") != 0)
+			unused = 0;
+	closedir(d);
+	if (!unused || (size_t)snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir) >=
+			       sizeof(procs))
+		return 0;
+	if ((text = syn__cg_read_file(procs))) {
+		unused = text[0] == '\0';
+		free(text);
+	}
+	return unused;
+}
+
+/* rmdir a cgroup: one with no child and no process left may still be
+ * refused (EBUSY) for a moment while the kernel lets go of processes that
+ * just exited (a loaded node: slurmstepd's own removal retries for the
+ * same reason), and a directory of ours left then keeps Slurm from
+ * removing the job's. Such a one is retried for up to half a second; a
+ * cgroup really in use is not. 0, or -1 with errno. */
+static int rmdir_settled(const char *dir)
+{
+	struct timespec pause = { 0, 25 * 1000 * 1000 };
+	int tries = 0;
+
+	while (rmdir(dir) < 0) {
+		int e = errno;
+
+		if (e != EBUSY || ++tries >= 20 || !cg_dir_unused(dir)) {
+			errno = e;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return 0;
+}
+
 static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 {
 	char path[SYN_PATH_MAX * 3];
@@ -230,11 +282,71 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 	for (i = 0; i < NCTLS; i++) {
 		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
 			continue;
-		if (rmdir(dir) < 0 && errno != ENOENT)
+		if (rmdir_settled(dir) < 0 && errno != ENOENT)
 			return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", dir,
 					  strerror(errno));
 	}
 	return 0;
+}
+
+/* "<prefix>_<digits>": a name Slurm's v1 layout gives (uid_, job_). */
+static int slurm_dir_name(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strncmp(name, prefix, n) != 0 || !name[n])
+		return 0;
+	return strspn(name + n, "0123456789") == strlen(name + n);
+}
+
+int syn__cg1_job_gone(const syn__cg_t *cg, const char *job_rel, int lock_ms, char *err,
+		      size_t errlen)
+{
+	char rel[SYN_PATH_MAX * 2], root[SYN_PATH_MAX * 3], dir[SYN_PATH_MAX * 3], *job, *uid;
+	size_t i;
+	int fd, rc = 0, e = 0;
+
+	/* Only Slurm's own shape, <node root>/uid_<u>/job_<j>: the two
+	 * directories it would have removed. */
+	if ((size_t)snprintf(rel, sizeof(rel), "%s", job_rel) >= sizeof(rel) ||
+	    !(job = strrchr(rel, '/')) || !slurm_dir_name(job + 1, "job_"))
+		return 0;
+	*job = '\0';
+	if (!(uid = strrchr(rel, '/')) || !slurm_dir_name(uid + 1, "uid_"))
+		return 0;
+	*job = '/';
+	for (i = 0; i < NCTLS; i++) {
+		if (syn__cg_path(cg, child_ctls[i], NULL, NULL, root, sizeof(root)) < 0 ||
+		    syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0 ||
+		    access(dir, F_OK) < 0)
+			continue;
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			e = errno;
+			rc = syn_errbuf(err, errlen, e, "open %s: %s", root, strerror(e));
+			continue;
+		}
+		/* Slurm's lock: flock on the hierarchy's root, which its steps
+		 * take while they make or remove a step's, job's or user's
+		 * directory (the user's may be about to get another job). */
+		if (syn_file_lock(fd, lock_ms) < 0) {
+			e = errno;
+			rc = syn_errbuf(err, errlen, e, "lock %s: %s", root, strerror(e));
+			close(fd);
+			continue;
+		}
+		/* Each only when empty (rmdir refuses a cgroup with processes
+		 * or children): a step still there keeps the job's, another
+		 * job of the user the user's. */
+		if (rmdir_settled(dir) == 0) {
+			*strrchr(dir, '/') = '\0';
+			rmdir(dir);
+		}
+		close(fd);          /* the lock goes with it */
+	}
+	if (rc < 0)
+		errno = e;  /* that of the failure err names, not a later rmdir's */
+	return rc;
 }
 
 /* 1 if pid's freezer cgroup is <...>/job_<jobid>/<step_dir> or below it. */

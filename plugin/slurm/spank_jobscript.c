@@ -551,11 +551,18 @@ int syn__job_epilog(spank_t sp)
 	cg = syn__node_cgroup();
 	/* What Synergy made in the job's cgroup exists on v1 only, where the
 	 * job's directory is job_<id>; on v2 (job_<id> or, from Slurm 26.05,
-	 * the SLUID) there is nothing of ours to remove. */
+	 * the SLUID) there is nothing of ours to remove. Once ours is gone,
+	 * the job's and user's directories too if Slurm's last step could
+	 * not remove them because ours was still there. */
 	if (cg && syn__cg_version(cg) == 1 &&
-	    syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0 &&
-	    syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0 && errno != EBUSY)
-		slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
+	    syn__cg_job_path(cg, jobid, uid, job_rel, sizeof(job_rel)) == 0) {
+		if (syn__cg_job_cleanup(cg, job_rel, err, sizeof(err)) < 0) {
+			if (errno != EBUSY)
+				slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
+		} else if (syn__cg_job_gone(cg, job_rel, SYN__CG_LOCK_MS, err, sizeof(err)) < 0) {
+			slurm_error("synergy: job %u: epilog: %s", (unsigned)jobid, err);
+		}
+	}
 	/* Also drops the job's record. The agent exists once the node has
 	 * its cgroup. */
 	if (cg && conf.enabled && conf.lend_idle && syn__node_agent())

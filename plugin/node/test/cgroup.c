@@ -15,10 +15,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/tap.h"
@@ -317,6 +320,54 @@ static void test_v1(void)
 	put("v1/cpuset/slurm/uid_1000/job_7/synergy/cgroup.procs", "4242\n");
 	ok(syn__cg_job_cleanup(cg, "slurm/uid_1000/job_7", err, sizeof(err)) == -1 &&
 	   errno == EBUSY, "a child with processes is not removed (EBUSY)");
+
+	/* The epilog's job_gone: the job's directory and its user's, each only
+	 * when empty, under Slurm's lock on the hierarchy's root; nothing but
+	 * Slurm's uid_<u>/job_<j> shape. (Fake cgroups are plain directories:
+	 * "empty" is "no file in it" here, "no process or child" on cgroupfs.) */
+	{
+		char root[600], jp[600];
+		struct stat sb;
+		int fd;
+
+		dir("v1/cpuset/slurm/uid_2000/job_11");
+		dir("v1/memory/slurm/uid_2000/job_11");
+		dir("v1/cpuset/slurm/uid_2000/job_12/step_0");
+		dir("v1/memory/slurm/uid_2000/job_12");
+		dir("v1/cpuset/slurm/other/job_13");
+		snprintf(root, sizeof(root), "%s/v1/cpuset", top);
+		fd = open(root, O_RDONLY | O_DIRECTORY);
+		ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "a stand-in for slurmstepd holds the cpuset root's lock");
+		ok(syn__cg_job_gone(cg, "slurm/uid_2000/job_11", 200, err, sizeof(err)) == -1 &&
+		   errno == ETIMEDOUT && strstr(err, "v1/cpuset"),
+		   "job_gone waits for Slurm's lock, not without bound, and names it (%s)", err);
+		snprintf(jp, sizeof(jp), "%s/v1/cpuset/slurm/uid_2000/job_11", top);
+		ok(stat(jp, &sb) == 0, "nothing removed in the hierarchy it could not lock");
+		snprintf(jp, sizeof(jp), "%s/v1/memory/slurm/uid_2000/job_11", top);
+		ok(stat(jp, &sb) == -1 && errno == ENOENT, "the other hierarchy's empty job directory went");
+		if (fd >= 0)
+			close(fd);
+		ok(syn__cg_job_gone(cg, "slurm/uid_2000/job_11", 200, err, sizeof(err)) == 0,
+		   "with the lock free, job_gone succeeds");
+		snprintf(jp, sizeof(jp), "%s/v1/cpuset/slurm/uid_2000/job_11", top);
+		ok(stat(jp, &sb) == -1 && errno == ENOENT, "the empty job directory went");
+		snprintf(jp, sizeof(jp), "%s/v1/cpuset/slurm/uid_2000", top);
+		ok(stat(jp, &sb) == 0, "the user's directory stays while another job of the user has one");
+		ok(syn__cg_job_gone(cg, "slurm/uid_2000/job_12", 200, err, sizeof(err)) == 0,
+		   "job_gone of a job whose step directory is still there");
+		snprintf(jp, sizeof(jp), "%s/v1/cpuset/slurm/uid_2000/job_12/step_0", top);
+		ok(stat(jp, &sb) == 0, "a job directory with a step in it stays");
+		snprintf(jp, sizeof(jp), "%s/v1/memory/slurm/uid_2000", top);
+		ok(stat(jp, &sb) == -1 && errno == ENOENT,
+		   "where the job's directory was the user's last, the user's went too");
+		ok(syn__cg_job_gone(cg, "slurm/other/job_13", 200, err, sizeof(err)) == 0 &&
+		   syn__cg_job_gone(cg, "slurm/uid_x/job_13", 200, err, sizeof(err)) == 0 &&
+		   syn__cg_job_gone(cg, "slurm/uid_2000/job_13x", 200, err, sizeof(err)) == 0 &&
+		   syn__cg_job_gone(cg, "job_13", 200, err, sizeof(err)) == 0,
+		   "paths not of Slurm's uid_<u>/job_<j> shape are ignored");
+		snprintf(jp, sizeof(jp), "%s/v1/cpuset/slurm/other/job_13", top);
+		ok(stat(jp, &sb) == 0, "and nothing of theirs removed");
+	}
 	syn__cg_close(cg);
 
 	/* The admin's root wins over the layouts. */
@@ -553,6 +604,156 @@ static void test_v2_layouts(void)
 	ok(!syn__cg_open(&o, err, sizeof(err)) && errno == EINVAL, "so is an absolute one");
 }
 
+/* Write text into /sys/fs/cgroup/<rel>; 0 or -1. */
+static int cg_put(const char *rel, const char *text)
+{
+	char path[600];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", rel);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	rc = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) == 0 ? rc : -1;
+}
+
+/* mkdir /sys/fs/cgroup/<ctl>/<rel>, a cpuset one given its parent's CPUs
+ * and memory nodes (a v1 cpuset starts with none). */
+static int cg_mkdir(const char *ctl, const char *rel, const char *cpus, const char *mems)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s", ctl, rel);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -1;
+	if (strcmp(ctl, "cpuset") != 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s/cpuset.cpus", ctl, rel);
+	if (cg_put(path, cpus) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s/cpuset.mems", ctl, rel);
+	return cg_put(path, mems);
+}
+
+static int cg_exists(const char *ctl, const char *rel)
+{
+	char path[600];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s", ctl, rel);
+	return stat(path, &sb) == 0;
+}
+
+/*
+ * On the kernel's own v1 cgroupfs (root, a v1 cpuset and memory hierarchy:
+ * skipped elsewhere): the job's synergy child goes right after its last
+ * process is killed and reaped, when rmdir can still be refused for a
+ * moment; the epilog's job_gone then takes what Slurm's last step could
+ * not: the job's directory, and the user's where it was the last.
+ */
+static void test_v1_real(void)
+{
+	const char *ctls[] = { "cpuset", "memory" };
+	char base[64], rel[300], err[300], cpus[256] = "", mems[64] = "";
+	syn__cg_opts_t o;
+	syn__cg_t *cg = NULL;
+	struct stat sb;
+	FILE *f;
+	size_t i;
+	pid_t pid;
+	int bad = 0;
+
+	if (geteuid() != 0 || stat("/sys/fs/cgroup/cpuset/cpuset.cpus", &sb) != 0 ||
+	    stat("/sys/fs/cgroup/memory/memory.limit_in_bytes", &sb) != 0) {
+		skip(8, "real v1 cgroups: needs root and v1 cpuset and memory hierarchies");
+		return;
+	}
+	if ((f = fopen("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", "r"))) {
+		if (!fgets(cpus, sizeof(cpus), f))
+			cpus[0] = '\0';
+		fclose(f);
+	}
+	if ((f = fopen("/sys/fs/cgroup/cpuset/cpuset.effective_mems", "r"))) {
+		if (!fgets(mems, sizeof(mems), f))
+			mems[0] = '\0';
+		fclose(f);
+	}
+	snprintf(base, sizeof(base), "syncgt_%d", (int)getpid());
+	for (i = 0; i < 2; i++) {
+		const char *parts[] = { "", "/uid_0", "/uid_0/job_1", "/uid_0/job_1/synergy" };
+		size_t k;
+
+		for (k = 0; k < 4; k++) {
+			snprintf(rel, sizeof(rel), "%s%s", base, parts[k]);
+			bad |= cg_mkdir(ctls[i], rel, cpus, mems) < 0;
+		}
+	}
+	/* Another job of the same user, with a step still there (cpuset). */
+	snprintf(rel, sizeof(rel), "%s/uid_0/job_2", base);
+	bad |= cg_mkdir("cpuset", rel, cpus, mems) < 0;
+	snprintf(rel, sizeof(rel), "%s/uid_0/job_2/step_0", base);
+	bad |= cg_mkdir("cpuset", rel, cpus, mems) < 0;
+	memset(&o, 0, sizeof(o));
+	o.node = "n1";
+	o.plugin = "cgroup/v1";
+	o.mountpoint = "/sys/fs/cgroup";
+	snprintf(rel, sizeof(rel), "/%s", base);
+	o.root = rel;
+	err[0] = '\0';
+	if (!bad)
+		cg = syn__cg_open(&o, err, sizeof(err));
+	ok(!bad && cg, "a job with a synergy child made on the real cgroupfs (%s)", bad ? strerror(errno) : cg ? "" : err);
+	if (cg) {
+		char procs[400], num[32];
+
+		pid = fork();
+		if (pid == 0) {
+			pause();
+			_exit(0);
+		}
+		snprintf(num, sizeof(num), "%d\n", (int)pid);
+		for (i = 0; i < 2; i++) {
+			snprintf(procs, sizeof(procs), "%s/%s/uid_0/job_1/synergy/cgroup.procs", ctls[i], base);
+			bad |= cg_put(procs, num) < 0;
+		}
+		ok(!bad, "a process in the child, both hierarchies");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		err[0] = '\0';
+		snprintf(rel, sizeof(rel), "%s/uid_0/job_1", base);
+		ok(syn__cg_job_cleanup(cg, rel, err, sizeof(err)) == 0,
+		   "killed and reaped: the child goes at once (%s)", err);
+		snprintf(rel, sizeof(rel), "%s/uid_0/job_1/synergy", base);
+		ok(!cg_exists("cpuset", rel) && !cg_exists("memory", rel), "in both hierarchies");
+		snprintf(rel, sizeof(rel), "%s/uid_0/job_1", base);
+		ok(syn__cg_job_gone(cg, rel, 2000, err, sizeof(err)) == 0, "job_gone (%s)", err);
+		ok(!cg_exists("cpuset", rel) && !cg_exists("memory", rel),
+		   "the job's empty directory went in both");
+		snprintf(rel, sizeof(rel), "%s/uid_0", base);
+		ok(cg_exists("cpuset", rel) && !cg_exists("memory", rel),
+		   "the user's stays where another job is (cpuset), goes where not (memory)");
+		snprintf(rel, sizeof(rel), "%s/uid_0/job_2", base);
+		ok(syn__cg_job_gone(cg, rel, 2000, err, sizeof(err)) == 0 && cg_exists("cpuset", rel),
+		   "a job with a step's cgroup in it stays (rmdir refuses it, without retrying)");
+		syn__cg_close(cg);
+	} else {
+		skip(6, "no job made");
+	}
+	/* Whatever is left, children first. */
+	for (i = 0; i < 2; i++) {
+		const char *parts[] = { "/uid_0/job_1/synergy", "/uid_0/job_1", "/uid_0/job_2/step_0",
+					"/uid_0/job_2", "/uid_0", "" };
+		size_t k;
+		char path[600];
+
+		for (k = 0; k < 6; k++) {
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s%s", ctls[i], base, parts[k]);
+			rmdir(path);
+		}
+	}
+}
+
 int main(void)
 {
 	fake_tree_init("cgroup-t");
@@ -561,6 +762,7 @@ int main(void)
 	test_slurm_conf();
 	test_open();
 	test_v1();
+	test_v1_real();
 	test_v2();
 	test_v2_layouts();
 	rm_rf(top);
