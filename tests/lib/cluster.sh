@@ -851,7 +851,14 @@ cluster_leftovers() {
 		find "$cluster__cgmnt/cpu/" -maxdepth 4 -type d -name "synergy_${CLUSTER_TAG}*")
 	files=$(ls -A "${CLUSTER_CACHE_DIR:-$C/cache}" 2>/dev/null)
 	groups=$(ls -A "${CLUSTER_GROUP_DIR:-$C/groups}" 2>/dev/null | grep "^$CLUSTER_TAG")
-	[ -z "$dirs" ] || sed 's/^/# left: /' <<<"$dirs"
+	if [ -n "$dirs" ]; then
+		sed 's/^/# left: /' <<<"$dirs"
+		# why: what slurmd and its steps logged about cgroups and Synergy's
+		# cleanup (a directory Slurm failed to remove says so there)
+		grep -h -iE 'cgroup|rmdir|synergy: job [0-9]+: (task exit|epilog)' \
+			"$C"/log/slurmd.*.log 2>/dev/null | grep -iE 'error|fail|busy|cannot|unable' |
+			tail -n 20 | sed 's/^/# slurmd: /'
+	fi
 	[ -z "$files" ] || sed 's/^/# left in cache dir: /' <<<"$files"
 	[ -z "$groups" ] || sed 's/^/# left in group dir: /' <<<"$groups"
 	[ -z "$dirs$files$groups" ]
