@@ -574,6 +574,12 @@ static uint64_t mem_limit_mb(const lend_ctx_t *c, const lend_entry_t *e, uint64_
 	return e->mem_mb + (cache_mb > base ? cache_mb - base : 0);
 }
 
+/* The agent's bound on waiting for the node's lock. */
+static int lock_ms(const syn__agent_t *a)
+{
+	return a->lock_ms > 0 ? a->lock_ms : SYN__LEND_LOCK_MS;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec t;
@@ -1179,7 +1185,7 @@ int syn__lend_rebalance(const syn__agent_t *a, const syn__lend_start_t *start,
 		say(c, 1, "synergy: lend: %s", err);
 		goto failsafe;
 	}
-	lockfd = syn__node_lock(c->dfd, c->node, SYN__LEND_LOCK_MS);
+	lockfd = syn__node_lock(c->dfd, c->node, lock_ms(a));
 	if (lockfd < 0) {
 		say(c, 1, "synergy: lend: lock %s/%s.lock: %s", a->state_dir, c->node, strerror(errno));
 		goto failsafe;
@@ -1352,7 +1358,7 @@ int syn__lend_step_start(const syn__agent_t *a, const char *job_rel, uint32_t jo
 		say(c, 1, "synergy: lend: %s", err);
 		goto out;
 	}
-	lockfd = syn__node_lock(c->dfd, c->node, SYN__LEND_LOCK_MS);
+	lockfd = syn__node_lock(c->dfd, c->node, lock_ms(a));
 	if (lockfd < 0)
 		say(c, 1, "synergy: lend: lock %s/%s.lock: %s; giving CPUs back unlocked",
 		    a->state_dir, c->node, strerror(errno));
@@ -1392,7 +1398,7 @@ int syn__lend_task_enter(const syn__agent_t *a, uint32_t jobid, const char *job_
 	dfd = syn__state_dir_open(a->state_dir, err, sizeof(err));
 	if (dfd < 0)
 		return -1;
-	lockfd = syn__node_lock(dfd, syn__cg_node(a->cg), SYN__LEND_LOCK_MS);
+	lockfd = syn__node_lock(dfd, syn__cg_node(a->cg), lock_ms(a));
 	if (syn__jobrec_read(dfd, syn__cg_node(a->cg), jobid, &r, NULL, 0) == 0 && r.harvest) {
 		rv = 1;
 		if (syn__cg_job_sched_idle(a->cg, job_rel, 1, err, sizeof(err)) < 0) {

@@ -114,6 +114,7 @@ typedef struct syn__agent {
 	int harvest;                  /* HarvestIdleCycles: harvest idle cycles too */
 	syn__lend_log_f log;
 	void *arg;
+	int lock_ms;                  /* the node lock's bound; 0: SYN__LEND_LOCK_MS */
 } syn__agent_t;
 
 /*
@@ -141,8 +142,13 @@ typedef struct syn__lend_start {
 #define SYN__HARVEST_SAMPLE_MS 2000
 
 /* How long an action waits for the node's lock before it gives up (and,
- * for a starting job, takes back from others unlocked what is its). */
-#define SYN__LEND_LOCK_MS 5000
+ * for a starting job, takes back from others unlocked what is its). The
+ * holder may be shrinking another job's cache: up to three waits of
+ * SYN__GRANT_WAIT_MS, punching its files and the kernel's reclaim when its
+ * memory limit is lowered, which took over 5 s for 540 MB on a loaded,
+ * emulated node (a starting job then ran before the other had given its
+ * memory back). A hung holder still delays a start by this much at most. */
+#define SYN__LEND_LOCK_MS 20000
 /* How long (wall time) a cache shrink waits for the job to release the
  * memory (its loader's promise is 200 ms) before the node punches its cache
  * files (cachedir.h); also the bound of that punching and of retries of a

@@ -641,8 +641,10 @@ int main(void)
 		put("mnt/cpuset/slurm_n1/uid_0/job_1/cpuset.cpus", "0-1,3");
 		put("mnt/cpuset/slurm_n1/uid_0/job_1/synergy/cpuset.cpus", "0-1,3");
 		errors = 0;
-		diag("waiting for the lock deadline (%d ms)", SYN__LEND_LOCK_MS);
+		agent.lock_ms = 300;  /* SYN__LEND_LOCK_MS, shortened for the test */
+		diag("waiting for the lock deadline (%d ms)", agent.lock_ms);
 		rv = syn__lend_rebalance(&agent, &st, 0);
+		agent.lock_ms = 0;
 		ok(rv == -1 && strstr(lastmsg, "lend job=1 returns") != NULL &&
 		   strcmp(held("1", 0), "0-1") == 0,
 		   "lock timed out: the newcomer's CPU was still taken back (%s)", lastmsg);
