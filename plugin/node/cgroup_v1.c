@@ -199,7 +199,6 @@ out:
 	return rv;
 }
 
-/* 1 if cgroup rel of controller ctl lists a process. */
 /* 1 if cgroup directory dir has neither a child cgroup nor a process (what
  * rmdir still refuses for a moment after the last process exited). */
 static int cg_dir_unused(const char *dir)
@@ -249,6 +248,7 @@ static int rmdir_settled(const char *dir)
 	return 0;
 }
 
+/* 1 if cgroup rel of controller ctl lists a process. */
 static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 {
 	char path[SYN_PATH_MAX * 3];
