@@ -199,55 +199,6 @@ out:
 	return rv;
 }
 
-/* 1 if cgroup directory dir has neither a child cgroup nor a process (what
- * rmdir still refuses for a moment after the last process exited). */
-static int cg_dir_unused(const char *dir)
-{
-	char procs[SYN_PATH_MAX * 3 + 16], *text;
-	struct dirent *e;
-	DIR *d;
-	int unused = 1;
-
-	if (!(d = opendir(dir)))
-		return 0;
-	while (unused && (e = readdir(d)))
-		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 &&
-		    strcmp(e->d_name, "..") != 0)
-			unused = 0;
-	closedir(d);
-	if (!unused || (size_t)snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir) >=
-			       sizeof(procs))
-		return 0;
-	if ((text = syn__cg_read_file(procs))) {
-		unused = text[0] == '\0';
-		free(text);
-	}
-	return unused;
-}
-
-/* rmdir a cgroup: one with no child and no process left may still be
- * refused (EBUSY) for a moment while the kernel lets go of processes that
- * just exited (a loaded node: slurmstepd's own removal retries for the
- * same reason), and a directory of ours left then keeps Slurm from
- * removing the job's. Such a one is retried for up to half a second; a
- * cgroup really in use is not. 0, or -1 with errno. */
-static int rmdir_settled(const char *dir)
-{
-	struct timespec pause = { 0, 25 * 1000 * 1000 };
-	int tries = 0;
-
-	while (rmdir(dir) < 0) {
-		int e = errno;
-
-		if (e != EBUSY || ++tries >= 20 || !cg_dir_unused(dir)) {
-			errno = e;
-			return -1;
-		}
-		nanosleep(&pause, NULL);
-	}
-	return 0;
-}
-
 /* 1 if cgroup rel of controller ctl lists a process. */
 static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 {
@@ -261,6 +212,48 @@ static int has_procs(const syn__cg_t *cg, const char *ctl, const char *rel)
 	has = text[0] != '\0';
 	free(text);
 	return has;
+}
+
+/* 1 if directory dir has a subdirectory (a v1 cgroup: a child cgroup). */
+static int has_subdir(const char *dir)
+{
+	struct dirent *e;
+	DIR *d;
+	int has = 0;
+
+	if (!(d = opendir(dir)))
+		return 1;       /* unknown: treat as in use */
+	while (!has && (e = readdir(d)))
+		has = e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 &&
+		      strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return has;
+}
+
+/* rmdir cgroup rel of controller ctl: one with no child and no process
+ * left may still be refused (EBUSY) for a moment while the kernel lets go
+ * of processes that just exited (a loaded node: slurmstepd's own removal
+ * retries for the same reason), and a directory of ours left then keeps
+ * Slurm from removing the job's. Such a one is retried for up to half a
+ * second; a cgroup really in use is not. 0, or -1 with errno. */
+static int rmdir_settled(const syn__cg_t *cg, const char *ctl, const char *rel)
+{
+	struct timespec pause = { 0, 25 * 1000 * 1000 };
+	char dir[SYN_PATH_MAX * 3];
+	int tries = 0;
+
+	if (syn__cg_path(cg, ctl, rel, NULL, dir, sizeof(dir)) < 0)
+		return -1;
+	while (rmdir(dir) < 0) {
+		int e = errno;
+
+		if (e != EBUSY || ++tries >= 20 || has_subdir(dir) || has_procs(cg, ctl, rel)) {
+			errno = e;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return 0;
 }
 
 int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, size_t errlen)
@@ -280,11 +273,13 @@ int syn__cg1_job_cleanup(const syn__cg_t *cg, const char *job_rel, char *err, si
 	 * parent, and an empty v1 cgroup needs nothing but rmdir. */
 	syn__cg1_idle_cleanup(cg, job_rel);
 	for (i = 0; i < NCTLS; i++) {
-		if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
-			continue;
-		if (rmdir_settled(dir) < 0 && errno != ENOENT)
-			return syn_errbuf(err, errlen, errno ? errno : EIO, "rmdir %s: %s", dir,
-					  strerror(errno));
+		if (rmdir_settled(cg, child_ctls[i], rel) < 0 && errno != ENOENT) {
+			int e = errno ? errno : EIO;
+
+			if (syn__cg_path(cg, child_ctls[i], rel, NULL, dir, sizeof(dir)) < 0)
+				snprintf(dir, sizeof(dir), "%s/%s", child_ctls[i], rel);
+			return syn_errbuf(err, errlen, e, "rmdir %s: %s", dir, strerror(e));
+		}
 	}
 	return 0;
 }
@@ -338,9 +333,10 @@ int syn__cg1_job_gone(const syn__cg_t *cg, const char *job_rel, int lock_ms, cha
 		/* Each only when empty (rmdir refuses a cgroup with processes
 		 * or children): a step still there keeps the job's, another
 		 * job of the user the user's. */
-		if (rmdir_settled(dir) == 0) {
-			*strrchr(dir, '/') = '\0';
-			rmdir(dir);
+		if (rmdir_settled(cg, child_ctls[i], rel) == 0) {
+			*job = '\0';
+			rmdir_settled(cg, child_ctls[i], rel);
+			*job = '/';
 		}
 		close(fd);          /* the lock goes with it */
 	}

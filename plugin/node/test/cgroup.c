@@ -666,7 +666,7 @@ static void test_v1_real(void)
 
 	if (geteuid() != 0 || stat("/sys/fs/cgroup/cpuset/cpuset.cpus", &sb) != 0 ||
 	    stat("/sys/fs/cgroup/memory/memory.limit_in_bytes", &sb) != 0) {
-		skip(8, "real v1 cgroups: needs root and v1 cpuset and memory hierarchies");
+		skip(11, "real v1 cgroups: needs root and v1 cpuset and memory hierarchies");
 		return;
 	}
 	if ((f = fopen("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", "r"))) {
@@ -736,18 +736,61 @@ static void test_v1_real(void)
 		snprintf(rel, sizeof(rel), "%s/uid_0/job_2", base);
 		ok(syn__cg_job_gone(cg, rel, 2000, err, sizeof(err)) == 0 && cg_exists("cpuset", rel),
 		   "a job with a step's cgroup in it stays (rmdir refuses it, without retrying)");
+		/* Any user can open the hierarchy's root and flock it (no write
+		 * permission needed): another user holding Slurm's lock makes
+		 * the epilog give up within its bound, naming the lock, and
+		 * remove nothing; once let go, the job's directory goes. */
+		snprintf(rel, sizeof(rel), "%s/uid_0/job_3", base);
+		bad = cg_mkdir("cpuset", rel, cpus, mems) < 0;
+		{
+			int go[2], held[2];
+			char c = 0;
+
+			if (pipe(go) < 0 || pipe(held) < 0)
+				bail_out("pipe");
+			pid = fork();
+			if (pid == 0) {
+				int fd;
+
+				close(go[1]);
+				close(held[0]);
+				if (setgid(65534) < 0 || setuid(65534) < 0 || getuid() != 65534)
+					_exit(1);
+				fd = open("/sys/fs/cgroup/cpuset", O_RDONLY | O_DIRECTORY);
+				if (fd < 0 || flock(fd, LOCK_EX) < 0)
+					_exit(1);
+				if (write(held[1], "x", 1) != 1)
+					_exit(1);
+				(void)!read(go[0], &c, 1);   /* until the parent lets go */
+				_exit(0);
+			}
+			close(go[0]);
+			close(held[1]);
+			ok(!bad && pid > 0 && read(held[0], &c, 1) == 1,
+			   "user 65534 (nobody) opened the cpuset root and holds its flock");
+			err[0] = '\0';
+			ok(syn__cg_job_gone(cg, rel, 300, err, sizeof(err)) == -1 && errno == ETIMEDOUT &&
+			   strstr(err, "/sys/fs/cgroup/cpuset") && cg_exists("cpuset", rel),
+			   "job_gone gives up within its bound, names the lock, removes nothing (%s)", err);
+			close(go[1]);
+			if (pid > 0)
+				waitpid(pid, NULL, 0);
+			close(held[0]);
+			ok(syn__cg_job_gone(cg, rel, 2000, err, sizeof(err)) == 0 && !cg_exists("cpuset", rel),
+			   "once it let go, the job's empty directory goes");
+		}
 		syn__cg_close(cg);
 	} else {
-		skip(6, "no job made");
+		skip(10, "no job made");
 	}
 	/* Whatever is left, children first. */
 	for (i = 0; i < 2; i++) {
 		const char *parts[] = { "/uid_0/job_1/synergy", "/uid_0/job_1", "/uid_0/job_2/step_0",
-					"/uid_0/job_2", "/uid_0", "" };
+					"/uid_0/job_2", "/uid_0/job_3", "/uid_0", "" };
 		size_t k;
 		char path[600];
 
-		for (k = 0; k < 6; k++) {
+		for (k = 0; k < 7; k++) {
 			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s%s", ctls[i], base, parts[k]);
 			rmdir(path);
 		}
